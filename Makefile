@@ -1,0 +1,45 @@
+# Two commands do everything on a fresh machine: `make run` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+WORKERS ?= 2
+
+.PHONY: run test bench lint format demo
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.runtime-installed: requirements.txt | $(BIN)/python
+	scripts/ensure-build-deps
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.runtime-installed
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+## run: serve the app under gunicorn on 127.0.0.1:$(PORT) (SQLite under var/ unless DATABASE_URL)
+run: $(VENV)/.runtime-installed
+	$(BIN)/python manage.py migrate --noinput -v0
+	$(BIN)/python manage.py collectstatic --noinput -v0
+	PORT=$(PORT) $(BIN)/python manage.py seed_demo
+	exec $(BIN)/gunicorn config.wsgi --bind 127.0.0.1:$(PORT) --workers $(WORKERS) \
+		--access-logfile - --timeout 30
+
+## test: the whole suite against MariaDB (DATABASE_URL) and Redis (REDIS_URL)
+test: $(VENV)/.dev-installed
+	$(BIN)/pytest
+
+## bench: load benchmarks; prints a table and writes bench/results/*.json
+bench: $(VENV)/.dev-installed
+	$(BIN)/python -m bench.run
+
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(VENV)/.dev-installed
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .

@@ -1,0 +1,12 @@
+"""The base of every domain error. Nothing here knows about HTTP: config/exceptions.py maps
+each stable `code` to a status in one table."""
+
+
+class DomainError(Exception):
+    code = "error"
+    default_detail = "The request could not be completed."
+
+    def __init__(self, detail: str | None = None, *, fields: dict[str, list[str]] | None = None):
+        self.detail = detail or self.default_detail
+        self.fields = fields
+        super().__init__(self.detail)

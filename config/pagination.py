@@ -1,0 +1,43 @@
+"""DRF pagination for every list: page and page_size are validated, and a page past the end
+is an empty page, not an error."""
+
+from django.core.paginator import EmptyPage, Page
+from rest_framework import pagination
+from rest_framework.exceptions import ValidationError
+from rest_framework.utils.urls import replace_query_param
+
+
+class PageNumberPagination(pagination.PageNumberPagination):
+    page_size = 20
+    page_size_query_param = "page_size"
+    max_page_size = 50
+
+    def paginate_queryset(self, queryset, request, view=None):
+        self.request = request
+        page_size = positive_query_int(request, self.page_size_query_param, self.page_size)
+        number = positive_query_int(request, self.page_query_param, 1)
+        paginator = self.django_paginator_class(queryset, min(page_size, self.max_page_size))
+        try:
+            self.page = paginator.page(number)
+        except EmptyPage:
+            self.page = Page([], number, paginator)
+        return list(self.page)
+
+    def get_next_link(self):
+        return super().get_next_link() if self.page.object_list else None
+
+    def get_previous_link(self):
+        if self.page.object_list or self.page.number == 1:
+            return super().get_previous_link()
+        # Past the end: point back at the last page that has results.
+        last = self.page.paginator.num_pages
+        return replace_query_param(self.request.build_absolute_uri(), self.page_query_param, last)
+
+
+def positive_query_int(request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.isdigit() or len(raw) > 9 or int(raw) < 1:
+        raise ValidationError({name: ["Must be a positive integer."]})
+    return int(raw)

@@ -1,0 +1,18 @@
+"""The test suite: real MariaDB and real Redis, never SQLite (see tests/conftest.py)."""
+
+import os
+
+os.environ.setdefault("DATABASE_URL", "mysql://root@127.0.0.1:3306/coupons")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+
+from .base import *  # noqa: E402, F403
+
+SECRET_KEY = "test-only-not-secret-but-long-enough-for-hs256"
+ALLOWED_HOSTS = ["testserver", "127.0.0.1", "localhost"]
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+LOGGING = {"version": 1, "disable_existing_loggers": False}
+WHITENOISE_AUTOREFRESH = True  # serve static files from the apps; no collectstatic in tests

@@ -1,0 +1,110 @@
+"""The Django admin for coupon templates: publishes and edits through coupons.services, so the
+rules are the API's; a template with claims cannot be deleted."""
+
+from django import forms
+from django.contrib import admin
+from django.db.models import F
+
+from config import clock
+from coupons import services
+from coupons.errors import TemplateInvalid
+from coupons.models import CouponTemplate
+
+
+class CouponTemplateForm(forms.ModelForm):
+    class Meta:
+        model = CouponTemplate
+        fields = list(services.TEMPLATE_TERMS)
+
+    def clean(self):
+        cleaned = super().clean()
+        current = self.instance if self.instance.pk else None
+        try:
+            terms = services.template_terms_validate(
+                {field: cleaned.get(field) for field in services.TEMPLATE_TERMS}, current=current
+            )
+        except TemplateInvalid as error:
+            for field, messages in error.fields.items():
+                if field not in self.errors:  # already reported by the form field itself
+                    self.add_error(field if field in self.fields else None, messages)
+            return cleaned
+        cleaned.update(terms)
+        return cleaned
+
+
+class StateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [(s, s.replace("_", " ")) for s in ("not_started", "active", "sold_out", "ended")]
+
+    def queryset(self, request, queryset):
+        now = clock.now()
+        match self.value():
+            case "not_started":
+                return queryset.filter(valid_from__gt=now)
+            case "ended":
+                return queryset.filter(valid_until__lt=now)
+            case "sold_out":
+                return queryset.filter(claimed_count__gte=F("total"))
+            case "active":
+                return queryset.filter(
+                    valid_from__lte=now, valid_until__gte=now, claimed_count__lt=F("total")
+                )
+        return queryset
+
+
+def template_state(template: CouponTemplate) -> str:
+    now = clock.now()
+    if now < template.valid_from:
+        return "not started"
+    if now > template.valid_until:
+        return "ended"
+    if template.claimed_count >= template.total:
+        return "sold out"
+    return "active"
+
+
+@admin.register(CouponTemplate)
+class CouponTemplateAdmin(admin.ModelAdmin):
+    form = CouponTemplateForm
+    list_display = [
+        "name",
+        "type",
+        "value",
+        "min_amount",
+        "valid_from",
+        "valid_until",
+        "claimed_of_total",
+        "state",
+    ]
+    list_filter = ["type", StateFilter]
+    search_fields = ["name"]
+    readonly_fields = ["claimed_count", "created_at", "updated_at"]
+    actions = None  # the bulk delete action would bypass the "no delete once claimed" rule
+
+    @admin.display(description="claimed / total")
+    def claimed_of_total(self, template: CouponTemplate) -> str:
+        return f"{template.claimed_count} / {template.total}"
+
+    @admin.display(description="state")
+    def state(self, template: CouponTemplate) -> str:
+        return template_state(template)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        if obj is not None and obj.claimed_count > 0:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def save_model(self, request, obj, form, change) -> None:
+        terms = {field: form.cleaned_data[field] for field in services.TEMPLATE_TERMS}
+        if change:
+            saved = services.coupon_template_edit(template_id=obj.pk, changes=terms)
+        else:
+            saved = services.coupon_template_publish(**terms)
+        obj.pk = saved.pk
+        obj.refresh_from_db()
+
+    def delete_model(self, request, obj) -> None:
+        services.coupon_template_delete(template_id=obj.pk)

@@ -1,0 +1,59 @@
+"""Admin REST API (Bearer + staff): publish, edit and list coupon templates."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.generics import GenericAPIView
+from rest_framework.permissions import IsAdminUser, IsAuthenticated
+from rest_framework.response import Response
+
+from coupons import selectors, services
+from coupons.api.serializers import AdminTemplateSerializer, TemplateInputSerializer
+from coupons.errors import TemplateNotFound
+from coupons.models import CouponTemplate
+
+
+class AdminTemplateListView(GenericAPIView):
+    permission_classes = [IsAuthenticated, IsAdminUser]
+    serializer_class = AdminTemplateSerializer
+
+    def get_queryset(self):
+        return selectors.templates_for_admin()
+
+    @extend_schema(responses=AdminTemplateSerializer(many=True))
+    def get(self, request):
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(AdminTemplateSerializer(page, many=True).data)
+
+    @extend_schema(request=TemplateInputSerializer, responses={201: AdminTemplateSerializer})
+    def post(self, request):
+        payload = TemplateInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        template = services.coupon_template_publish(**payload.validated_data)
+        data = AdminTemplateSerializer(selectors.template_for_admin(template.pk)).data
+        return Response(data, status=status.HTTP_201_CREATED)
+
+
+class AdminTemplateDetailView(GenericAPIView):
+    permission_classes = [IsAuthenticated, IsAdminUser]
+    serializer_class = AdminTemplateSerializer
+
+    @extend_schema(responses=AdminTemplateSerializer)
+    def get(self, request, template_id: int):
+        return Response(AdminTemplateSerializer(selectors.template_for_admin(template_id)).data)
+
+    @extend_schema(request=TemplateInputSerializer, responses=AdminTemplateSerializer)
+    def put(self, request, template_id: int):
+        return self._edit(request, template_id, partial=False)
+
+    @extend_schema(request=TemplateInputSerializer, responses=AdminTemplateSerializer)
+    def patch(self, request, template_id: int):
+        return self._edit(request, template_id, partial=True)
+
+    def _edit(self, request, template_id: int, *, partial: bool) -> Response:
+        # 404 before validation: a bad body for a missing template is still "not found".
+        if not CouponTemplate.objects.filter(pk=template_id).exists():
+            raise TemplateNotFound()
+        payload = TemplateInputSerializer(data=request.data, partial=partial)
+        payload.is_valid(raise_exception=True)
+        services.coupon_template_edit(template_id=template_id, changes=payload.validated_data)
+        return Response(AdminTemplateSerializer(selectors.template_for_admin(template_id)).data)

@@ -1,0 +1,55 @@
+"""Coupon domain errors. Each has a stable `code`; config/exceptions.py gives it a status."""
+
+from config.errors import DomainError
+
+
+class TemplateNotFound(DomainError):
+    code = "not_found"
+    default_detail = "Coupon template not found."
+
+
+class TemplateInvalid(DomainError):
+    code = "invalid"
+    default_detail = "Invalid coupon template."
+
+
+class ClaimRejected(DomainError):
+    """A claim the database refused; the subclass says why."""
+
+
+class ClaimNotInWindow(ClaimRejected):
+    code = "not_in_window"
+    default_detail = "This coupon cannot be claimed at this time."
+
+
+class ClaimSoldOut(ClaimRejected):
+    code = "sold_out"
+    default_detail = "This coupon is sold out."
+
+
+class ClaimLimitReached(ClaimRejected):
+    code = "limit_reached"
+    default_detail = "You have claimed this coupon as many times as allowed."
+
+
+# Errors of coupons.ports, raised to the orders app.
+
+
+class CouponNotFound(DomainError):
+    code = "not_found"
+    default_detail = "Coupon not found."
+
+
+class CouponUsed(DomainError):
+    code = "coupon_used"
+    default_detail = "This coupon has already been used."
+
+
+class CouponExpired(DomainError):
+    code = "coupon_expired"
+    default_detail = "This coupon is not valid at this time."
+
+
+class CouponRollbackFailed(DomainError):
+    code = "invalid_state"
+    default_detail = "The coupon could not be returned: it is not in use."

@@ -1,0 +1,29 @@
+-- sync.lua (SyncCouponCounts): overwrite the counters with the database facts, each guarded by
+-- its own monotonic version, after every database decision.
+--
+-- KEYS[1] coupon:claimed:{T}            KEYS[2] coupon:peruser:{T}:U
+-- KEYS[3] coupon:version:{T}            KEYS[4] coupon:peruser-version:{T}:U
+-- ARGV[1] db_claimed   the template's claimed_count as the transaction left it
+-- ARGV[2] db_user      the user's claim count on T as the transaction left it
+--
+-- A snapshot is applied when it is at least as new as the stored version (missing = -1).
+-- Equal counts: a rejected or failed insert left the count unchanged, and applying the equal
+-- snapshot is what removes the INCR the claim script leaked. The two versions are independent,
+-- so a late snapshot of the total never blocks the repair of this user's own counter.
+--
+-- Returns {total_applied, user_applied}, each 1 or 0.
+
+local function apply(counter_key, version_key, db_count)
+  local version = tonumber(redis.call('GET', version_key) or '-1')
+  if db_count >= version then
+    redis.call('SET', counter_key, db_count)
+    redis.call('SET', version_key, db_count)
+    return 1
+  end
+  return 0
+end
+
+return {
+  apply(KEYS[1], KEYS[3], tonumber(ARGV[1])),
+  apply(KEYS[2], KEYS[4], tonumber(ARGV[2])),
+}

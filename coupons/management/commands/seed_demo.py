@@ -1,0 +1,82 @@
+"""Create the demo data once (idempotent) and print how to log in."""
+
+import os
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from config import clock
+from coupons import services
+from coupons.models import CouponTemplate
+
+DEMO_PASSWORD = "demo-pass-123"
+DEMO_USERS = [("admin", True), ("alice", False), ("bob", False)]
+
+
+class Command(BaseCommand):
+    help = "Create a staff user, two shoppers and a few coupon templates, once."
+
+    def handle(self, *args, **options):
+        with transaction.atomic():
+            created = self.seed()
+        port = os.environ.get("PORT", "8000")
+        base = f"http://127.0.0.1:{port}"
+        self.stdout.write(
+            "\n".join(
+                [
+                    "Demo data " + ("created." if created else "already present."),
+                    f"  API docs:  {base}/api/docs/",
+                    f"  Admin:     {base}/admin/",
+                    f"  Health:    {base}/healthz",
+                    f"  Logins:    admin (staff), alice, bob; password {DEMO_PASSWORD}",
+                    f"  Token:     curl -X POST {base}/api/auth/token"
+                    " -H 'Content-Type: application/json'"
+                    f' -d \'{{"username": "alice", "password": "{DEMO_PASSWORD}"}}\'',
+                ]
+            )
+        )
+
+    def seed(self) -> bool:
+        User = get_user_model()
+        if User.objects.filter(username="admin").exists():
+            return False
+        for username, staff in DEMO_USERS:
+            User.objects.create_user(
+                username=username, password=DEMO_PASSWORD, is_staff=staff, is_superuser=staff
+            )
+        now = clock.now()
+        day = timedelta(days=1)
+        demo_templates = [
+            ("5 off, no threshold", CouponTemplate.Type.DIRECT, 500, 0, now - day, now + 30 * day),
+            (
+                "50 off over 200",
+                CouponTemplate.Type.THRESHOLD,
+                5000,
+                20000,
+                now - day,
+                now + 7 * day,
+            ),
+            (
+                "Next week's drop",
+                CouponTemplate.Type.DIRECT,
+                1000,
+                0,
+                now + 7 * day,
+                now + 14 * day,
+            ),
+            ("Last month's", CouponTemplate.Type.DIRECT, 300, 0, now - 40 * day, now - 10 * day),
+        ]
+        for name, kind, value, min_amount, valid_from, valid_until in demo_templates:
+            services.coupon_template_publish(
+                name=name,
+                type=kind,
+                value=value,
+                min_amount=min_amount,
+                total=100,
+                per_user_limit=2,
+                valid_from=valid_from,
+                valid_until=valid_until,
+            )
+        return True

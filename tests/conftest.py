@@ -1,0 +1,101 @@
+import uuid
+
+import MySQLdb
+import pytest
+import redis
+from django.conf import settings
+from rest_framework.test import APIClient
+from rest_framework_simplejwt.tokens import AccessToken
+
+from tests.factories import UserFactory
+
+
+def pytest_sessionstart(session):
+    """Fail the whole run, with the fix, when MariaDB or Redis is not there: no test may be
+    skipped for lack of a service."""
+    database = settings.DATABASES["default"]
+    problems = []
+    if database["ENGINE"] != "django.db.backends.mysql":
+        problems.append(f"DATABASE_URL must point at MariaDB/MySQL, not {database['ENGINE']}.")
+    else:
+        try:
+            MySQLdb.connect(
+                host=database["HOST"] or "127.0.0.1",
+                port=int(database["PORT"] or 3306),
+                user=database["USER"],
+                password=database["PASSWORD"] or "",
+                connect_timeout=3,
+            ).close()
+        except MySQLdb.Error as error:
+            problems.append(
+                f"MariaDB at {database['HOST']}:{database['PORT']} is unreachable ({error}). "
+                "Start it: start-stop-daemon --start --oknodo --background "
+                "--exec /usr/sbin/mariadbd"
+            )
+    try:
+        redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=3).ping()
+    except redis.RedisError as error:
+        problems.append(
+            f"Redis at {settings.REDIS_URL} is unreachable ({error}). Start it: redis-server "
+            '--daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no'
+        )
+    if problems:
+        pytest.exit("\n".join(["The test suite needs real services:", *problems]), returncode=3)
+
+
+@pytest.fixture(autouse=True)
+def redis_namespace(settings):
+    """Each test counts in its own key namespace on the shared Redis, so template ids reused
+    across tests never meet stale counters. Its keys are deleted afterwards."""
+    prefix = f"test-{uuid.uuid4().hex[:12]}:"
+    settings.COUPON_REDIS_PREFIX = prefix
+    shared_redis_url = settings.REDIS_URL  # a test may point REDIS_URL elsewhere
+    yield prefix
+    client = redis.Redis.from_url(shared_redis_url)
+    keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+    if keys:
+        client.delete(*keys)
+
+
+def bearer_client(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {AccessToken.for_user(user)}")
+    return client
+
+
+@pytest.fixture
+def user(db):
+    return UserFactory()
+
+
+@pytest.fixture
+def staff(db):
+    return UserFactory(is_staff=True)
+
+
+@pytest.fixture
+def shopper_client(user) -> APIClient:
+    return bearer_client(user)
+
+
+@pytest.fixture
+def staff_client(staff) -> APIClient:
+    return bearer_client(staff)
+
+
+@pytest.fixture
+def frozen_now(monkeypatch):
+    """Freeze config.clock.now at a fixed instant; returns a setter to move it."""
+    from datetime import UTC, datetime
+
+    from config import clock
+
+    state = {"now": datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)}
+    monkeypatch.setattr(clock, "now", lambda: state["now"])
+
+    def move_to(moment):
+        state["now"] = moment
+        return moment
+
+    move_to.now = lambda: state["now"]
+    return move_to

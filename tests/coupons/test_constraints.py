@@ -1,0 +1,64 @@
+"""Every template and user-coupon rule the database can hold, checked by writing a bad row
+straight to the database past all Python validation."""
+
+import pytest
+from django.db import DatabaseError, connection, transaction
+
+from tests.factories import CouponTemplateFactory, UserCouponFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize(
+    ("assignment", "constraint"),
+    [
+        ("name = '   '", "coupon_template_name_not_blank"),
+        ("type = 'percent'", "coupon_template_type_known"),
+        ("value = 0", "coupon_template_value_positive"),
+        ("min_amount = 100", "coupon_template_min_amount_fits_type"),  # direct with a threshold
+        ("type = 'threshold', min_amount = 499", "coupon_template_min_amount_fits_type"),
+        ("total = 0", "coupon_template_total_positive"),
+        ("per_user_limit = 0", "coupon_template_per_user_limit_positive"),
+        ("valid_until = valid_from", "coupon_template_window_ordered"),
+        ("claimed_count = total + 1", "coupon_template_claimed_within_total"),
+    ],
+)
+def test_template_check_constraints_reject_bad_rows(assignment, constraint):
+    template = CouponTemplateFactory()  # direct, value 500, valid row
+
+    with pytest.raises(DatabaseError, match=constraint), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE coupon_templates SET {assignment} WHERE id = %s", [template.pk])
+
+
+@pytest.mark.parametrize(
+    "assignment",
+    [
+        "status = 'used'",
+        "used_at = NOW(3)",
+        "status = 'expired'",
+        "status = 'used', used_at = NULL",
+    ],
+)
+def test_user_coupon_used_at_must_match_status(assignment):
+    coupon = UserCouponFactory()
+
+    with pytest.raises(DatabaseError, match="user_coupon_used_at_matches_status"):
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"UPDATE user_coupons SET {assignment} WHERE id = %s", [coupon.pk])
+
+
+def test_unsigned_columns_refuse_negative_values():
+    template = CouponTemplateFactory()
+    with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("UPDATE coupon_templates SET value = -1 WHERE id = %s", [template.pk])
+
+
+def test_a_good_row_passes_every_constraint():
+    template = CouponTemplateFactory(type="threshold", value=500, min_amount=500)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE coupon_templates SET claimed_count = total WHERE id = %s", [template.pk]
+        )
+    template.refresh_from_db()
+    assert template.claimed_count == template.total
