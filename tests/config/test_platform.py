@@ -19,6 +19,8 @@ def test_token_obtain_and_refresh_then_use_the_access_token(user):
     assert refreshed.status_code == 200
 
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {refreshed.json()['access']}")
+    me = client.get("/api/auth/me")
+    assert me.json() == {"id": user.pk, "username": user.username, "is_staff": False}
     assert client.get("/api/admin/coupons").status_code == 403  # authenticated, not staff
 
 
