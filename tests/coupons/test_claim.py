@@ -40,6 +40,10 @@ def test_claim_returns_201_with_the_user_coupon(user, shopper_client):
         None,
     )
     assert body["template"]["name"] == "Five off"
+    assert (
+        body["created_at"]
+        == shopper_client.get("/api/coupons/mine").json()["results"][0]["created_at"]
+    )  # what the response shows is what the database kept (milliseconds)
     assert set(body) == {
         "id",
         "user_id",
