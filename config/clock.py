@@ -5,7 +5,11 @@ from datetime import datetime
 from django.utils import timezone
 
 
+def truncate_to_milliseconds(moment: datetime) -> datetime:
+    """The precision the database (DATETIME(3)) and the Redis scripts keep."""
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
 def now() -> datetime:
-    """The current time, timezone-aware, truncated to the millisecond the database keeps."""
-    current = timezone.now()
-    return current.replace(microsecond=current.microsecond // 1000 * 1000)
+    """The current time, timezone-aware, in milliseconds."""
+    return truncate_to_milliseconds(timezone.now())

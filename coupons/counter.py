@@ -126,14 +126,25 @@ class CouponCounter:
         except redis.RedisError:
             return False
 
-    def delete_template(self, template_id: int) -> int:
-        """Drop every counter of one template (used by the rebuild command). Raises on error."""
+    def rebuild_template(self, *, template_id: int, db_claimed: int) -> None:
+        """Set the total counter and its version to the database count and drop every
+        per-user key of the template (each is rebuilt from its floor by the next claim).
+        For the rebuild command: raises when Redis fails, unlike claim and sync."""
+        claimed_key, _, version_key, _ = self.keys(template_id, 0)
         tag = f"{{{template_id}}}"
-        pattern = f"{self.prefix}coupon:*{tag}*"
-        deleted = 0
-        for key in self._sync_client.scan_iter(match=pattern, count=1000):
-            deleted += self._sync_client.delete(key)
-        return deleted
+        for pattern in (
+            f"{self.prefix}coupon:peruser:{tag}:*",
+            f"{self.prefix}coupon:peruser-version:{tag}:*",
+        ):
+            batch = []
+            for key in self._sync_client.scan_iter(match=pattern, count=1000):
+                batch.append(key)
+                if len(batch) == 1000:
+                    self._sync_client.delete(*batch)
+                    batch = []
+            if batch:
+                self._sync_client.delete(*batch)
+        self._sync_client.mset({claimed_key: db_claimed, version_key: db_claimed})
 
     def _run(self, script, keys: list[str], args: list[int]):
         if time.monotonic() < self._skip_until:

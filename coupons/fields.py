@@ -1,4 +1,8 @@
+from datetime import datetime
+
 from django.db import models
+
+from config.clock import truncate_to_milliseconds
 
 
 class MillisecondDateTimeField(models.DateTimeField):
@@ -10,8 +14,17 @@ class MillisecondDateTimeField(models.DateTimeField):
             return "datetime(3)"
         return super().db_type(connection)
 
+    def pre_save(self, model_instance, add):
+        # auto_now values too, so the saved instance shows what the database kept.
+        value = super().pre_save(model_instance, add)
+        if isinstance(value, datetime):
+            value = truncate_to_milliseconds(value)
+            setattr(model_instance, self.attname, value)
+        return value
+
     def get_prep_value(self, value):
         value = super().get_prep_value(value)
-        if value is not None and hasattr(value, "microsecond"):
-            value = value.replace(microsecond=value.microsecond // 1000 * 1000)
+        if isinstance(value, datetime):
+            value = truncate_to_milliseconds(value)
         return value
+

@@ -1,5 +1,7 @@
 """Every read of coupons that is more than one line."""
 
+from datetime import datetime
+
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
@@ -24,3 +26,58 @@ def template_for_admin(template_id: int) -> CouponTemplate:
     if template is None:
         raise TemplateNotFound()
     return template
+
+
+def user_claims_subquery(user_id: int) -> Coalesce:
+    """How many coupons of the outer template the user holds (index: template_id, user_id)."""
+    claims = (
+        UserCoupon.objects.filter(template=OuterRef("pk"), user_id=user_id)
+        .order_by()
+        .values("template")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(Subquery(claims), 0)
+
+
+def templates_for_shopper(*, user_id: int) -> QuerySet[CouponTemplate]:
+    """Every template, newest first, with `claimed_by_me`: one query for any page size."""
+    return CouponTemplate.objects.annotate(claimed_by_me=user_claims_subquery(user_id)).order_by(
+        "-id"
+    )
+
+
+def shopper_state(template: CouponTemplate, *, claimed_by_me: int, now: datetime) -> str:
+    """The caller's view of a template, decided in SPEC order with the page's one `now`."""
+    if now < template.valid_from:
+        return "not_started"
+    if now > template.valid_until:
+        return "ended"
+    if template.claimed_count >= template.total:
+        return "sold_out"
+    if claimed_by_me >= template.per_user_limit:
+        return "limit_reached"
+    return "claimable"
+
+
+MINE_STATUSES = ("unused", "used", "expired")
+
+
+def coupons_of_user(*, user_id: int, status: str | None, now: datetime) -> QuerySet[UserCoupon]:
+    """The user's coupons with their templates, newest first, filtered by derived status:
+    expired = stored unused and now past valid_until."""
+    coupons = UserCoupon.objects.filter(user_id=user_id).select_related("template").order_by("-id")
+    match status:
+        case "unused":
+            return coupons.filter(status=UserCoupon.Status.UNUSED, template__valid_until__gte=now)
+        case "expired":
+            return coupons.filter(status=UserCoupon.Status.UNUSED, template__valid_until__lt=now)
+        case "used":
+            return coupons.filter(status=UserCoupon.Status.USED)
+    return coupons
+
+
+def derived_status(coupon: UserCoupon, *, now: datetime) -> str:
+    if coupon.status == UserCoupon.Status.UNUSED and now > coupon.template.valid_until:
+        return "expired"
+    return coupon.status

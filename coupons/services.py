@@ -1,12 +1,26 @@
 """Every write to coupons. Transactions live here; views and the admin only call these."""
 
+import logging
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
+from django.db.models import F
 
-from coupons.errors import TemplateInvalid, TemplateNotFound
-from coupons.models import MAX_AMOUNT, MAX_COUNT, NAME_MAX_LENGTH, CouponTemplate
+from config import clock
+from coupons import selectors
+from coupons.counter import ClaimTerms, CouponClaimed, CouponCounter, coupon_counter
+from coupons.errors import (
+    ClaimLimitReached,
+    ClaimNotInWindow,
+    ClaimRejected,
+    ClaimSoldOut,
+    TemplateInvalid,
+    TemplateNotFound,
+)
+from coupons.models import MAX_AMOUNT, MAX_COUNT, NAME_MAX_LENGTH, CouponTemplate, UserCoupon
+
+logger = logging.getLogger(__name__)
 
 TEMPLATE_TERMS = (
     "name",
@@ -137,3 +151,129 @@ def coupon_template_delete(*, template_id: int) -> None:
         if CouponTemplate.objects.filter(pk=template_id).exists():
             raise TemplateInvalid("A template with claims cannot be deleted.")
         raise TemplateNotFound()
+
+
+# --- Claiming (SPEC section 4) ----------------------------------------------------------------
+
+
+def claim_rejection(
+    template: CouponTemplate, *, user_claims: int, now: datetime
+) -> ClaimRejected | None:
+    """Why a claim must fail given these facts, checked in the order window, total, limit."""
+    if not template.valid_from <= now <= template.valid_until:
+        return ClaimNotInWindow()
+    if template.claimed_count >= template.total:
+        return ClaimSoldOut()
+    if user_claims >= template.per_user_limit:
+        return ClaimLimitReached()
+    return None
+
+
+def coupon_claim(*, template_id: int, user_id: int) -> UserCoupon:
+    """Issue one coupon of a template to a user, or raise why not. The database decides, in its
+    own transaction under the template's row lock; the Redis counter is only kept in step."""
+    counter = coupon_counter()
+    # 1. Database facts from the committed snapshot: the counters' rebuild floors.
+    template = _template_with_user_claims(template_id, user_id)
+    db_claimed, db_user = template.claimed_count, template.user_claims
+    # 2. Safe fast rejection without the lock: counts never go down, so a refusal read from a
+    # committed snapshot was true when it was read.
+    now = clock.now()
+    rejection = claim_rejection(template, user_claims=db_user, now=now)
+    if rejection is not None:
+        counter.sync(
+            template_id=template_id, user_id=user_id, db_claimed=db_claimed, db_user=db_user
+        )
+        raise rejection
+    # 3. The advisory count: recorded, never used to decide.
+    counted = counter.claim(
+        ClaimTerms(
+            template_id=template_id,
+            total=template.total,
+            per_user_limit=template.per_user_limit,
+            valid_from=template.valid_from,
+            valid_until=template.valid_until,
+        ),
+        user_id=user_id,
+        now=now,
+        db_claimed=db_claimed,
+        db_user=db_user,
+    )
+    # 4. The decision.
+    try:
+        coupon, rejection, db_claimed, db_user = _claim_in_transaction(template_id, user_id)
+    except DatabaseError:
+        _resync_from_database(counter, template_id, user_id)
+        raise
+    # 5. Keep Redis in step with what the database decided, rejections included.
+    counter.sync(template_id=template_id, user_id=user_id, db_claimed=db_claimed, db_user=db_user)
+    if counted is not None and (rejection is None) != isinstance(counted, CouponClaimed):
+        logger.info(
+            "coupon counter disagreed with the database on template %s: redis=%s db=%s",
+            template_id,
+            type(counted).__name__,
+            type(rejection).__name__ if rejection else "claimed",
+        )
+    if rejection is not None:
+        raise rejection
+    return coupon
+
+
+def _template_with_user_claims(template_id: int, user_id: int) -> CouponTemplate:
+    """The template and, as `user_claims`, how many of it the user holds: one query."""
+    template = (
+        CouponTemplate.objects.annotate(user_claims=selectors.user_claims_subquery(user_id))
+        .filter(pk=template_id)
+        .first()
+    )
+    if template is None:
+        raise TemplateNotFound()
+    return template
+
+
+def _claim_in_transaction(
+    template_id: int, user_id: int
+) -> tuple[UserCoupon | None, ClaimRejected | None, int, int]:
+    """The locked claim. Returns (coupon, rejection, claimed_count, user_claims) as the
+    transaction left them."""
+    with transaction.atomic():
+        # The row lock is the first statement: every claim of this template queues here, so
+        # the counts read below cannot change until we commit.
+        template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
+        if template is None:
+            raise TemplateNotFound()
+        user_claims = UserCoupon.objects.filter(template_id=template_id, user_id=user_id).count()
+        # Sampled after the lock: time spent waiting for it counts against the window.
+        now = clock.now()
+        rejection = claim_rejection(template, user_claims=user_claims, now=now)
+        if rejection is not None:
+            return None, rejection, template.claimed_count, user_claims
+        coupon = UserCoupon.objects.create(template=template, user_id=user_id)
+        CouponTemplate.objects.filter(pk=template_id).update(claimed_count=F("claimed_count") + 1)
+    return coupon, None, template.claimed_count + 1, user_claims + 1
+
+
+def _resync_from_database(counter: CouponCounter, template_id: int, user_id: int) -> None:
+    """After a failed claim transaction: put the counters back to the database facts."""
+    try:
+        template = _template_with_user_claims(template_id, user_id)
+    except (DatabaseError, TemplateNotFound):
+        logger.exception("could not recount template %s after a failed claim", template_id)
+        return
+    counter.sync(
+        template_id=template_id,
+        user_id=user_id,
+        db_claimed=template.claimed_count,
+        db_user=template.user_claims,
+    )
+
+
+def coupon_counters_rebuild(*, template_id: int) -> int:
+    """Reset one template's Redis counters to the database: the total counter is set to
+    claimed_count, per-user counters are dropped and rebuilt from their floors on next claim.
+    Returns the claimed_count written. Raises when Redis is unreachable."""
+    template = CouponTemplate.objects.filter(pk=template_id).only("claimed_count").first()
+    if template is None:
+        raise TemplateNotFound()
+    coupon_counter().rebuild_template(template_id=template_id, db_claimed=template.claimed_count)
+    return template.claimed_count

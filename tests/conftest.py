@@ -99,3 +99,15 @@ def frozen_now(monkeypatch):
 
     move_to.now = lambda: state["now"]
     return move_to
+
+
+@pytest.fixture
+def own_redis(tmp_path, settings):
+    """A redis-server of this test's own, already serving as the app's REDIS_URL."""
+    from tests.redis_server import OwnRedis
+
+    server = OwnRedis(tmp_path)
+    server.start()
+    settings.REDIS_URL = server.url
+    yield server
+    server.stop()

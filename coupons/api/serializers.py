@@ -1,7 +1,8 @@
 from rest_framework import serializers
 
 from config.serializers import StrictSerializer
-from coupons.models import CouponTemplate
+from coupons import selectors
+from coupons.models import CouponTemplate, UserCoupon
 
 
 class TemplateInputSerializer(StrictSerializer):
@@ -43,3 +44,73 @@ class AdminTemplateSerializer(TemplateSerializer):
     class Meta(TemplateSerializer.Meta):
         fields = [*TemplateSerializer.Meta.fields, "used_count"]
         read_only_fields = fields
+
+
+class ShopperTemplateSerializer(serializers.ModelSerializer):
+    """A template as a shopper sees it; `state` needs the page's `now` in the context."""
+
+    claimed_by_me = serializers.IntegerField(read_only=True)
+    state = serializers.SerializerMethodField()
+
+    class Meta:
+        model = CouponTemplate
+        fields = [
+            "id",
+            "name",
+            "type",
+            "value",
+            "min_amount",
+            "total",
+            "per_user_limit",
+            "valid_from",
+            "valid_until",
+            "claimed_count",
+            "claimed_by_me",
+            "state",
+        ]
+        read_only_fields = fields
+
+    def get_state(self, template: CouponTemplate) -> str:
+        return selectors.shopper_state(
+            template, claimed_by_me=template.claimed_by_me, now=self.context["now"]
+        )
+
+
+class TemplateTermsSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = CouponTemplate
+        fields = ["id", "name", "type", "value", "min_amount", "valid_from", "valid_until"]
+        read_only_fields = fields
+
+
+class UserCouponSerializer(serializers.ModelSerializer):
+    """A user's coupon with its template's terms; `status` is derived with the context's
+    `now` (expired is never stored)."""
+
+    user_id = serializers.IntegerField(read_only=True)
+    template_id = serializers.IntegerField(read_only=True)
+    status = serializers.SerializerMethodField()
+    template = TemplateTermsSerializer(read_only=True)
+
+    class Meta:
+        model = UserCoupon
+        fields = [
+            "id",
+            "user_id",
+            "template_id",
+            "status",
+            "used_at",
+            "created_at",
+            "updated_at",
+            "template",
+        ]
+        read_only_fields = fields
+
+    def get_status(self, coupon: UserCoupon) -> str:
+        return selectors.derived_status(coupon, now=self.context["now"])
+
+
+class MineQuerySerializer(StrictSerializer):
+    status = serializers.ChoiceField(choices=selectors.MINE_STATUSES, required=False)
+    page = serializers.CharField(required=False)  # checked by the paginator
+    page_size = serializers.CharField(required=False)

@@ -1,0 +1,56 @@
+"""Shopper API (Bearer): list templates with my state, claim one, list my coupons."""
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.generics import GenericAPIView
+from rest_framework.response import Response
+
+from config import clock
+from coupons import selectors, services
+from coupons.api.serializers import (
+    MineQuerySerializer,
+    ShopperTemplateSerializer,
+    UserCouponSerializer,
+)
+
+
+class CouponListView(GenericAPIView):
+    serializer_class = ShopperTemplateSerializer
+
+    def get(self, request):
+        now = clock.now()  # one `now` for the whole page
+        page = self.paginate_queryset(selectors.templates_for_shopper(user_id=request.user.pk))
+        data = ShopperTemplateSerializer(page, many=True, context={"now": now}).data
+        return self.get_paginated_response(data)
+
+
+class CouponClaimView(GenericAPIView):
+    serializer_class = UserCouponSerializer
+
+    @extend_schema(request=None, responses={201: UserCouponSerializer})
+    def post(self, request, template_id: int):
+        coupon = services.coupon_claim(template_id=template_id, user_id=request.user.pk)
+        data = UserCouponSerializer(coupon, context={"now": clock.now()}).data
+        return Response(data, status=status.HTTP_201_CREATED)
+
+
+class MyCouponListView(GenericAPIView):
+    serializer_class = UserCouponSerializer
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("status", enum=selectors.MINE_STATUSES, required=False),
+            OpenApiParameter("page", int, required=False),
+            OpenApiParameter("page_size", int, required=False),
+        ]
+    )
+    def get(self, request):
+        query = MineQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        now = clock.now()
+        coupons = selectors.coupons_of_user(
+            user_id=request.user.pk, status=query.validated_data.get("status"), now=now
+        )
+        page = self.paginate_queryset(coupons)
+        data = UserCouponSerializer(page, many=True, context={"now": now}).data
+        return self.get_paginated_response(data)

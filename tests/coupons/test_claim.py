@@ -1,0 +1,242 @@
+"""POST /api/coupons/{id}/claim through the real service, MariaDB and Redis."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+
+from coupons.counter import coupon_counter
+from coupons.models import CouponTemplate, UserCoupon
+from tests.conftest import bearer_client
+from tests.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
+
+
+def claim_url(template) -> str:
+    return f"/api/coupons/{template.pk}/claim"
+
+
+def redis_counts(template_id: int, user_id: int) -> list[int | None]:
+    """claimed, peruser, version, peruser-version as the app's counter stores them."""
+    counter = coupon_counter()
+    values = counter._sync_client.mget(counter.keys(template_id, user_id))
+    return [None if v is None else int(v) for v in values]
+
+
+@pytest.mark.django_db
+def test_claim_returns_201_with_the_user_coupon(user, shopper_client):
+    template = CouponTemplateFactory(name="Five off", total=10)
+
+    response = shopper_client.post(claim_url(template))
+
+    assert response.status_code == 201
+    coupon = UserCoupon.objects.get()
+    body = response.json()
+    assert body["id"] == coupon.pk
+    assert (body["user_id"], body["template_id"], body["status"], body["used_at"]) == (
+        user.pk,
+        template.pk,
+        "unused",
+        None,
+    )
+    assert body["template"]["name"] == "Five off"
+    assert (
+        body["created_at"]
+        == shopper_client.get("/api/coupons/mine").json()["results"][0]["created_at"]
+    )  # what the response shows is what the database kept (milliseconds)
+    assert set(body) == {
+        "id",
+        "user_id",
+        "template_id",
+        "status",
+        "used_at",
+        "created_at",
+        "updated_at",
+        "template",
+    }
+    template.refresh_from_db()
+    assert template.claimed_count == 1
+    assert redis_counts(template.pk, user.pk) == [1, 1, 1, 1]
+
+
+@pytest.mark.django_db
+def test_unknown_template_is_404_and_writes_nothing(user, shopper_client):
+    response = shopper_client.post("/api/coupons/424242/claim")
+    assert response.status_code == 404
+    assert response.json()["code"] == "not_found"
+    assert UserCoupon.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_claim_needs_a_token():
+    from rest_framework.test import APIClient
+
+    template = CouponTemplateFactory()
+    assert APIClient().post(claim_url(template)).status_code == 401
+
+
+@pytest.mark.django_db
+def test_sold_out_is_409_and_syncs_redis(user, shopper_client):
+    template = CouponTemplateFactory(total=1)
+    UserCouponFactory(template=template)
+
+    response = shopper_client.post(claim_url(template))
+
+    assert response.status_code == 409
+    assert response.json()["code"] == "sold_out"
+    assert UserCoupon.objects.filter(user=user).count() == 0
+    assert redis_counts(template.pk, user.pk) == [1, 0, 1, 0]
+
+
+@pytest.mark.django_db
+def test_limit_reached_is_409(user, shopper_client):
+    template = CouponTemplateFactory(per_user_limit=2)
+    assert shopper_client.post(claim_url(template)).status_code == 201
+    assert shopper_client.post(claim_url(template)).status_code == 201
+
+    third = shopper_client.post(claim_url(template))
+
+    assert third.status_code == 409
+    assert third.json()["code"] == "limit_reached"
+    assert UserCoupon.objects.filter(user=user).count() == 2
+    assert redis_counts(template.pk, user.pk) == [2, 2, 2, 2]
+
+
+@pytest.mark.django_db
+def test_window_ends_are_inclusive(user, shopper_client, frozen_now):
+    now = frozen_now.now()
+    template = CouponTemplateFactory(
+        valid_from=now, valid_until=now + timedelta(seconds=1), per_user_limit=5
+    )
+
+    at_start = shopper_client.post(claim_url(template))
+    frozen_now(now + timedelta(seconds=1))
+    at_end = shopper_client.post(claim_url(template))
+    frozen_now(now + timedelta(seconds=1, milliseconds=1))
+    after = shopper_client.post(claim_url(template))
+    frozen_now(now - timedelta(milliseconds=1))
+    before = shopper_client.post(claim_url(template))
+
+    assert (at_start.status_code, at_end.status_code) == (201, 201)
+    assert (after.status_code, after.json()["code"]) == (409, "not_in_window")
+    assert (before.status_code, before.json()["code"]) == (409, "not_in_window")
+    assert UserCoupon.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_counter_pushed_above_total_does_not_stop_a_claim_and_is_repaired(user, shopper_client):
+    template = CouponTemplateFactory(total=5)
+    claimed_key, _, version_key, _ = coupon_counter().keys(template.pk, user.pk)
+    coupon_counter()._sync_client.set(claimed_key, 99)
+
+    response = shopper_client.post(claim_url(template))
+
+    assert response.status_code == 201
+    assert redis_counts(template.pk, user.pk) == [1, 1, 1, 1]
+
+
+@pytest.mark.django_db
+def test_claim_sql_the_lock_is_the_transactions_first_statement(user, shopper_client):
+    from django.test.utils import CaptureQueriesContext
+
+    template = CouponTemplateFactory()
+    with CaptureQueriesContext(connection) as queries:
+        assert shopper_client.post(claim_url(template)).status_code == 201
+
+    statements = [q["sql"] for q in queries.captured_queries]
+    lock = next(i for i, sql in enumerate(statements) if sql.endswith("FOR UPDATE"))
+    # Inside the test's own transaction atomic() opens a savepoint, which is where the claim
+    # transaction begins; the lock on the template row comes straight after it.
+    assert statements[lock - 1].startswith("SAVEPOINT")
+    assert "coupon_templates" in statements[lock]
+    after_lock = " ".join(statements[lock + 1 :])
+    assert "COUNT(" in after_lock and "INSERT INTO `user_coupons`" in after_lock
+
+
+def run_in_threads(count: int, work) -> list:
+    """Run work(i) in `count` threads released together; each closes its own connection."""
+    barrier = threading.Barrier(count)
+    results: list = [None] * count
+
+    def target(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = work(i)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=target, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+@pytest.mark.django_db(transaction=True)
+def test_60_users_racing_for_10_coupons_get_exactly_10():
+    template = CouponTemplateFactory(total=10)
+    users = UserFactory.create_batch(60)
+
+    statuses = run_in_threads(
+        60, lambda i: bearer_client(users[i]).post(claim_url(template)).status_code
+    )
+
+    assert sorted(statuses) == [201] * 10 + [409] * 50
+    template.refresh_from_db()
+    assert template.claimed_count == 10
+    assert UserCoupon.objects.filter(template=template).count() == 10
+    assert redis_counts(template.pk, users[0].pk)[0::2] == [10, 10]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_user_firing_20_claims_with_limit_3_gets_exactly_3():
+    template = CouponTemplateFactory(total=100, per_user_limit=3)
+    user = UserFactory()
+
+    responses = run_in_threads(20, lambda i: bearer_client(user).post(claim_url(template)))
+
+    assert sorted(r.status_code for r in responses) == [201] * 3 + [409] * 17
+    assert {r.json()["code"] for r in responses if r.status_code == 409} == {"limit_reached"}
+    assert UserCoupon.objects.filter(user=user).count() == 3
+    template.refresh_from_db()
+    assert template.claimed_count == 3
+    assert redis_counts(template.pk, user.pk) == [3, 3, 3, 3]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_waiting_on_the_lock_while_the_window_closes_gets_409(frozen_now):
+    """The window is checked with `now` sampled after the row lock, not before it."""
+    now = frozen_now.now()
+    template = CouponTemplateFactory(valid_from=now - timedelta(hours=1), valid_until=now)
+    user = UserFactory()
+    client = bearer_client(user)
+    locked = threading.Event()
+    release = threading.Event()
+
+    def hold_the_lock() -> None:
+        from django.db import transaction
+
+        try:
+            with transaction.atomic():
+                CouponTemplate.objects.select_for_update().get(pk=template.pk)
+                locked.set()
+                release.wait(timeout=10)
+                frozen_now(now + timedelta(milliseconds=1))  # the window closes meanwhile
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    locked.wait(timeout=10)
+    timer = threading.Timer(0.5, release.set)
+    timer.start()
+
+    response = client.post(claim_url(template))  # passes the fast check, then waits
+
+    holder.join()
+    assert response.status_code == 409
+    assert response.json()["code"] == "not_in_window"
+    assert UserCoupon.objects.count() == 0
+    template.refresh_from_db()
+    assert template.claimed_count == 0

@@ -1,0 +1,138 @@
+"""Claims stay exact whatever happens to Redis or the database. Every Redis here is one the
+test started itself."""
+
+import socket
+import threading
+
+import pytest
+from django.db import connection
+
+from coupons.counter import coupon_counter
+from coupons.models import UserCoupon
+from tests.conftest import bearer_client
+from tests.coupons.test_claim import claim_url, redis_counts, run_in_threads
+from tests.factories import CouponTemplateFactory, UserFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_redis_stopped_claims_stay_exact(own_redis):
+    template = CouponTemplateFactory(total=10)
+    users = UserFactory.create_batch(30)
+    own_redis.stop()
+
+    statuses = run_in_threads(
+        30, lambda i: bearer_client(users[i]).post(claim_url(template)).status_code
+    )
+
+    assert sorted(statuses) == [201] * 10 + [409] * 20
+    template.refresh_from_db()
+    assert template.claimed_count == 10
+    assert UserCoupon.objects.count() == 10
+
+
+class SilentServer:
+    """Accepts TCP connections and never answers: a Redis that hangs."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"redis://127.0.0.1:{self.sock.getsockname()[1]}/0"
+        self.accepted: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+
+    def close(self) -> None:
+        for conn in self.accepted:
+            conn.close()
+        self.sock.close()
+
+
+def test_a_hanging_redis_costs_one_timeout_then_is_skipped(settings):
+    """Each call waits at most the claim timeout, and after the first failure the back-off
+    keeps every later request away from Redis: only one connection is ever attempted."""
+    server = SilentServer()
+    settings.REDIS_URL = server.url
+    settings.COUPON_COUNTER_BACKOFF = 60
+    template = CouponTemplateFactory(total=5)
+    users = UserFactory.create_batch(8)
+    try:
+        statuses = [bearer_client(u).post(claim_url(template)).status_code for u in users]
+    finally:
+        server.close()
+
+    assert statuses == [201] * 5 + [409] * 3
+    assert len(server.accepted) == 1
+    assert coupon_counter()._claim_client.get_connection_kwargs()["socket_timeout"] == 0.25
+
+
+def test_flushall_between_waves_stays_exact_and_counters_end_equal_to_the_database(own_redis):
+    template = CouponTemplateFactory(total=20, per_user_limit=2)
+    users = UserFactory.create_batch(12)
+
+    def wave() -> list[int]:
+        return run_in_threads(
+            12, lambda i: bearer_client(users[i]).post(claim_url(template)).status_code
+        )
+
+    first = wave()
+    own_redis.client().flushall()
+    second = wave()
+    own_redis.client().flushall()
+    third = wave()
+
+    assert sorted(first + second + third) == [201] * 20 + [409] * 16
+    template.refresh_from_db()
+    assert template.claimed_count == 20
+    assert UserCoupon.objects.count() == 20
+    # One more (refused) claim per user syncs every counter to the database facts.
+    for user in users:
+        bearer_client(user).post(claim_url(template))
+        held = UserCoupon.objects.filter(user=user).count()
+        assert redis_counts(template.pk, user.pk) == [20, held, 20, held]
+
+
+@pytest.fixture
+def failing_inserts():
+    """A BEFORE INSERT trigger that makes every new user coupon fail in the database."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TRIGGER user_coupons_forced_failure BEFORE INSERT ON user_coupons "
+            "FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'forced failure'"
+        )
+
+    def remove() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER IF EXISTS user_coupons_forced_failure")
+
+    yield remove
+    remove()
+
+
+def test_database_failure_is_500_with_nothing_written_and_counters_restored(
+    own_redis, failing_inserts
+):
+    template = CouponTemplateFactory(total=3)
+    user = UserFactory()
+    client = bearer_client(user)
+
+    response = client.post(claim_url(template))
+
+    assert response.status_code == 500
+    assert response.json() == {"code": "server_error", "detail": "Internal server error."}
+    assert UserCoupon.objects.count() == 0
+    template.refresh_from_db()
+    assert template.claimed_count == 0
+    assert redis_counts(template.pk, user.pk) == [0, 0, 0, 0]  # the leaked INCRs undone
+
+    failing_inserts()
+    assert client.post(claim_url(template)).status_code == 201
+    assert redis_counts(template.pk, user.pk) == [1, 1, 1, 1]

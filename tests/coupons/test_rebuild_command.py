@@ -1,0 +1,53 @@
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from coupons.counter import coupon_counter
+from tests.coupons.test_claim import redis_counts
+from tests.factories import CouponTemplateFactory, UserCouponFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_rebuild_all_sets_totals_to_the_database_and_drops_user_counters():
+    first, second = CouponTemplateFactory(), CouponTemplateFactory()
+    holder = UserCouponFactory(template=first).user
+    UserCouponFactory(template=first)
+    counter = coupon_counter()
+    counter.sync(template_id=first.pk, user_id=holder.pk, db_claimed=9, db_user=5)  # wrong
+
+    out = StringIO()
+    call_command("rebuild_coupon_counters", stdout=out)
+
+    assert redis_counts(first.pk, holder.pk) == [2, None, 2, None]
+    assert redis_counts(second.pk, holder.pk) == [0, None, 0, None]
+    assert out.getvalue().splitlines() == [
+        f"[1/2] template {first.pk}: claimed 2",
+        f"[2/2] template {second.pk}: claimed 0",
+        "Rebuilt counters for 2 template(s).",
+    ]
+
+
+def test_rebuild_one_template_leaves_the_others_alone():
+    first, second = CouponTemplateFactory(), CouponTemplateFactory()
+    counter = coupon_counter()
+    counter.sync(template_id=first.pk, user_id=1, db_claimed=7, db_user=1)
+    counter.sync(template_id=second.pk, user_id=1, db_claimed=7, db_user=1)
+
+    call_command("rebuild_coupon_counters", "--template", str(first.pk), stdout=StringIO())
+
+    assert redis_counts(first.pk, 1) == [0, None, 0, None]
+    assert redis_counts(second.pk, 1) == [7, 1, 7, 1]
+
+
+def test_rebuild_of_an_unknown_template_fails_clearly():
+    with pytest.raises(CommandError, match="template 999999"):
+        call_command("rebuild_coupon_counters", "--template", "999999", stdout=StringIO())
+
+
+def test_rebuild_without_redis_fails_clearly(settings):
+    CouponTemplateFactory()
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    with pytest.raises(CommandError, match="Redis is unavailable"):
+        call_command("rebuild_coupon_counters", stdout=StringIO())
