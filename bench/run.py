@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -236,6 +237,8 @@ class Bench:
         self.mariadb_version = recreate_database(self.database_url)
         import django
 
+        # Whitenoise warns that STATIC_ROOT is empty; the benchmark serves no static files.
+        warnings.filterwarnings("ignore", message="No directory at", category=UserWarning)
         django.setup()
         from django.core.management import call_command
 
