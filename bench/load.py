@@ -25,6 +25,8 @@ Request = tuple[str, str, str]  # method, path, bearer token
 @dataclass
 class Outcome:
     latencies_ms: list[float] = field(default_factory=list)
+    finished_at: list[float] = field(default_factory=list)  # seconds since the load began
+    success: list[bool] = field(default_factory=list)  # answered 2xx
     statuses: Counter[str] = field(default_factory=Counter)
     codes: Counter[str] = field(default_factory=Counter)  # the "code" of 4xx JSON bodies
 
@@ -44,6 +46,7 @@ async def send_all(
     for request in requests:
         queue.put_nowait(request)
     outcome = Outcome()
+    load_started = time.perf_counter()
 
     async def connection() -> None:
         while True:
@@ -60,7 +63,10 @@ async def send_all(
             except (aiohttp.ClientError, TimeoutError) as error:
                 status = f"error:{type(error).__name__}"
                 body = b""
-            outcome.latencies_ms.append((time.perf_counter() - started) * 1000)
+            finished = time.perf_counter()
+            outcome.latencies_ms.append((finished - started) * 1000)
+            outcome.finished_at.append(finished - load_started)
+            outcome.success.append(status.startswith("2"))
             outcome.statuses[status] += 1
             if status.startswith("4") and body:
                 try:
@@ -68,30 +74,57 @@ async def send_all(
                 except (ValueError, AttributeError):
                     outcome.codes["unparsable"] += 1
 
-    started = time.perf_counter()
     await asyncio.gather(*(connection() for _ in range(concurrency)))
-    return outcome, time.perf_counter() - started
+    return outcome, time.perf_counter() - load_started
 
 
-def summarize(outcome: Outcome, elapsed: float, concurrency: int) -> dict:
-    latencies = sorted(outcome.latencies_ms)
-    count = len(latencies)
-    statuses = dict(sorted(outcome.statuses.items()))
-    server_errors = sum(n for status, n in statuses.items() if status.startswith("5"))
-    transport_errors = sum(n for status, n in statuses.items() if status.startswith("error"))
+def latency_figures(latencies_ms: list[float], seconds: float) -> dict:
+    latencies = sorted(latencies_ms)
     return {
-        "requests": count,
-        "concurrency": concurrency,
-        "seconds": round(elapsed, 3),
-        "rps": round(count / elapsed, 1) if elapsed > 0 else 0.0,
+        "requests": len(latencies),
+        "seconds": round(seconds, 3),
+        "rps": round(len(latencies) / seconds, 1) if seconds > 0 else 0.0,
         "p50_ms": round(percentile(latencies, 0.50), 2),
         "p90_ms": round(percentile(latencies, 0.90), 2),
         "p99_ms": round(percentile(latencies, 0.99), 2),
         "max_ms": round(latencies[-1], 2) if latencies else 0.0,
+    }
+
+
+def phases(outcome: Outcome, elapsed: float) -> dict | None:
+    """For a run that mixes successes and refusals (a claim storm): the figures up to the
+    last 2xx answer (the selling phase) and after it (refusals only)."""
+    if all(outcome.success) or not any(outcome.success):
+        return None
+    last_success = max(t for t, ok in zip(outcome.finished_at, outcome.success, strict=True) if ok)
+    before = [
+        latency
+        for latency, t in zip(outcome.latencies_ms, outcome.finished_at, strict=True)
+        if t <= last_success
+    ]
+    after = [
+        latency
+        for latency, t in zip(outcome.latencies_ms, outcome.finished_at, strict=True)
+        if t > last_success
+    ]
+    return {
+        "until_last_2xx": latency_figures(before, last_success),
+        "after_last_2xx": latency_figures(after, elapsed - last_success),
+    }
+
+
+def summarize(outcome: Outcome, elapsed: float, concurrency: int) -> dict:
+    statuses = dict(sorted(outcome.statuses.items()))
+    server_errors = sum(n for status, n in statuses.items() if status.startswith("5"))
+    transport_errors = sum(n for status, n in statuses.items() if status.startswith("error"))
+    return {
+        **latency_figures(outcome.latencies_ms, elapsed),
+        "concurrency": concurrency,
         "statuses": statuses,
         "codes": dict(sorted(outcome.codes.items())),
         "5xx": server_errors,
         "transport_errors": transport_errors,
+        "phases": phases(outcome, elapsed),
     }
 
 

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import warnings
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,16 +28,21 @@ from typing import Any
 import dj_database_url
 import MySQLdb
 
+from bench import profiling
+from bench.cpu import CpuMeter
 from bench.processes import Gunicorn, RedisServer, free_port
 from bench.progress import log
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DEFAULT_DATABASE_URL = "mysql://root@127.0.0.1:3306/coupons_bench"
-# Measured on the 2-core machine (see bench/README.md): gthread with 4 threads per worker
-# beats sync workers on every figure, mostly because it keeps connections alive.
+# Measured on the 2-core machine (bench/README.md): 2 gthread workers x 2 threads served the
+# baseline 20-45% faster than 2 sync workers (keep-alive; sync closes every connection) and the
+# claim storm as fast or faster; more threads per worker made the storm slower (the thread
+# holding the template's row lock waits for the GIL).
 DEFAULT_WORKER_CLASS = "gthread"
-DEFAULT_THREADS = 4
+DEFAULT_THREADS = 2
+SCENARIOS = ("storm", "sold_out", "redis_stopped", "scale", "reads", "compare")
 
 
 @dataclass(frozen=True)
@@ -130,7 +136,7 @@ def recreate_database(database_url: str) -> str:
         connection.close()
 
 
-def drive(
+def run_load_generator(
     base_url: str,
     requests: list[tuple[str, str, str]],
     *,
@@ -158,11 +164,24 @@ def drive(
 
 
 def describe(summary: dict[str, Any]) -> str:
-    return (
+    text = (
         f"{summary['requests']} req at c={summary['concurrency']}: {summary['rps']:.0f} req/s,"
         f" p50 {summary['p50_ms']:.1f} ms, p99 {summary['p99_ms']:.1f} ms,"
         f" statuses {summary['statuses']}"
     )
+    phases = summary.get("phases")
+    if phases:
+        selling, after = phases["until_last_2xx"], phases["after_last_2xx"]
+        text += (
+            f"; until the last 2xx: {selling['requests']} req in {selling['seconds']:.1f} s"
+            f" ({selling['rps']:.0f} req/s, p99 {selling['p99_ms']:.0f} ms), after:"
+            f" {after['rps']:.0f} req/s, p99 {after['p99_ms']:.0f} ms"
+        )
+    if "cpu_cores" in summary:
+        text += f"; CPU cores used {summary['cpu_cores']}"
+    if "mariadb_server_counters" in summary:
+        text += f"; MariaDB {summary['mariadb_server_counters']}"
+    return text
 
 
 # --- The benchmark ----------------------------------------------------------------------------
@@ -182,6 +201,7 @@ class Bench:
         self.checks: dict[str, Any] = {}
         self.user_batches = 0
         self.server_description = ""
+        self.stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
     # servers
 
@@ -221,6 +241,33 @@ class Bench:
         log(f"created {count} users '{label}' with tokens in {time.monotonic() - started:.1f} s")
         return users
 
+    def drive(
+        self,
+        requests: list[tuple[str, str, str]],
+        *,
+        concurrency: int,
+        warmup: list[tuple[str, str, str]] | None = None,
+    ) -> dict[str, Any]:
+        """One load run against the app, with the CPU cores each party used meanwhile."""
+        assert self.gunicorn is not None and self.gunicorn.process is not None
+        meter = CpuMeter(
+            app_master=self.gunicorn.process.pid,
+            redis_pid=self.redis.process.pid if self.redis.process else None,
+        )
+        before, started = meter.snapshot(), time.monotonic()
+        summary = run_load_generator(
+            self.base_url, requests, concurrency=concurrency, warmup=warmup
+        )
+        summary["cpu_cores"] = meter.cores(before, meter.snapshot(), time.monotonic() - started)
+        return summary
+
+    def profiled(self, scenario: str, into: dict[str, Any]) -> AbstractContextManager[None]:
+        if not self.args.profile or self.gunicorn is None or self.gunicorn.process is None:
+            return nullcontext()
+        RESULTS_DIR.mkdir(exist_ok=True)
+        output = RESULTS_DIR / f"{self.stamp}-{scenario}.speedscope.json"
+        return profiling.profiled(self.gunicorn.process.pid, output, into)
+
     def route_exists(self, path: str) -> bool:
         from django.urls import Resolver404, resolve
 
@@ -255,8 +302,7 @@ class Bench:
             return [("GET", "/api/auth/me", tokens[i % len(tokens)]) for i in range(count)]
 
         log(f"[{key}] GET /api/auth/me x{sizes.baseline_requests} at c={sizes.storm_concurrency}")
-        summary = drive(
-            self.base_url,
+        summary = self.drive(
             requests(sizes.baseline_requests),
             concurrency=sizes.storm_concurrency,
             warmup=requests(sizes.baseline_warmup),
@@ -279,11 +325,15 @@ class Bench:
             f"[{key}] {len(users)} users claim template {template_id} (total={sizes.storm_total})"
             f" at c={sizes.storm_concurrency}, Redis {'up' if redis_up else 'STOPPED'}"
         )
-        summary = drive(
-            self.base_url,
-            [("POST", path, token) for _, token in users],
-            concurrency=sizes.storm_concurrency,
-        )
+        before = seed.server_counters()
+        extra: dict[str, Any] = {}
+        with self.profiled(key, extra):
+            summary = self.drive(
+                [("POST", path, token) for _, token in users],
+                concurrency=sizes.storm_concurrency,
+            )
+        summary.update(extra)
+        summary["mariadb_server_counters"] = seed.counters_delta(before, seed.server_counters())
         summary["template_id"] = template_id
         summary["checks"] = self.storm_checks(summary, template_id, redis_up=redis_up)
         log(f"[{key}] {describe(summary)}; checks {summary['checks']}")
@@ -326,11 +376,13 @@ class Bench:
         users = self.users("soldout", sizes.sold_out_requests)
         path = f"/api/coupons/{template_id}/claim"
         log(f"[sold_out] {len(users)} more claims on sold-out template {template_id}")
-        summary = drive(
-            self.base_url,
-            [("POST", path, token) for _, token in users],
-            concurrency=sizes.storm_concurrency,
-        )
+        extra: dict[str, Any] = {}
+        with self.profiled("sold_out", extra):
+            summary = self.drive(
+                [("POST", path, token) for _, token in users],
+                concurrency=sizes.storm_concurrency,
+            )
+        summary.update(extra)
         facts = seed.claim_facts(template_id)
         summary["checks"] = {
             **facts,
@@ -367,12 +419,9 @@ class Bench:
             path = f"/api/coupons/{template_id}/claim"
             sequential_users = users[: sizes.scale_sequential]
             concurrent_users = users[sizes.scale_sequential :]
-            sequential = drive(
-                self.base_url, [("POST", path, t) for _, t in sequential_users], concurrency=1
-            )
+            sequential = self.drive([("POST", path, t) for _, t in sequential_users], concurrency=1)
             log(f"[scale {existing}] sequential: {describe(sequential)}")
-            concurrent = drive(
-                self.base_url,
+            concurrent = self.drive(
                 [("POST", path, t) for _, t in concurrent_users],
                 concurrency=sizes.scale_concurrency,
             )
@@ -432,8 +481,7 @@ class Bench:
             "last_page": last_page,
         }
         for name, path, family in cases:
-            summary = drive(
-                self.base_url,
+            summary = self.drive(
                 [("GET", path, heavy_token)] * sizes.read_requests,
                 concurrency=1,
                 warmup=[("GET", path, heavy_token)] * 10,
@@ -479,24 +527,32 @@ class Bench:
         }
         self.results["worker_comparison"] = compare
 
+    def wants(self, scenario: str) -> bool:
+        return self.args.only is None or scenario in self.args.only
+
     def run(self) -> dict[str, Any]:
         self.setup()
         self.server_description = self.start_app(self.args.worker_class).description
         self.baseline()
         if self.claim_available():
-            template_id, _ = self.storm("storm", redis_up=True)
-            self.sold_out(template_id)
-            log("[storm_redis_stopped] stopping the bench's redis-server")
-            self.redis.stop()
-            self.storm("storm_redis_stopped", redis_up=False)
-            self.redis.start()
-            log("[storm_redis_stopped] redis-server restarted")
-            self.scale()
+            if self.wants("storm") or self.wants("sold_out"):
+                template_id, _ = self.storm("storm", redis_up=True)
+                if self.wants("sold_out"):
+                    self.sold_out(template_id)
+            if self.wants("redis_stopped"):
+                log("[storm_redis_stopped] stopping the bench's redis-server")
+                self.redis.stop()
+                self.storm("storm_redis_stopped", redis_up=False)
+                self.redis.start()
+                log("[storm_redis_stopped] redis-server restarted")
+            if self.wants("scale"):
+                self.scale()
         else:
             log("POST /api/coupons/<id>/claim is not in this tree: claim scenarios skipped")
             self.results["claim"] = {"skipped": "claim endpoint not available"}
-        self.reads()
-        if not self.args.no_compare:
+        if self.wants("reads"):
+            self.reads()
+        if self.wants("compare") and not self.args.no_compare:
             other = "sync" if self.args.worker_class == "gthread" else "gthread"
             self.compare_worker_class(other)
         return self.results
@@ -535,7 +591,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-compare", action="store_true", help="skip re-running under the other worker class"
     )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample the workers with py-spy during the storms and the sold-out run",
+    )
+    parser.add_argument(
+        "--only",
+        type=lambda text: set(text.split(",")),
+        help=f"comma-separated subset of: {', '.join(SCENARIOS)} (the baseline always runs)",
+    )
     args = parser.parse_args(argv)
+    if args.only and not args.only <= set(SCENARIOS):
+        parser.error(f"--only takes a subset of: {', '.join(SCENARIOS)}")
 
     # SIGTERM (and SIGHUP) unwind like Ctrl-C, so the finally below and atexit stop the servers.
     def interrupt(signum: int, _frame: object) -> None:
@@ -574,8 +642,7 @@ def main(argv: list[str] | None = None) -> int:
     document["targets"] = report.evaluate_targets(results)
     print(report.render(document))
     RESULTS_DIR.mkdir(exist_ok=True)
-    stamp = started_at.strftime("%Y%m%dT%H%M%SZ")
-    path = RESULTS_DIR / f"{stamp}{'-quick' if args.quick else ''}.json"
+    path = RESULTS_DIR / f"{bench.stamp}{'-quick' if args.quick else ''}.json"
     path.write_text(json.dumps(document, indent=2) + "\n")
     log(f"done in {elapsed:.0f} s; figures written to {path.relative_to(REPO_ROOT)}")
     shutil.rmtree(workdir, ignore_errors=True)

@@ -146,3 +146,20 @@ def claim_facts(template_id: int) -> dict[str, int]:
         "claimed_count": template.claimed_count,
         "total": template.total,
     }
+
+
+SERVER_COUNTERS = ("Innodb_row_lock_waits", "Innodb_row_lock_time", "Innodb_data_fsyncs")
+
+
+def server_counters() -> dict[str, int]:
+    """MariaDB's server-wide counters of row-lock waits (and ms spent waiting) and fsyncs.
+    Server-wide: other clients of the same server add to them too."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s, %s)", list(SERVER_COUNTERS)
+        )
+        return {name: int(value) for name, value in cursor.fetchall()}
+
+
+def counters_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {name: after[name] - before.get(name, 0) for name in after}

@@ -1,0 +1,66 @@
+"""Where the CPU went during a load run: cores used by the app's workers, MariaDB, Redis and
+the load generator, read from /proc (Linux) and getrusage."""
+
+import os
+import resource
+from pathlib import Path
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_seconds(pid: int) -> float:
+    """User + system CPU seconds of one process (all its threads); 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+
+def children(pid: int) -> list[int]:
+    pids: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            pids += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return pids
+
+
+def pids_named(*names: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() in names:
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+class CpuMeter:
+    """Snapshot CPU seconds before and after a run; `cores()` is the average cores used."""
+
+    def __init__(self, *, app_master: int | None, redis_pid: int | None):
+        self.groups = {
+            "app": ([app_master] + children(app_master)) if app_master else [],
+            "mariadb": pids_named("mariadbd", "mysqld"),
+            "redis": [redis_pid] if redis_pid else [],
+        }
+
+    def snapshot(self) -> dict[str, float]:
+        seconds = {
+            group: sum(process_seconds(pid) for pid in pids) for group, pids in self.groups.items()
+        }
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # waited-for children: the loader
+        seconds["load_generator"] = usage.ru_utime + usage.ru_stime
+        return seconds
+
+    @staticmethod
+    def cores(
+        before: dict[str, float], after: dict[str, float], wall_seconds: float
+    ) -> dict[str, float]:
+        if wall_seconds <= 0:
+            return {}
+        return {group: round((after[group] - before[group]) / wall_seconds, 2) for group in after}

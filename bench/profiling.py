@@ -1,0 +1,107 @@
+"""`--profile`: sample every gunicorn worker with py-spy while one scenario runs, keep the
+profile (speedscope JSON, open it at speedscope.app) and summarize where request-serving
+threads spent their wall time."""
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bench.progress import log
+
+# A sample belongs to a request when Django's handler is on its stack.
+REQUEST_FRAME = "BaseHandler.get_response"
+
+
+def py_spy() -> str | None:
+    return shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+
+
+@contextmanager
+def profiled(master_pid: int, output: Path, into: dict[str, Any]) -> Iterator[None]:
+    """Record the workers of the gunicorn master `master_pid` (idle threads included, so lock
+    and I/O waits show) while the block runs; put a summary in `into["profile"]`. Sampling
+    costs CPU: a profiled run's figures are slower than an unprofiled one's."""
+    executable = py_spy()
+    if executable is None:
+        log("py-spy is not installed: no profile (pip install -r requirements-dev.txt)")
+        yield
+        return
+    command = [executable, "record", "--pid", str(master_pid), "--subprocesses", "--idle"]
+    command += ["--nonblocking", "--rate", "200", "--format", "speedscope", "-o", str(output)]
+    recorder = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
+    time.sleep(1.0)  # attaching to each worker takes a moment
+    try:
+        yield
+    finally:
+        recorder.send_signal(signal.SIGINT)
+        try:
+            _, errors = recorder.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            recorder.kill()
+            _, errors = recorder.communicate()
+    if not output.exists():
+        log(f"py-spy wrote no profile: {errors.decode(errors='replace')[-500:]}")
+        return
+    into["profile"] = {"file": output.name, **summarize(output)}
+    log(f"profile written to {output}")
+    for label, share in into["profile"]["markers"].items():
+        log(f"  {share:6.1%}  {label}")
+    for name, share in into["profile"]["top_self"][:8]:
+        log(f"  {share:6.1%}  self: {name}")
+
+
+# Functions whose inclusive share of request time answers "where did the time go".
+MARKERS = {
+    "JWT authentication (incl. its user query)": "JWTAuthentication.authenticate",
+    "claim service (coupon_claim)": "coupon_claim",
+    "claim: snapshot read before the lock": "_template_with_user_claims",
+    "claim: locked transaction": "_claim_in_transaction",
+    "Redis counter scripts": "CouponCounter._run",
+    "waiting on MariaDB (MySQLdb query)": "Connection.query",
+    "ORM building SQL (SQLCompiler.as_sql)": "SQLCompiler.as_sql",
+    "4xx warning log (django.request)": "log_response",
+}
+
+
+def summarize(path: Path, top: int = 12) -> dict[str, Any]:
+    """Shares of request-serving samples (wall time, idle included): inclusive for each marker
+    function, and by innermost frame (self time) for the top ones."""
+    document = json.loads(path.read_text())
+    frames = document["shared"]["frames"]
+    names = [f"{frame['name']} ({Path(frame.get('file', '?')).name})" for frame in frames]
+    request_frames = {i for i, frame in enumerate(frames) if frame["name"] == REQUEST_FRAME}
+    marker_frames = {
+        label: {i for i, frame in enumerate(frames) if frame["name"] == function}
+        for label, function in MARKERS.items()
+    }
+    markers: Counter[str] = Counter()
+    innermost: Counter[str] = Counter()
+    requests = 0.0
+    for profile in document["profiles"]:
+        for stack, weight in zip(profile["samples"], profile["weights"], strict=True):
+            if not request_frames.intersection(stack):
+                continue
+            requests += weight
+            innermost[names[stack[-1]]] += weight
+            for label, indexes in marker_frames.items():
+                if indexes.intersection(stack):
+                    markers[label] += weight
+    if not requests:
+        return {"request_thread_seconds": 0.0, "markers": {}, "top_self": []}
+    return {
+        "request_thread_seconds": round(requests, 2),
+        "markers": {label: round(markers[label] / requests, 4) for label in MARKERS},
+        "top_self": [
+            (name, round(weight / requests, 4)) for name, weight in innermost.most_common(top)
+        ],
+    }
