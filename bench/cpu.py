@@ -1,5 +1,6 @@
-"""Where the CPU went during a load run: cores used by the app's workers, MariaDB, Redis and
-the load generator, read from /proc (Linux) and getrusage."""
+"""Where the CPU went during a load run: cores used by the app's workers, MariaDB, Redis, the
+load generator, the whole machine and so everything else, read from /proc (Linux) and
+getrusage. "other" shows when something outside the benchmark disturbed a run."""
 
 import os
 import resource
@@ -15,6 +16,16 @@ def process_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine spent not idle (all cores), from /proc/stat."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / TICKS
 
 
 def children(pid: int) -> list[int]:
@@ -55,6 +66,7 @@ class CpuMeter:
         }
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # waited-for children: the loader
         seconds["load_generator"] = usage.ru_utime + usage.ru_stime
+        seconds["machine"] = machine_busy_seconds()
         return seconds
 
     @staticmethod
@@ -63,4 +75,7 @@ class CpuMeter:
     ) -> dict[str, float]:
         if wall_seconds <= 0:
             return {}
-        return {group: round((after[group] - before[group]) / wall_seconds, 2) for group in after}
+        cores = {group: (after[group] - before[group]) / wall_seconds for group in after}
+        # Whatever else ran meanwhile (other users of the machine, the kernel, this process).
+        cores["other"] = cores["machine"] - sum(v for k, v in cores.items() if k != "machine")
+        return {group: round(value, 2) for group, value in cores.items()}

@@ -132,6 +132,13 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict[str, str]]:
     return targets
 
 
+def cpu_split(cores: dict[str, float] | None) -> str:
+    if not cores:
+        return "-"
+    parts = ("app", "mariadb", "load_generator", "other")
+    return "/".join(f"{cores.get(part, 0.0):.2f}" for part in parts)
+
+
 def table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
     lines = [
@@ -185,6 +192,7 @@ def render(document: dict[str, Any]) -> str:
                 str(summary["5xx"] + summary["transport_errors"]),
                 fmt(exact) if exact is not None else "-",
                 fmt(checks.get("redis_counter")),
+                cpu_split(summary.get("cpu_cores")),
             ]
         )
     out.append(
@@ -202,6 +210,7 @@ def render(document: dict[str, Any]) -> str:
                 "5xx/err",
                 "exact",
                 "redis",
+                "cores app/db/load/other",
             ],
             throughput_rows,
         )
