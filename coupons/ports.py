@@ -44,8 +44,9 @@ def use_coupon(user_id: int, coupon_id: int) -> UsableCoupon:
     _require_transaction("use_coupon")
     now = clock.now()
     # The window is a subquery on the template table, not a join (template__valid_from__lte):
-    # Django turns an UPDATE with a join on MySQL into SELECT ids + UPDATE WHERE id IN (...),
-    # which drops the status guard and would let two concurrent calls both win.
+    # Django rewrites an UPDATE with a join as `UPDATE ... WHERE id IN (SELECT ... join)` on
+    # MariaDB, or a separate SELECT of ids on MySQL, so the status guard would be judged by a
+    # read outside the row the UPDATE locks. Here it stays on that row, re-read after any wait.
     open_templates = CouponTemplate.objects.filter(
         valid_from__lte=now, valid_until__gte=now
     ).values("pk")

@@ -101,11 +101,11 @@ def order_cancel(*, user_id: int, order_id: int) -> Order:
 
 
 def order_expire(*, order_id: int) -> bool:
-    """Cancel the order if it is still awaiting payment past expire_at, through the same path
+    """Cancel the order if it is still awaiting payment after expire_at, through the same path
     as a user's cancel. Runs in its own transaction. False when there was nothing to do (paid,
     already cancelled, or a user's cancel won the race)."""
     with transaction.atomic():
-        expired = Order.objects.filter(pk=order_id, expire_at__lte=clock.now())
+        expired = Order.objects.filter(pk=order_id, expire_at__lt=clock.now())
         return _cancel_pending(expired) is not None
 
 

@@ -22,7 +22,7 @@ class Command(BaseCommand):
             # conditional UPDATE, so one a user cancelled or paid meanwhile is skipped.
             batch = list(
                 Order.objects.filter(
-                    status=Order.Status.PENDING_PAYMENT, expire_at__lte=now, pk__gt=last_id
+                    status=Order.Status.PENDING_PAYMENT, expire_at__lt=now, pk__gt=last_id
                 )
                 .order_by("pk")
                 .values_list("pk", flat=True)[:BATCH_SIZE]
