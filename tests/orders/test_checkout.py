@@ -251,6 +251,14 @@ def test_unknown_product_is_404_and_takes_nothing(user, shopper_client, now):
         ({"items": [{"product_id": 1, "quantity": 1}], "coupon_id": 2**63}, "coupon_id"),
         ({"items": [{"product_id": 1, "quantity": 1}], "coupon_id": "abc"}, "coupon_id"),
         ({"items": [{"product_id": 1, "quantity": 1}], "discount": 5}, "discount"),
+        ({"items": None}, "items"),
+        ({"items": [1]}, "items"),
+        ({"items": [None]}, "items"),
+        ({"items": [{"product_id": True, "quantity": 1}]}, "items"),
+        ({"items": [{"product_id": 1.5, "quantity": 1}]}, "items"),
+        ({"items": [{"product_id": 1, "quantity": 1}], "coupon_id": 0}, "coupon_id"),
+        ([], "non_field_errors"),
+        ("just a string", "non_field_errors"),
     ],
 )
 def test_bad_checkout_input_is_400_naming_the_field(shopper_client, body, field):

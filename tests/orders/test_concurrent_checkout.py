@@ -88,3 +88,63 @@ def test_concurrent_checkouts_never_oversell(frozen_now):
     assert sorted(codes) == [201] * 7 + [409] * 13
     assert Order.objects.count() == 7
     assert Product.objects.get().stock == 0
+
+
+def race(actions) -> list[str]:
+    """Run each action in its own thread, all released at once; return their outcomes."""
+    barrier = threading.Barrier(len(actions))
+    outcomes: list[str] = []
+
+    def run(action) -> None:
+        try:
+            barrier.wait()
+            outcomes.append(action())
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(action,)) for action in actions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcomes
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_cancels_and_payments_of_one_order_have_one_winner(frozen_now):
+    from orders import services
+
+    for round_number in range(4):
+        user = UserFactory()
+        coupon = UserCouponFactory(user=user, template=CouponTemplateFactory(value=500))
+        product = ProductFactory(price=1000, stock=10)
+        order = services.order_checkout(
+            user_id=user.pk,
+            items=[{"product_id": product.pk, "quantity": 2}],
+            coupon_id=coupon.pk,
+        )
+        client = bearer_client(user)
+
+        def cancel(order=order, client=client) -> str:
+            return str(client.post(f"/api/orders/{order.pk}/cancel").status_code)
+
+        def pay(order=order, client=client) -> str:
+            response = client.post(f"/api/orders/{order.pk}/pay", {"amount": 1500}, format="json")
+            return f"pay {response.status_code}"
+
+        # Half the rounds race cancels only; the others mix in payments.
+        actions = [cancel] * 6 if round_number % 2 == 0 else [cancel, pay] * 3
+
+        outcomes = race(actions)
+
+        winners = [outcome for outcome in outcomes if outcome in {"200", "pay 200"}]
+        assert len(winners) == 1
+        assert set(outcomes) - set(winners) <= {"409", "pay 409"}
+        assert len(outcomes) == len(actions)
+        order.refresh_from_db()
+        coupon.refresh_from_db()
+        product.refresh_from_db()
+        if winners == ["200"]:
+            assert (order.status, coupon.status, product.stock) == ("cancelled", "unused", 10)
+        else:
+            assert (order.status, coupon.status, product.stock) == ("paid", "used", 8)
