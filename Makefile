@@ -24,6 +24,7 @@ $(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.runtime-installed
 run: $(VENV)/.runtime-installed
 	$(BIN)/python manage.py migrate --noinput -v0
 	$(BIN)/python manage.py collectstatic --noinput -v0
+	$(BIN)/python manage.py seed_demo_products
 	PORT=$(PORT) $(BIN)/python manage.py seed_demo
 	exec $(BIN)/gunicorn config.wsgi --bind 127.0.0.1:$(PORT) --workers $(WORKERS) \
 		--access-logfile - --timeout 30

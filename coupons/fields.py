@@ -27,4 +27,3 @@ class MillisecondDateTimeField(models.DateTimeField):
         if isinstance(value, datetime):
             value = truncate_to_milliseconds(value)
         return value
-

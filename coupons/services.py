@@ -4,11 +4,9 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from django.db import DatabaseError, transaction
-from django.db.models import F
+from django.db import DatabaseError, connection, transaction
 
 from config import clock
-from coupons import selectors
 from coupons.counter import ClaimTerms, CouponClaimed, CouponCounter, coupon_counter
 from coupons.errors import (
     ClaimLimitReached,
@@ -219,13 +217,25 @@ def coupon_claim(*, template_id: int, user_id: int) -> UserCoupon:
     return coupon
 
 
+# The claim path reads through raw SQL: Django spends about 1 ms compiling and materialising
+# each ORM query here (the annotated facts query: 1.19 ms through the ORM, 0.24 ms raw, on this
+# 2-core machine), and inside the transaction that time is spent holding the row lock that
+# every claim of the template queues on. RawQuerySet still converts the columns the ORM way.
+CLAIM_FACTS_SQL = (
+    "SELECT t.*, (SELECT COUNT(*) FROM user_coupons u"
+    " WHERE u.template_id = t.id AND u.user_id = %s) AS user_claims"
+    " FROM coupon_templates t WHERE t.id = %s"
+)
+LOCK_TEMPLATE_SQL = "SELECT * FROM coupon_templates WHERE id = %s"
+COUNT_USER_CLAIMS_SQL = "SELECT COUNT(*) FROM user_coupons WHERE template_id = %s AND user_id = %s"
+COUNT_ONE_MORE_CLAIM_SQL = (
+    "UPDATE coupon_templates SET claimed_count = claimed_count + 1 WHERE id = %s"
+)
+
+
 def _template_with_user_claims(template_id: int, user_id: int) -> CouponTemplate:
     """The template and, as `user_claims`, how many of it the user holds: one query."""
-    template = (
-        CouponTemplate.objects.annotate(user_claims=selectors.user_claims_subquery(user_id))
-        .filter(pk=template_id)
-        .first()
-    )
+    template = next(iter(CouponTemplate.objects.raw(CLAIM_FACTS_SQL, [user_id, template_id])), None)
     if template is None:
         raise TemplateNotFound()
     return template
@@ -236,20 +246,24 @@ def _claim_in_transaction(
 ) -> tuple[UserCoupon | None, ClaimRejected | None, int, int]:
     """The locked claim. Returns (coupon, rejection, claimed_count, user_claims) as the
     transaction left them."""
-    with transaction.atomic():
+    lock_sql = LOCK_TEMPLATE_SQL
+    if connection.features.has_select_for_update:  # SQLite serializes with BEGIN IMMEDIATE
+        lock_sql += " FOR UPDATE"
+    with transaction.atomic(), connection.cursor() as cursor:
         # The row lock is the first statement: every claim of this template queues here, so
         # the counts read below cannot change until we commit.
-        template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
+        template = next(iter(CouponTemplate.objects.raw(lock_sql, [template_id])), None)
         if template is None:
             raise TemplateNotFound()
-        user_claims = UserCoupon.objects.filter(template_id=template_id, user_id=user_id).count()
+        cursor.execute(COUNT_USER_CLAIMS_SQL, [template_id, user_id])
+        (user_claims,) = cursor.fetchone()
         # Sampled after the lock: time spent waiting for it counts against the window.
         now = clock.now()
         rejection = claim_rejection(template, user_claims=user_claims, now=now)
         if rejection is not None:
             return None, rejection, template.claimed_count, user_claims
         coupon = UserCoupon.objects.create(template=template, user_id=user_id)
-        CouponTemplate.objects.filter(pk=template_id).update(claimed_count=F("claimed_count") + 1)
+        cursor.execute(COUNT_ONE_MORE_CLAIM_SQL, [template_id])
     return coupon, None, template.claimed_count + 1, user_claims + 1
 
 

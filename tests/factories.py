@@ -5,6 +5,7 @@ from django.contrib.auth import get_user_model
 
 from config import clock
 from coupons.models import CouponTemplate, UserCoupon
+from orders.models import Product
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -49,3 +50,12 @@ class UserCouponFactory(factory.django.DjangoModelFactory):
         CouponTemplate.objects.filter(pk=template.pk).update(claimed_count=F("claimed_count") + 1)
         template.refresh_from_db(fields=["claimed_count"])
         return super()._create(model_class, *args, **kwargs)
+
+
+class ProductFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Product
+
+    name = factory.Sequence(lambda n: f"Product {n}")
+    price = 9900
+    stock = 100

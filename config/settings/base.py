@@ -185,4 +185,7 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # A 409 "sold out" is the normal answer to a flash crowd, not a server problem: log only
+    # 5xx here (Django logs every 4xx as a warning by default).
+    "loggers": {"django.request": {"level": "ERROR"}},
 }

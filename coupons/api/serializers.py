@@ -76,35 +76,32 @@ class ShopperTemplateSerializer(serializers.ModelSerializer):
         )
 
 
-class TemplateTermsSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = CouponTemplate
-        fields = ["id", "name", "type", "value", "min_amount", "valid_from", "valid_until"]
-        read_only_fields = fields
+# Plain serializers for the hot responses (claim, my coupons): a ModelSerializer introspects
+# the model on every instantiation, about 0.5 ms per claim response on this machine.
 
 
-class UserCouponSerializer(serializers.ModelSerializer):
+class TemplateTermsSerializer(serializers.Serializer):
+    id = serializers.IntegerField(read_only=True)
+    name = serializers.CharField(read_only=True)
+    type = serializers.CharField(read_only=True)
+    value = serializers.IntegerField(read_only=True)
+    min_amount = serializers.IntegerField(read_only=True)
+    valid_from = serializers.DateTimeField(read_only=True)
+    valid_until = serializers.DateTimeField(read_only=True)
+
+
+class UserCouponSerializer(serializers.Serializer):
     """A user's coupon with its template's terms; `status` is derived with the context's
     `now` (expired is never stored)."""
 
+    id = serializers.IntegerField(read_only=True)
     user_id = serializers.IntegerField(read_only=True)
     template_id = serializers.IntegerField(read_only=True)
     status = serializers.SerializerMethodField()
+    used_at = serializers.DateTimeField(read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+    updated_at = serializers.DateTimeField(read_only=True)
     template = TemplateTermsSerializer(read_only=True)
-
-    class Meta:
-        model = UserCoupon
-        fields = [
-            "id",
-            "user_id",
-            "template_id",
-            "status",
-            "used_at",
-            "created_at",
-            "updated_at",
-            "template",
-        ]
-        read_only_fields = fields
 
     def get_status(self, coupon: UserCoupon) -> str:
         return selectors.derived_status(coupon, now=self.context["now"])

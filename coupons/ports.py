@@ -1,0 +1,126 @@
+"""What the orders app may ask of coupons, in-process. Plain functions in, frozen dataclasses out,
+typed errors from coupons.errors; no model instance ever crosses this line.
+
+The writes (use_coupon, rollback_coupon) must run inside the caller's transaction, so that the
+coupon changes state together with the order or not at all."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+
+from config import clock
+from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
+from coupons.models import CouponTemplate, UserCoupon
+
+
+class TransactionRequired(RuntimeError):
+    """A programming error: a port that writes was called outside a transaction."""
+
+
+@dataclass(frozen=True)
+class UsableCoupon:
+    coupon_id: int
+    template_id: int
+    type: str
+    value: int
+    min_amount: int
+    valid_from: datetime
+    valid_until: datetime
+
+
+def get_usable(user_id: int, coupon_id: int) -> UsableCoupon:
+    """Read the user's coupon and say whether it can be used now. Writes nothing; needs no
+    transaction. The threshold is the caller's to check against its own total."""
+    coupon = _owned_coupon(user_id, coupon_id)
+    _raise_if_unusable(coupon, clock.now())
+    return _usable(coupon)
+
+
+def use_coupon(user_id: int, coupon_id: int) -> UsableCoupon:
+    """Mark the coupon used (unused -> used, used_at = now) while its window covers now.
+    Must run inside the caller's transaction; of any number of concurrent calls exactly one
+    succeeds, the others raise CouponUsed."""
+    _require_transaction("use_coupon")
+    now = clock.now()
+    # The window is a subquery on the template table, not a join (template__valid_from__lte):
+    # Django rewrites an UPDATE with a join as `UPDATE ... WHERE id IN (SELECT ... join)` on
+    # MariaDB, or a separate SELECT of ids on MySQL, so the status guard would be judged by a
+    # read outside the row the UPDATE locks. Here it stays on that row, re-read after any wait.
+    open_templates = CouponTemplate.objects.filter(
+        valid_from__lte=now, valid_until__gte=now
+    ).values("pk")
+    changed = UserCoupon.objects.filter(
+        pk=coupon_id,
+        user_id=user_id,
+        status=UserCoupon.Status.UNUSED,
+        template_id__in=open_templates,
+    ).update(status=UserCoupon.Status.USED, used_at=now, updated_at=now)
+    coupon = _owned_coupon(user_id, coupon_id)
+    if not changed:
+        # Nothing changed: the re-read says why. It sees the winner's commit (READ COMMITTED).
+        _raise_if_unusable(coupon, now)
+        raise CouponUsed()  # unreachable unless the row changed between the two statements
+    return _usable(coupon)
+
+
+def rollback_coupon(user_id: int, coupon_id: int) -> None:
+    """Give a used coupon back (used -> unused, used_at cleared). Must run inside the caller's
+    transaction; when the coupon is not in use it raises CouponRollbackFailed, which should
+    abort that transaction."""
+    _require_transaction("rollback_coupon")
+    changed = UserCoupon.objects.filter(
+        pk=coupon_id, user_id=user_id, status=UserCoupon.Status.USED
+    ).update(status=UserCoupon.Status.UNUSED, used_at=None, updated_at=clock.now())
+    if not changed:
+        raise CouponRollbackFailed()
+
+
+def list_unused(user_id: int) -> list[UsableCoupon]:
+    """The user's coupons that are stored unused and not yet expired (including ones whose
+    window has not started), newest first. Writes nothing; needs no transaction."""
+    coupons = (
+        UserCoupon.objects.select_related("template")
+        .filter(
+            user_id=user_id,
+            status=UserCoupon.Status.UNUSED,
+            template__valid_until__gte=clock.now(),
+        )
+        .order_by("-id")
+    )
+    return [_usable(coupon) for coupon in coupons]
+
+
+def _require_transaction(port: str) -> None:
+    if not transaction.get_connection().in_atomic_block:
+        raise TransactionRequired(f"{port} must run inside the caller's transaction.")
+
+
+def _owned_coupon(user_id: int, coupon_id: int) -> UserCoupon:
+    # Another user's coupon is "not found": its existence is none of the caller's business.
+    coupon = (
+        UserCoupon.objects.select_related("template").filter(pk=coupon_id, user_id=user_id).first()
+    )
+    if coupon is None:
+        raise CouponNotFound()
+    return coupon
+
+
+def _raise_if_unusable(coupon: UserCoupon, now: datetime) -> None:
+    if coupon.status == UserCoupon.Status.USED:
+        raise CouponUsed()
+    if not coupon.template.valid_from <= now <= coupon.template.valid_until:
+        raise CouponExpired()
+
+
+def _usable(coupon: UserCoupon) -> UsableCoupon:
+    template = coupon.template
+    return UsableCoupon(
+        coupon_id=coupon.pk,
+        template_id=template.pk,
+        type=template.type,
+        value=template.value,
+        min_amount=template.min_amount,
+        valid_from=template.valid_from,
+        valid_until=template.valid_until,
+    )

@@ -1,0 +1,85 @@
+from rest_framework import serializers
+
+from config.serializers import StrictSerializer
+from orders.models import MAX_LINES, MAX_QUANTITY, Order, OrderItem
+
+MAX_ID = 2**63 - 1  # a signed BIGINT: no id a client sends can overflow a query
+MAX_AMOUNT = 2**63 - 1
+
+
+class OrderLineInputSerializer(StrictSerializer):
+    product_id = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+    quantity = serializers.IntegerField(min_value=1, max_value=MAX_QUANTITY)
+
+
+class CheckoutInputSerializer(StrictSerializer):
+    items = OrderLineInputSerializer(many=True, min_length=1, max_length=MAX_LINES)
+    coupon_id = serializers.IntegerField(
+        min_value=1, max_value=MAX_ID, required=False, allow_null=True, default=None
+    )
+
+    def validate_items(self, items: list[dict]) -> list[dict]:
+        product_ids = [item["product_id"] for item in items]
+        if len(set(product_ids)) != len(product_ids):
+            raise serializers.ValidationError("Each product may appear only once.")
+        return items
+
+
+class PayInputSerializer(StrictSerializer):
+    amount = serializers.IntegerField(min_value=0, max_value=MAX_AMOUNT)
+
+
+class CouponOptionsQuerySerializer(StrictSerializer):
+    amount = serializers.IntegerField(min_value=0, max_value=MAX_AMOUNT)
+
+
+class OrderItemSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = OrderItem
+        fields = ["product_id", "title", "unit_price", "quantity"]
+        read_only_fields = fields
+
+
+class OrderSerializer(serializers.ModelSerializer):
+    items = OrderItemSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Order
+        fields = [
+            "id",
+            "user_id",
+            "order_type",
+            "status",
+            "total_amount",
+            "discount_amount",
+            "pay_amount",
+            "coupon_id",
+            "items",
+            "expire_at",
+            "paid_at",
+            "cancelled_at",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class CouponOptionSerializer(serializers.Serializer):
+    coupon_id = serializers.IntegerField(source="coupon.coupon_id")
+    template_id = serializers.IntegerField(source="coupon.template_id")
+    type = serializers.CharField(source="coupon.type")
+    value = serializers.IntegerField(source="coupon.value")
+    min_amount = serializers.IntegerField(source="coupon.min_amount")
+    valid_from = serializers.DateTimeField(source="coupon.valid_from")
+    valid_until = serializers.DateTimeField(source="coupon.valid_until")
+    usable = serializers.BooleanField()
+    discount = serializers.IntegerField(help_text="Cents off an order of `amount`.")
+    reason = serializers.ChoiceField(choices=["not_started", "threshold_not_met"], allow_null=True)
+    shortfall = serializers.IntegerField(
+        allow_null=True, help_text="Cents still to spend, for threshold_not_met."
+    )
+
+
+class CouponOptionsSerializer(serializers.Serializer):
+    amount = serializers.IntegerField()
+    results = CouponOptionSerializer(many=True)

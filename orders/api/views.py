@@ -1,0 +1,87 @@
+"""Shopper order API: validate -> call one service -> render."""
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.generics import GenericAPIView
+from rest_framework.response import Response
+
+from orders import selectors, services
+from orders.api.serializers import (
+    CheckoutInputSerializer,
+    CouponOptionsQuerySerializer,
+    CouponOptionsSerializer,
+    OrderSerializer,
+    PayInputSerializer,
+)
+
+
+def order_response(user_id: int, order_id: int, status_code: int = status.HTTP_200_OK):
+    order = selectors.order_for_user(user_id=user_id, order_id=order_id)
+    return Response(OrderSerializer(order).data, status=status_code)
+
+
+class OrderListView(GenericAPIView):
+    serializer_class = OrderSerializer
+
+    def get_queryset(self):
+        return selectors.orders_for_user(user_id=self.request.user.pk)
+
+    @extend_schema(responses=OrderSerializer(many=True))
+    def get(self, request):
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(OrderSerializer(page, many=True).data)
+
+    @extend_schema(request=CheckoutInputSerializer, responses={201: OrderSerializer})
+    def post(self, request):
+        payload = CheckoutInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        order = services.order_checkout(user_id=request.user.pk, **payload.validated_data)
+        return order_response(request.user.pk, order.pk, status.HTTP_201_CREATED)
+
+
+class OrderDetailView(GenericAPIView):
+    serializer_class = OrderSerializer
+
+    @extend_schema(responses=OrderSerializer)
+    def get(self, request, order_id: int):
+        return order_response(request.user.pk, order_id)
+
+
+class OrderCancelView(GenericAPIView):
+    serializer_class = OrderSerializer
+
+    @extend_schema(request=None, responses=OrderSerializer)
+    def post(self, request, order_id: int):
+        services.order_cancel(user_id=request.user.pk, order_id=order_id)
+        return order_response(request.user.pk, order_id)
+
+
+class OrderPayView(GenericAPIView):
+    serializer_class = OrderSerializer
+
+    @extend_schema(request=PayInputSerializer, responses=OrderSerializer)
+    def post(self, request, order_id: int):
+        payload = PayInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        services.order_pay(user_id=request.user.pk, order_id=order_id, **payload.validated_data)
+        return order_response(request.user.pk, order_id)
+
+
+class CouponOptionsView(GenericAPIView):
+    serializer_class = CouponOptionsSerializer
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "amount", OpenApiTypes.INT, required=True, description="Order total in cents."
+            )
+        ],
+        responses=CouponOptionsSerializer,
+    )
+    def get(self, request):
+        query = CouponOptionsQuerySerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        amount = query.validated_data["amount"]
+        options = selectors.coupon_options(user_id=request.user.pk, amount=amount)
+        return Response(CouponOptionsSerializer({"amount": amount, "results": options}).data)

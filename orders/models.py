@@ -1,0 +1,152 @@
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import F, Q
+from django.utils import timezone
+
+# Bounds that keep every sum of money far inside a signed BIGINT: at most MAX_LINES lines of at
+# most MAX_QUANTITY units at most MAX_PRICE cents each (50 * 999 * 10^11 < 2^63). A client
+# sending more gets a 400, never an overflow.
+MAX_PRICE = 10**11
+MAX_QUANTITY = 999
+MAX_LINES = 50
+MAX_STOCK = 2**31 - 1
+
+
+class Product(models.Model):
+    name = models.CharField(max_length=128)
+    price = models.BigIntegerField(
+        help_text="Unit price in cents.",
+        validators=[MinValueValidator(0), MaxValueValidator(MAX_PRICE)],
+    )
+    stock = models.IntegerField(validators=[MinValueValidator(0), MaxValueValidator(MAX_STOCK)])
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "products"
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(price__gte=0, price__lte=MAX_PRICE), name="product_price_in_range"
+            ),
+            models.CheckConstraint(condition=Q(stock__gte=0), name="product_stock_not_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Order(models.Model):
+    class Type(models.TextChoices):
+        NORMAL = "normal"
+        SECKILL = "seckill"
+
+    class Status(models.TextChoices):
+        PENDING_PAYMENT = "pending_payment"
+        PAID = "paid"
+        SHIPPED = "shipped"
+        COMPLETED = "completed"
+        CANCELLED = "cancelled"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="orders", db_index=False
+    )
+    order_type = models.CharField(max_length=16, choices=Type.choices, default=Type.NORMAL)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING_PAYMENT)
+    total_amount = models.BigIntegerField(help_text="Sum of the lines, in cents.")
+    discount_amount = models.BigIntegerField(default=0, help_text="Coupon discount, in cents.")
+    pay_amount = models.BigIntegerField(help_text="What the shopper pays, in cents.")
+    # A string reference: orders knows coupons only through coupons.ports. RESTRICT keeps the
+    # coupon while its order exists, yet lets a user's deletion cascade to both.
+    coupon = models.ForeignKey(
+        "coupons.UserCoupon", on_delete=models.RESTRICT, null=True, blank=True, related_name="+"
+    )
+    expire_at = models.DateTimeField(help_text="Unpaid after this moment: cancelled.")
+    paid_at = models.DateTimeField(null=True, blank=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+    # Set from config.clock by the services, like every other time of the order.
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "orders"
+        ordering = ["-id"]
+        indexes = [
+            models.Index(fields=["user", "id"], name="order_user_id"),
+            models.Index(fields=["status", "expire_at"], name="order_status_expire_at"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(order_type__in=["normal", "seckill"]), name="order_type_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    status__in=["pending_payment", "paid", "shipped", "completed", "cancelled"]
+                ),
+                name="order_status_known",
+            ),
+            models.CheckConstraint(
+                condition=Q(total_amount__gte=0, discount_amount__gte=0, pay_amount__gte=0),
+                name="order_amounts_not_negative",
+            ),
+            models.CheckConstraint(
+                condition=Q(discount_amount__lte=F("total_amount")),
+                name="order_discount_within_total",
+            ),
+            models.CheckConstraint(
+                condition=Q(total_amount=F("discount_amount") + F("pay_amount")),
+                name="order_amounts_add_up",
+            ),
+            models.CheckConstraint(
+                condition=Q(order_type="normal") | Q(coupon__isnull=True),
+                name="order_seckill_without_coupon",
+            ),
+            models.CheckConstraint(
+                condition=Q(coupon__isnull=False) | Q(discount_amount=0),
+                name="order_discount_needs_coupon",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["paid", "shipped", "completed"], paid_at__isnull=False)
+                | Q(status__in=["pending_payment", "cancelled"], paid_at__isnull=True),
+                name="order_paid_at_matches_status",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="cancelled", cancelled_at__isnull=False)
+                | (~Q(status="cancelled") & Q(cancelled_at__isnull=True)),
+                name="order_cancelled_at_matches_status",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Order #{self.pk} ({self.status})"
+
+
+class OrderItem(models.Model):
+    # The unique (order, product) index below leads with order, so no separate index.
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="items", db_index=False)
+    product = models.ForeignKey(Product, on_delete=models.PROTECT, related_name="+")
+    # Snapshots: what the shopper saw and paid, whatever the product becomes later.
+    title = models.CharField(max_length=128)
+    unit_price = models.BigIntegerField()
+    quantity = models.IntegerField()
+
+    class Meta:
+        db_table = "order_items"
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(quantity__gte=1, quantity__lte=MAX_QUANTITY),
+                name="order_item_quantity_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(unit_price__gte=0, unit_price__lte=MAX_PRICE),
+                name="order_item_unit_price_in_range",
+            ),
+            models.UniqueConstraint(
+                fields=["order", "product"], name="order_item_one_line_per_product"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.quantity} x {self.title}"

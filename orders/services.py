@@ -1,0 +1,221 @@
+"""Every write to orders. Transactions live here; views and commands only call these.
+
+Lock order, the same in every transaction, so two of them never wait on each other in a circle:
+the order row (cancel, pay), then product rows by ascending id, then the user coupon row."""
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TypedDict
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, QuerySet
+
+from config import clock
+from coupons import ports
+from orders.errors import (
+    AmountMismatch,
+    CouponNotAllowed,
+    OrderInvalid,
+    OrderInvalidState,
+    OrderNotFound,
+    OutOfStock,
+    ProductNotFound,
+    ThresholdNotMet,
+)
+from orders.models import MAX_LINES, MAX_QUANTITY, Order, OrderItem, Product
+
+
+class OrderLine(TypedDict):
+    product_id: int
+    quantity: int
+
+
+def order_checkout(
+    *, user_id: int, items: Sequence[OrderLine], coupon_id: int | None = None
+) -> Order:
+    """Create a normal order: take stock, price it from the products, use the coupon if any.
+    Runs in its own transaction; on any error nothing is left behind."""
+    lines = _lines_validate(items)
+    # Checked before any lock, so a bad coupon fails fast. Its terms (type, value, min_amount)
+    # cannot change once claimed, and use_coupon re-checks status and window under the lock.
+    coupon = ports.get_usable(user_id, coupon_id) if coupon_id is not None else None
+    with transaction.atomic():
+        now = clock.now()
+        products = _stock_take(lines)
+        total = sum(products[product_id].price * quantity for product_id, quantity in lines)
+        discount = 0
+        if coupon is not None:
+            if total < coupon.min_amount:
+                raise ThresholdNotMet(
+                    f"The total {total} is below the coupon's threshold {coupon.min_amount}."
+                )
+            ports.use_coupon(user_id, coupon.coupon_id)
+            discount = min(coupon.value, total)
+        return _order_create(
+            user_id=user_id,
+            order_type=Order.Type.NORMAL,
+            lines=lines,
+            products=products,
+            total=total,
+            discount=discount,
+            coupon_id=coupon_id,
+            now=now,
+        )
+
+
+def seckill_order_create(
+    *, user_id: int, items: Sequence[OrderLine], coupon_id: int | None = None
+) -> Order:
+    """Create a flash-sale order, in-process only (no endpoint). Refuses any coupon. Runs in
+    its own transaction; on any error nothing is left behind."""
+    if coupon_id is not None:
+        raise CouponNotAllowed()
+    lines = _lines_validate(items)
+    with transaction.atomic():
+        now = clock.now()
+        products = _stock_take(lines)
+        total = sum(products[product_id].price * quantity for product_id, quantity in lines)
+        return _order_create(
+            user_id=user_id,
+            order_type=Order.Type.SECKILL,
+            lines=lines,
+            products=products,
+            total=total,
+            discount=0,
+            coupon_id=None,
+            now=now,
+        )
+
+
+def order_cancel(*, user_id: int, order_id: int) -> Order:
+    """Cancel the user's pending order: status, stock return and coupon return commit together
+    or not at all. Runs in its own transaction."""
+    with transaction.atomic():
+        order = _cancel_pending(Order.objects.filter(pk=order_id, user_id=user_id))
+        if order is None:
+            if not Order.objects.filter(pk=order_id, user_id=user_id).exists():
+                raise OrderNotFound()
+            raise OrderInvalidState("Only an order awaiting payment can be cancelled.")
+    return order
+
+
+def order_expire(*, order_id: int) -> bool:
+    """Cancel the order if it is still awaiting payment after expire_at, through the same path
+    as a user's cancel. Runs in its own transaction. False when there was nothing to do (paid,
+    already cancelled, or a user's cancel won the race)."""
+    with transaction.atomic():
+        expired = Order.objects.filter(pk=order_id, expire_at__lt=clock.now())
+        return _cancel_pending(expired) is not None
+
+
+def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
+    """Record the payment of a pending order (pending_payment -> paid); `amount` must equal
+    pay_amount. Runs in its own transaction."""
+    with transaction.atomic():
+        # The row lock orders this against a concurrent cancel or expiry of the same order.
+        order = Order.objects.select_for_update().filter(pk=order_id, user_id=user_id).first()
+        if order is None:
+            raise OrderNotFound()
+        now = clock.now()
+        if order.status != Order.Status.PENDING_PAYMENT:
+            raise OrderInvalidState(f"An order that is {order.status} cannot be paid.")
+        if now > order.expire_at:
+            # Past its deadline the order belongs to the expiry job, even before it runs.
+            raise OrderInvalidState("The payment window of this order has closed.")
+        if amount != order.pay_amount:
+            raise AmountMismatch(f"This order asks for {order.pay_amount}, not {amount}.")
+        order.status = Order.Status.PAID
+        order.paid_at = now
+        order.updated_at = now
+        order.save(update_fields=["status", "paid_at", "updated_at"])
+    return order
+
+
+def _lines_validate(items: Sequence[OrderLine]) -> list[tuple[int, int]]:
+    """(product_id, quantity) pairs sorted by product id: the lock order of _stock_take."""
+    if not 1 <= len(items) <= MAX_LINES:
+        raise OrderInvalid(fields={"items": [f"Between 1 and {MAX_LINES} lines are required."]})
+    lines = sorted((item["product_id"], item["quantity"]) for item in items)
+    product_ids = [product_id for product_id, _ in lines]
+    if len(set(product_ids)) != len(product_ids):
+        raise OrderInvalid(fields={"items": ["Each product may appear only once."]})
+    if any(not 1 <= quantity <= MAX_QUANTITY for _, quantity in lines):
+        raise OrderInvalid(fields={"items": [f"Quantity must be 1 to {MAX_QUANTITY}."]})
+    return lines
+
+
+def _stock_take(lines: list[tuple[int, int]]) -> dict[int, Product]:
+    """Take stock for each line with a guarded UPDATE (never below zero), in ascending product
+    id order, and return the products as the locked rows now stand. Inside a transaction."""
+    for product_id, quantity in lines:
+        taken = Product.objects.filter(pk=product_id, stock__gte=quantity).update(
+            stock=F("stock") - quantity
+        )
+        if not taken:
+            if not Product.objects.filter(pk=product_id).exists():
+                raise ProductNotFound(f"Product {product_id} not found.")
+            raise OutOfStock(f"Not enough stock for product {product_id}.")
+    # The UPDATEs hold these rows' locks, so the prices read here are the ones charged.
+    return Product.objects.in_bulk([product_id for product_id, _ in lines])
+
+
+def _stock_return(order: Order) -> None:
+    """Put back the stock of every line, in ascending product id order. Inside a transaction."""
+    for item in sorted(order.items.all(), key=lambda item: item.product_id):
+        Product.objects.filter(pk=item.product_id).update(stock=F("stock") + item.quantity)
+
+
+def _order_create(
+    *,
+    user_id: int,
+    order_type: str,
+    lines: list[tuple[int, int]],
+    products: dict[int, Product],
+    total: int,
+    discount: int,
+    coupon_id: int | None,
+    now: datetime,
+) -> Order:
+    order = Order.objects.create(
+        user_id=user_id,
+        order_type=order_type,
+        total_amount=total,
+        discount_amount=discount,
+        pay_amount=total - discount,
+        coupon_id=coupon_id,
+        expire_at=now + timedelta(minutes=settings.ORDER_PAYMENT_TIMEOUT_MINUTES),
+        created_at=now,
+        updated_at=now,
+    )
+    OrderItem.objects.bulk_create(
+        OrderItem(
+            order=order,
+            product_id=product_id,
+            title=products[product_id].name,
+            unit_price=products[product_id].price,
+            quantity=quantity,
+        )
+        for product_id, quantity in lines
+    )
+    return order
+
+
+def _cancel_pending(orders: QuerySet[Order]) -> Order | None:
+    """Cancel the one order in `orders` if it is pending payment, returning it; None when no
+    row changed. The conditional UPDATE on status is what lets exactly one of any number of
+    concurrent cancels (user or expiry) win. Inside a transaction."""
+    now = clock.now()
+    order = orders.filter(status=Order.Status.PENDING_PAYMENT).first()
+    if order is None:
+        return None
+    changed = Order.objects.filter(pk=order.pk, status=Order.Status.PENDING_PAYMENT).update(
+        status=Order.Status.CANCELLED, cancelled_at=now, updated_at=now
+    )
+    if not changed:
+        return None  # another cancel or a payment committed between the read and the UPDATE
+    _stock_return(order)
+    if order.coupon_id is not None:
+        ports.rollback_coupon(order.user_id, order.coupon_id)
+    order.refresh_from_db()
+    return order
