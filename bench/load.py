@@ -4,10 +4,10 @@ connections (asyncio + aiohttp) and prints a summary as JSON.
     python -m bench.load < plan.json > summary.json
 
 The plan is {"base_url", "concurrency", "requests": [[method, path, token], ...],
-"warmup": [[method, path, token], ...]}. Warm-up requests run first over the same connections
-and are not counted. Every request is sent exactly once; each connection takes the next one
-from a shared queue, so the offered load is "as fast as the server answers" at a fixed number
-of requests in flight (closed loop)."""
+"warmup": [[method, path, token], ...], "keep_latencies": bool}. Warm-up requests run first
+over the same connections and are not counted. Every request is sent exactly once; each
+connection takes the next one from a shared queue, so the offered load is "as fast as the
+server answers" at a fixed number of requests in flight (closed loop)."""
 
 import asyncio
 import json
@@ -139,7 +139,10 @@ async def run_plan(plan: dict) -> dict:
             await send_all(session, base_url, warmup, concurrency)
         requests = [tuple(item) for item in plan["requests"]]
         outcome, elapsed = await send_all(session, base_url, requests, concurrency)
-    return summarize(outcome, elapsed, concurrency)
+    summary = summarize(outcome, elapsed, concurrency)
+    if plan.get("keep_latencies"):
+        summary["latencies_ms"] = outcome.latencies_ms
+    return summary
 
 
 def main() -> None:

@@ -30,6 +30,7 @@ import MySQLdb
 
 from bench import profiling
 from bench.cpu import CpuMeter
+from bench.load import latency_figures
 from bench.processes import Gunicorn, RedisServer, free_port
 from bench.progress import log
 
@@ -42,6 +43,8 @@ DEFAULT_DATABASE_URL = "mysql://root@127.0.0.1:3306/coupons_bench"
 # holding the template's row lock waits for the GIL).
 DEFAULT_WORKER_CLASS = "gthread"
 DEFAULT_THREADS = 2
+SCALE_WARMUP = 20  # claims on each scale template before the measured ones, not counted
+SCALE_ROUNDS = 3
 SCENARIOS = ("storm", "sold_out", "redis_stopped", "scale", "reads", "compare")
 
 
@@ -71,7 +74,7 @@ FULL = Sizes(
     sold_out_requests=5_000,
     scale_existing=(0, 100_000, 1_000_000),
     scale_sequential=300,
-    scale_concurrent=2_000,
+    scale_concurrent=2_100,
     scale_concurrency=16,
     list_templates=1_000,
     mine_per_template=10,  # 10 x 1,000 templates = 10,000 coupons for one user
@@ -85,8 +88,8 @@ QUICK = Sizes(
     storm_concurrency=64,
     sold_out_requests=500,
     scale_existing=(0, 1_000, 10_000),
-    scale_sequential=50,
-    scale_concurrent=200,
+    scale_sequential=60,
+    scale_concurrent=240,
     scale_concurrency=16,
     list_templates=1_000,
     mine_per_template=10,
@@ -142,6 +145,7 @@ def run_load_generator(
     *,
     concurrency: int,
     warmup: list[tuple[str, str, str]] | None = None,
+    keep_latencies: bool = False,
 ) -> dict[str, Any]:
     """Run one load in the separate load-generator process and return its summary."""
     plan = {
@@ -149,6 +153,7 @@ def run_load_generator(
         "concurrency": concurrency,
         "requests": requests,
         "warmup": warmup or [],
+        "keep_latencies": keep_latencies,
     }
     process = subprocess.run(
         [sys.executable, "-m", "bench.load"],
@@ -232,13 +237,16 @@ class Bench:
 
     # helpers
 
-    def users(self, label: str, count: int) -> list[tuple[int, str]]:
+    def users(self, label: str, count: int, *, quiet: bool = False) -> list[tuple[int, str]]:
         from bench import seed
 
         self.user_batches += 1
         started = time.monotonic()
         users = seed.create_users(f"{label}-{self.user_batches}", count)
-        log(f"created {count} users '{label}' with tokens in {time.monotonic() - started:.1f} s")
+        if not quiet:
+            log(
+                f"created {count} users '{label}' with tokens in {time.monotonic() - started:.1f} s"
+            )
         return users
 
     def drive(
@@ -247,6 +255,7 @@ class Bench:
         *,
         concurrency: int,
         warmup: list[tuple[str, str, str]] | None = None,
+        keep_latencies: bool = False,
     ) -> dict[str, Any]:
         """One load run against the app, with the CPU cores each party used meanwhile."""
         assert self.gunicorn is not None and self.gunicorn.process is not None
@@ -256,7 +265,11 @@ class Bench:
         )
         before, started = meter.snapshot(), time.monotonic()
         summary = run_load_generator(
-            self.base_url, requests, concurrency=concurrency, warmup=warmup
+            self.base_url,
+            requests,
+            concurrency=concurrency,
+            warmup=warmup,
+            keep_latencies=keep_latencies,
         )
         summary["cpu_cores"] = meter.cores(before, meter.snapshot(), time.monotonic() - started)
         return summary
@@ -395,6 +408,10 @@ class Bench:
         return summary
 
     def scale(self) -> None:
+        """Claim latency on templates holding 0 .. 1,000,000 claims. All the data is loaded
+        first; then the measurements go round-robin over the templates (SCALE_ROUNDS rounds,
+        each starting at a different template) so that drift over time, such as InnoDB
+        flushing the bulk load in the background, falls on every template alike."""
         from bench import seed
 
         sizes = self.sizes
@@ -402,45 +419,79 @@ class Bench:
         started = time.monotonic()
         seed.insert_holders(most)
         log(f"[scale] inserted {most} holder users in {time.monotonic() - started:.1f} s")
-        rows: list[dict[str, Any]] = []
+        claims = sizes.scale_sequential + sizes.scale_concurrent
+        templates: list[tuple[int, int, str]] = []  # existing claims, template id, claim path
         for existing in sizes.scale_existing:
-            claims = sizes.scale_sequential + sizes.scale_concurrent
             template_id = seed.create_template(
-                f"scale-{existing}", total=existing + claims + 100, claimed_count=0
+                f"scale-{existing}", total=existing + SCALE_WARMUP + claims + 100
             )
             started = time.monotonic()
             seed.insert_existing_claims(template_id, existing)
-            seed.analyze_tables()
             log(
                 f"[scale] template {template_id}: {existing} existing claims inserted in"
                 f" {time.monotonic() - started:.1f} s"
             )
-            users = self.users(f"scale{existing}", claims)
-            path = f"/api/coupons/{template_id}/claim"
-            sequential_users = users[: sizes.scale_sequential]
-            concurrent_users = users[sizes.scale_sequential :]
-            sequential = self.drive([("POST", path, t) for _, t in sequential_users], concurrency=1)
-            log(f"[scale {existing}] sequential: {describe(sequential)}")
-            concurrent = self.drive(
-                [("POST", path, t) for _, t in concurrent_users],
-                concurrency=sizes.scale_concurrency,
-            )
-            log(f"[scale {existing}] concurrent: {describe(concurrent)}")
+            templates.append((existing, template_id, f"/api/coupons/{template_id}/claim"))
+        seed.analyze_tables()
+
+        def requests(path: str, count: int) -> list[tuple[str, str, str]]:
+            users = self.users("scale", count, quiet=True)
+            return [("POST", path, token) for _, token in users]
+
+        warmups = {path: requests(path, SCALE_WARMUP) for _, _, path in templates}
+        latencies: dict[tuple[str, str], list[float]] = {}
+        seconds: dict[tuple[str, str], float] = {}
+        statuses: dict[tuple[str, str], dict[str, int]] = {}
+        modes = {"sequential": 1, "concurrent": sizes.scale_concurrency}
+        for round_number in range(SCALE_ROUNDS):
+            order = templates[round_number:] + templates[:round_number]
+            for existing, _, path in order:
+                for mode, concurrency in modes.items():
+                    share = getattr(sizes, f"scale_{mode}") // SCALE_ROUNDS
+                    summary = self.drive(
+                        requests(path, share),
+                        concurrency=concurrency,
+                        warmup=warmups.pop(path, None),
+                        keep_latencies=True,
+                    )
+                    key = (path, mode)
+                    latencies.setdefault(key, []).extend(summary.pop("latencies_ms"))
+                    seconds[key] = seconds.get(key, 0.0) + summary["seconds"]
+                    for status, count in summary["statuses"].items():
+                        statuses.setdefault(key, {})
+                        statuses[key][status] = statuses[key].get(status, 0) + count
+                    log(f"[scale {existing} round {round_number + 1} {mode}] {describe(summary)}")
+        rows: list[dict[str, Any]] = []
+        for existing, template_id, path in templates:
+            figures = {}
+            for mode, concurrency in modes.items():
+                key = (path, mode)
+                figures[mode] = {
+                    **latency_figures(latencies[key], seconds[key]),
+                    "concurrency": concurrency,
+                    "statuses": statuses[key],
+                }
             facts = seed.claim_facts(template_id)
+            sent = sum(figures[mode]["requests"] for mode in modes)
             rows.append(
                 {
                     "existing_claims": existing,
                     "template_id": template_id,
-                    "sequential": sequential,
-                    "concurrent": concurrent,
+                    **figures,
                     "checks": {
                         **facts,
-                        "all_201": sequential["statuses"] == {"201": len(sequential_users)}
-                        and concurrent["statuses"] == {"201": len(concurrent_users)},
-                        "exact": facts["rows"] == existing + claims
-                        and facts["claimed_count"] == existing + claims,
+                        "all_201": all(
+                            figures[mode]["statuses"] == {"201": figures[mode]["requests"]}
+                            for mode in modes
+                        ),
+                        "exact": facts["rows"] == existing + SCALE_WARMUP + sent
+                        and facts["claimed_count"] == existing + SCALE_WARMUP + sent,
                     },
                 }
+            )
+            log(
+                f"[scale {existing}] sequential p50 {figures['sequential']['p50_ms']} ms,"
+                f" 16 connections p50 {figures['concurrent']['p50_ms']} ms"
             )
         self.results["scale"] = rows
 
