@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.db.models import F
 
 from config import clock
-from coupons import services
+from coupons import selectors, services
 from coupons.errors import TemplateInvalid
 from coupons.models import CouponTemplate
 
@@ -55,17 +55,6 @@ class StateFilter(admin.SimpleListFilter):
         return queryset
 
 
-def template_state(template: CouponTemplate) -> str:
-    now = clock.now()
-    if now < template.valid_from:
-        return "not started"
-    if now > template.valid_until:
-        return "ended"
-    if template.claimed_count >= template.total:
-        return "sold out"
-    return "active"
-
-
 @admin.register(CouponTemplate)
 class CouponTemplateAdmin(admin.ModelAdmin):
     form = CouponTemplateForm
@@ -90,7 +79,7 @@ class CouponTemplateAdmin(admin.ModelAdmin):
 
     @admin.display(description="state")
     def state(self, template: CouponTemplate) -> str:
-        return template_state(template)
+        return selectors.template_state(template, now=clock.now()).replace("_", " ")
 
     def has_delete_permission(self, request, obj=None) -> bool:
         if obj is not None and obj.claimed_count > 0:

@@ -47,17 +47,23 @@ def templates_for_shopper(*, user_id: int) -> QuerySet[CouponTemplate]:
     )
 
 
-def shopper_state(template: CouponTemplate, *, claimed_by_me: int, now: datetime) -> str:
-    """The caller's view of a template, decided in SPEC order with the page's one `now`."""
+def template_state(template: CouponTemplate, *, now: datetime) -> str:
+    """Everyone's view: not_started, ended, sold_out or active, in that order."""
     if now < template.valid_from:
         return "not_started"
     if now > template.valid_until:
         return "ended"
     if template.claimed_count >= template.total:
         return "sold_out"
-    if claimed_by_me >= template.per_user_limit:
-        return "limit_reached"
-    return "claimable"
+    return "active"
+
+
+def shopper_state(template: CouponTemplate, *, claimed_by_me: int, now: datetime) -> str:
+    """The caller's view of a template, decided in SPEC order with the page's one `now`."""
+    state = template_state(template, now=now)
+    if state != "active":
+        return state
+    return "limit_reached" if claimed_by_me >= template.per_user_limit else "claimable"
 
 
 MINE_STATUSES = ("unused", "used", "expired")

@@ -84,6 +84,15 @@ def staff_client(staff) -> APIClient:
 
 
 @pytest.fixture
+def admin_site(client, staff):
+    """The Django test client logged in to the Django admin as a superuser."""
+    staff.is_superuser = True
+    staff.save()
+    client.force_login(staff)
+    return client
+
+
+@pytest.fixture
 def frozen_now(monkeypatch):
     """Freeze config.clock.now at a fixed instant; returns a setter to move it."""
     from datetime import UTC, datetime

@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from config.serializers import StrictSerializer
-from coupons import selectors
+from coupons import selectors, services
 from coupons.models import CouponTemplate, UserCoupon
 
 
@@ -21,20 +21,7 @@ class TemplateInputSerializer(StrictSerializer):
 class TemplateSerializer(serializers.ModelSerializer):
     class Meta:
         model = CouponTemplate
-        fields = [
-            "id",
-            "name",
-            "type",
-            "value",
-            "min_amount",
-            "total",
-            "per_user_limit",
-            "valid_from",
-            "valid_until",
-            "claimed_count",
-            "created_at",
-            "updated_at",
-        ]
+        fields = ["id", *services.TEMPLATE_TERMS, "claimed_count", "created_at", "updated_at"]
         read_only_fields = fields
 
 
@@ -54,20 +41,7 @@ class ShopperTemplateSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = CouponTemplate
-        fields = [
-            "id",
-            "name",
-            "type",
-            "value",
-            "min_amount",
-            "total",
-            "per_user_limit",
-            "valid_from",
-            "valid_until",
-            "claimed_count",
-            "claimed_by_me",
-            "state",
-        ]
+        fields = ["id", *services.TEMPLATE_TERMS, "claimed_count", "claimed_by_me", "state"]
         read_only_fields = fields
 
     def get_state(self, template: CouponTemplate) -> str:

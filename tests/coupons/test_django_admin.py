@@ -11,14 +11,6 @@ from tests.factories import CouponTemplateFactory, UserCouponFactory
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def admin_site(client, staff):
-    staff.is_superuser = True
-    staff.save()
-    client.force_login(staff)
-    return client
-
-
 def form_data(**overrides):
     start = clock.now()
     end = start + timedelta(days=3)

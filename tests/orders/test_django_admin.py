@@ -9,14 +9,6 @@ from tests.factories import ProductFactory
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def admin_site(client, staff):
-    staff.is_superuser = True
-    staff.save()
-    client.force_login(staff)
-    return client
-
-
 def test_add_a_product(admin_site):
     response = admin_site.post(
         "/admin/orders/product/add/", {"name": "Mug", "price": "1999", "stock": "40"}
