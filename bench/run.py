@@ -508,6 +508,8 @@ class Bench:
         (small_id, small_token), (heavy_id, heavy_token) = self.users("reader", 2)
         small_queries = {}
         if have_list:
+            # Small data: one template on the page (an empty page skips the page query).
+            seed.create_templates("list-small", 1, total=1_000, per_user_limit=1)
             small_queries["list"] = self.count_queries("/api/coupons", small_id)
         template_ids = seed.create_templates(
             "list", sizes.list_templates, total=1_000, per_user_limit=sizes.mine_per_template
