@@ -31,6 +31,8 @@ class PayInputSerializer(StrictSerializer):
 
 class CouponOptionsQuerySerializer(StrictSerializer):
     amount = serializers.IntegerField(min_value=0, max_value=MAX_AMOUNT)
+    page = serializers.CharField(required=False)  # checked by the paginator
+    page_size = serializers.CharField(required=False)
 
 
 class OrderItemSerializer(serializers.ModelSerializer):
@@ -78,8 +80,3 @@ class CouponOptionSerializer(serializers.Serializer):
     shortfall = serializers.IntegerField(
         allow_null=True, help_text="Cents still to spend, for threshold_not_met."
     )
-
-
-class CouponOptionsSerializer(serializers.Serializer):
-    amount = serializers.IntegerField()
-    results = CouponOptionSerializer(many=True)

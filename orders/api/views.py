@@ -9,8 +9,8 @@ from rest_framework.response import Response
 from orders import selectors, services
 from orders.api.serializers import (
     CheckoutInputSerializer,
+    CouponOptionSerializer,
     CouponOptionsQuerySerializer,
-    CouponOptionsSerializer,
     OrderSerializer,
     PayInputSerializer,
 )
@@ -69,19 +69,23 @@ class OrderPayView(GenericAPIView):
 
 
 class CouponOptionsView(GenericAPIView):
-    serializer_class = CouponOptionsSerializer
+    serializer_class = CouponOptionSerializer
 
     @extend_schema(
         parameters=[
             OpenApiParameter(
                 "amount", OpenApiTypes.INT, required=True, description="Order total in cents."
-            )
+            ),
+            OpenApiParameter("page", OpenApiTypes.INT, required=False),
+            OpenApiParameter("page_size", OpenApiTypes.INT, required=False),
         ],
-        responses=CouponOptionsSerializer,
+        responses=CouponOptionSerializer(many=True),
     )
     def get(self, request):
         query = CouponOptionsQuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
-        amount = query.validated_data["amount"]
-        options = selectors.coupon_options(user_id=request.user.pk, amount=amount)
-        return Response(CouponOptionsSerializer({"amount": amount, "results": options}).data)
+        options = selectors.coupon_options(
+            user_id=request.user.pk, amount=query.validated_data["amount"]
+        )
+        page = self.paginate_queryset(options)
+        return self.get_paginated_response(CouponOptionSerializer(page, many=True).data)

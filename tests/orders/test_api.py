@@ -101,7 +101,7 @@ def test_coupon_options_ranks_and_explains(user, shopper_client, now):
 
     assert response.status_code == 200
     body = response.json()
-    assert body["amount"] == 15000
+    assert (body["count"], body["next"], body["previous"]) == (6, None, None)
     assert [
         (o["coupon_id"], o["usable"], o["discount"], o["reason"], o["shortfall"])
         for o in body["results"]
@@ -199,3 +199,15 @@ def test_another_users_token_cannot_see_my_order(user, now):
     stranger = bearer_client(UserFactory())
     assert stranger.get(f"/api/orders/{order.pk}").status_code == 404
     assert stranger.get("/api/orders").json()["count"] == 0
+
+
+def test_coupon_options_are_paginated_after_ranking(user, shopper_client):
+    for value in (100, 300, 200):
+        UserCouponFactory(user=user, template=CouponTemplateFactory(value=value))
+
+    first = shopper_client.get("/api/orders/coupon-options?amount=1000&page_size=2").json()
+    second = shopper_client.get("/api/orders/coupon-options?amount=1000&page_size=2&page=2").json()
+
+    assert first["count"] == 3
+    assert [o["discount"] for o in first["results"]] == [300, 200]
+    assert [o["discount"] for o in second["results"]] == [100]
