@@ -38,6 +38,7 @@ def positive_query_int(request, name: str, default: int) -> int:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
-    if not raw.isdigit() or len(raw) > 9 or int(raw) < 1:
+    # isascii: str.isdigit() also accepts digits such as "²" that int() refuses.
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9 or int(raw) < 1:
         raise ValidationError({name: ["Must be a positive integer."]})
     return int(raw)

@@ -1,3 +1,4 @@
+from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
 
@@ -11,3 +12,16 @@ class StrictSerializer(serializers.Serializer):
             if unknown:
                 raise serializers.ValidationError({field: ["Unknown field."] for field in unknown})
         return super().to_internal_value(data)
+
+
+class AwareDateTimeField(serializers.DateTimeField):
+    """ISO 8601 with a UTC offset, as the API promises; a naive time is a 400, not a guess."""
+
+    default_error_messages = {"naive": "Include a UTC offset, e.g. 2026-06-01T00:00:00+08:00."}
+
+    def to_internal_value(self, value):
+        if isinstance(value, str):
+            parsed = parse_datetime(value.strip())
+            if parsed is not None and parsed.tzinfo is None:
+                self.fail("naive")
+        return super().to_internal_value(value)

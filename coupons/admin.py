@@ -3,6 +3,7 @@ rules are the API's; a template with claims cannot be deleted."""
 
 from django import forms
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.db.models import F
 
 from config import clock
@@ -86,14 +87,24 @@ class CouponTemplateAdmin(admin.ModelAdmin):
             return False
         return super().has_delete_permission(request, obj)
 
+    # The form checked the rules against the template as it was; a claim may land before the
+    # save. The services re-check under the row lock, and a refusal then is a 403 page with
+    # nothing written, not a 500.
+
     def save_model(self, request, obj, form, change) -> None:
         terms = {field: form.cleaned_data[field] for field in services.TEMPLATE_TERMS}
-        if change:
-            saved = services.coupon_template_edit(template_id=obj.pk, changes=terms)
-        else:
-            saved = services.coupon_template_publish(**terms)
+        try:
+            if change:
+                saved = services.coupon_template_edit(template_id=obj.pk, changes=terms)
+            else:
+                saved = services.coupon_template_publish(**terms)
+        except TemplateInvalid as error:
+            raise PermissionDenied(f"{error.detail} {error.fields or ''}") from error
         obj.pk = saved.pk
         obj.refresh_from_db()
 
     def delete_model(self, request, obj) -> None:
-        services.coupon_template_delete(template_id=obj.pk)
+        try:
+            services.coupon_template_delete(template_id=obj.pk)
+        except TemplateInvalid as error:
+            raise PermissionDenied(error.detail) from error

@@ -114,11 +114,22 @@ class CouponCounter:
         code = self._run(self._claim_script, self.keys(terms.template_id, user_id), args)
         return None if code is None else RESULT_BY_CODE[int(code)]
 
-    def sync(self, *, template_id: int, user_id: int, db_claimed: int, db_user: int) -> bool:
+    def sync(
+        self,
+        *,
+        template_id: int,
+        user_id: int,
+        db_claimed: int,
+        db_user: int,
+        claim_budget: bool = False,
+    ) -> bool:
         """SyncCouponCounts: overwrite both counters with database facts where not older.
-        Returns whether Redis answered. Never raises."""
+        Returns whether Redis answered. Never raises. `claim_budget` runs it within the claim
+        timeout: for a request whose first Redis call this is (the fast rejection), where a
+        hanging Redis would otherwise cost the 2 s sync timeout."""
         keys = self.keys(template_id, user_id)
-        return self._run(self._sync_script, keys, [db_claimed, db_user]) is not None
+        client = self._claim_client if claim_budget else self._sync_client
+        return self._run(self._sync_script, keys, [db_claimed, db_user], client) is not None
 
     def ping(self) -> bool:
         try:
@@ -146,11 +157,11 @@ class CouponCounter:
                 self._sync_client.delete(*batch)
         self._sync_client.mset({claimed_key: db_claimed, version_key: db_claimed})
 
-    def _run(self, script, keys: list[str], args: list[int]):
+    def _run(self, script, keys: list[str], args: list[int], client=None):
         if time.monotonic() < self._skip_until:
             return None
         try:
-            return script(keys=keys, args=args)
+            return script(keys=keys, args=args, client=client)
         except redis.RedisError as error:
             self._skip_until = time.monotonic() + self.backoff
             logger.warning(

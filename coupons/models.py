@@ -4,12 +4,13 @@ from django.db.models import F, Q
 from django.db.models.functions import Length, Trim
 from django.db.models.lookups import GreaterThan
 
+from config.limits import MAX_BIGINT, MAX_INT_UNSIGNED
 from coupons.fields import MillisecondDateTimeField
 
 # Storage bounds of the columns (BIGINT UNSIGNED capped to what every backend stores signed,
 # INT UNSIGNED). Anything a client sends beyond them is a 400, never an overflow.
-MAX_AMOUNT = 2**63 - 1
-MAX_COUNT = 2**32 - 1
+MAX_AMOUNT = MAX_BIGINT
+MAX_COUNT = MAX_INT_UNSIGNED
 NAME_MAX_LENGTH = 64
 
 

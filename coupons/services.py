@@ -80,6 +80,8 @@ def template_terms_validate(
         moment = clean.get(field)
         if not isinstance(moment, datetime) or moment.tzinfo is None:
             fail(field, "A date-time with a UTC offset is required.")
+        else:  # compared at the precision the database keeps
+            clean[field] = clock.truncate_to_milliseconds(moment)
     if "valid_from" not in errors and "valid_until" not in errors:
         if clean["valid_from"] >= clean["valid_until"]:
             fail("valid_until", "Must be after valid_from.")
@@ -142,13 +144,15 @@ def coupon_template_edit(*, template_id: int, changes: dict[str, Any]) -> Coupon
 
 
 def coupon_template_delete(*, template_id: int) -> None:
-    """Delete a template that nobody has claimed. The conditional DELETE re-checks
-    claimed_count after any claim holding the row lock commits."""
-    deleted, _ = CouponTemplate.objects.filter(pk=template_id, claimed_count=0).delete()
-    if not deleted:
-        if CouponTemplate.objects.filter(pk=template_id).exists():
+    """Delete a template that nobody has claimed. Under the row lock a claim cannot slip in
+    between the check and the delete. Runs in its own transaction."""
+    with transaction.atomic():
+        template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
+        if template is None:
+            raise TemplateNotFound()
+        if template.claimed_count > 0:
             raise TemplateInvalid("A template with claims cannot be deleted.")
-        raise TemplateNotFound()
+        template.delete()
 
 
 # --- Claiming (SPEC section 4) ----------------------------------------------------------------
@@ -180,7 +184,11 @@ def coupon_claim(*, template_id: int, user_id: int) -> UserCoupon:
     rejection = claim_rejection(template, user_claims=db_user, now=now)
     if rejection is not None:
         counter.sync(
-            template_id=template_id, user_id=user_id, db_claimed=db_claimed, db_user=db_user
+            template_id=template_id,
+            user_id=user_id,
+            db_claimed=db_claimed,
+            db_user=db_user,
+            claim_budget=True,
         )
         raise rejection
     # 3. The advisory count: recorded, never used to decide.

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from config.serializers import StrictSerializer
+from config.serializers import AwareDateTimeField, StrictSerializer
 from coupons import selectors, services
 from coupons.models import CouponTemplate, UserCoupon
 
@@ -14,8 +14,8 @@ class TemplateInputSerializer(StrictSerializer):
     min_amount = serializers.IntegerField(default=0)
     total = serializers.IntegerField()
     per_user_limit = serializers.IntegerField(default=1)
-    valid_from = serializers.DateTimeField()
-    valid_until = serializers.DateTimeField()
+    valid_from = AwareDateTimeField()
+    valid_until = AwareDateTimeField()
 
 
 class TemplateSerializer(serializers.ModelSerializer):

@@ -1,36 +1,31 @@
 from rest_framework import serializers
 
+from config.limits import MAX_BIGINT
 from config.serializers import StrictSerializer
-from orders.models import MAX_LINES, MAX_QUANTITY, Order, OrderItem
+from orders.models import Order, OrderItem
 
-MAX_ID = 2**63 - 1  # a signed BIGINT: no id a client sends can overflow a query
-MAX_AMOUNT = 2**63 - 1
+# Input serializers parse types and storage bounds only; the order rules (line count,
+# quantities, one line per product) live in orders.services, which seckill shares.
 
 
 class OrderLineInputSerializer(StrictSerializer):
-    product_id = serializers.IntegerField(min_value=1, max_value=MAX_ID)
-    quantity = serializers.IntegerField(min_value=1, max_value=MAX_QUANTITY)
+    product_id = serializers.IntegerField(min_value=1, max_value=MAX_BIGINT)
+    quantity = serializers.IntegerField(min_value=-MAX_BIGINT, max_value=MAX_BIGINT)
 
 
 class CheckoutInputSerializer(StrictSerializer):
-    items = OrderLineInputSerializer(many=True, min_length=1, max_length=MAX_LINES)
+    items = OrderLineInputSerializer(many=True, allow_empty=True)
     coupon_id = serializers.IntegerField(
-        min_value=1, max_value=MAX_ID, required=False, allow_null=True, default=None
+        min_value=1, max_value=MAX_BIGINT, required=False, allow_null=True, default=None
     )
-
-    def validate_items(self, items: list[dict]) -> list[dict]:
-        product_ids = [item["product_id"] for item in items]
-        if len(set(product_ids)) != len(product_ids):
-            raise serializers.ValidationError("Each product may appear only once.")
-        return items
 
 
 class PayInputSerializer(StrictSerializer):
-    amount = serializers.IntegerField(min_value=0, max_value=MAX_AMOUNT)
+    amount = serializers.IntegerField(min_value=0, max_value=MAX_BIGINT)
 
 
 class CouponOptionsQuerySerializer(StrictSerializer):
-    amount = serializers.IntegerField(min_value=0, max_value=MAX_AMOUNT)
+    amount = serializers.IntegerField(min_value=0, max_value=MAX_BIGINT)
     page = serializers.CharField(required=False)  # checked by the paginator
     page_size = serializers.CharField(required=False)
 

@@ -84,6 +84,14 @@ def test_name_of_64_multibyte_characters_is_accepted(staff_client):
         ({"valid_until": "2026-06-01T00:00:00+08:00"}, "valid_until"),
         ({"valid_until": "2026-05-01T00:00:00+08:00"}, "valid_until"),
         ({"surprise": 1}, "surprise"),
+        ({"valid_from": "2026-06-01T00:00:00"}, "valid_from"),  # no offset
+        (
+            {
+                "valid_from": "2026-06-01T00:00:00.0001+00:00",
+                "valid_until": "2026-06-01T00:00:00.0009+00:00",  # the same millisecond
+            },
+            "valid_until",
+        ),
     ],
 )
 def test_each_rule_is_a_400_naming_the_field(staff_client, change, field):
@@ -231,12 +239,14 @@ def test_list_is_paginated(staff_client):
     page = staff_client.get("/api/admin/coupons?page_size=2&page=2").json()
     past_end = staff_client.get("/api/admin/coupons?page_size=2&page=9").json()
     bad = staff_client.get("/api/admin/coupons?page=zero")
+    superscript = staff_client.get("/api/admin/coupons?page=%C2%B2")  # "²" passes isdigit()
 
     assert (page["count"], len(page["results"]), page["next"]) == (3, 1, None)
     assert past_end["results"] == []
     assert past_end["previous"] == "http://testserver/api/admin/coupons?page=2&page_size=2"
     assert bad.status_code == 400
     assert list(bad.json()["fields"]) == ["page"]
+    assert superscript.status_code == 400
 
 
 @pytest.mark.parametrize(

@@ -229,10 +229,34 @@ def test_a_claim_waiting_on_the_lock_while_the_window_closes_gets_409(frozen_now
     holder = threading.Thread(target=hold_the_lock)
     holder.start()
     locked.wait(timeout=10)
-    timer = threading.Timer(0.5, release.set)
-    timer.start()
+    waited_on_the_lock = threading.Event()
+
+    def release_once_the_claim_waits() -> None:
+        """Release only once the claim's locking SELECT is running (the holder is idle, so
+        it can only be waiting): it passed the fast check and queued on the row, so the
+        locked path is what answers."""
+        try:
+            for _ in range(200):
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        "SELECT COUNT(*) FROM information_schema.processlist"
+                        " WHERE info LIKE 'SELECT %%coupon_templates%%FOR UPDATE'"
+                    )
+                    if cursor.fetchone()[0]:
+                        waited_on_the_lock.set()
+                        break
+                threading.Event().wait(0.05)
+        finally:
+            release.set()
+            connection.close()
+
+    releaser = threading.Thread(target=release_once_the_claim_waits)
+    releaser.start()
 
     response = client.post(claim_url(template))  # passes the fast check, then waits
+
+    releaser.join()
+    assert waited_on_the_lock.is_set()
 
     holder.join()
     assert response.status_code == 409

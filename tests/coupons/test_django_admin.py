@@ -85,3 +85,18 @@ def test_claimed_template_cannot_be_deleted_in_the_admin(admin_site):
     assert refused.status_code == 403
     assert allowed.status_code == 302
     assert list(CouponTemplate.objects.values_list("pk", flat=True)) == [claimed.pk]
+
+
+def test_delete_refused_when_a_claim_lands_after_the_page_was_shown(admin_site, rf, staff):
+    """The admin hid nothing (no claim yet); the service re-checks under the row lock."""
+    from django.contrib.admin.sites import site
+    from django.core.exceptions import PermissionDenied
+
+    template = CouponTemplateFactory()
+    shown = CouponTemplate.objects.get(pk=template.pk)  # what the confirmation page saw
+    UserCouponFactory(template=template)  # the claim that lands meanwhile
+
+    with pytest.raises(PermissionDenied, match="cannot be deleted"):
+        site._registry[CouponTemplate].delete_model(rf.post("/"), shown)
+
+    assert CouponTemplate.objects.filter(pk=template.pk).exists()

@@ -155,6 +155,8 @@ def test_unused_at_the_last_instant_of_the_window(user, shopper_client, frozen_n
         ("?page=0", "page"),
         ("?page=-1", "page"),
         ("?page_size=abc", "page_size"),
+        ("?page=%C2%B2", "page"),  # "²": a digit to str.isdigit(), not to int()
+        ("?page_size=%EF%BC%91", "page_size"),  # a full-width "1"
         ("?page_size=0", "page_size"),
         ("?colour=red", "colour"),
     ],
