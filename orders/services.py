@@ -40,6 +40,29 @@ def order_checkout(
     # Checked before any lock, so a bad coupon fails fast. Its terms (type, value, min_amount)
     # cannot change once claimed, and use_coupon re-checks status and window under the lock.
     coupon = ports.get_usable(user_id, coupon_id) if coupon_id is not None else None
+    return _order_place(user_id=user_id, order_type=Order.Type.NORMAL, lines=lines, coupon=coupon)
+
+
+def seckill_order_create(
+    *, user_id: int, items: Sequence[OrderLine], coupon_id: int | None = None
+) -> Order:
+    """Create a flash-sale order, in-process only (no endpoint). Refuses any coupon. Runs in
+    its own transaction; on any error nothing is left behind."""
+    if coupon_id is not None:
+        raise CouponNotAllowed()
+    lines = _lines_validate(items)
+    return _order_place(user_id=user_id, order_type=Order.Type.SECKILL, lines=lines, coupon=None)
+
+
+def _order_place(
+    *,
+    user_id: int,
+    order_type: str,
+    lines: list[tuple[int, int]],
+    coupon: ports.UsableCoupon | None,
+) -> Order:
+    """One transaction: take stock, price the lines, redeem the coupon if any, write the
+    order. Any error rolls all of it back."""
     with transaction.atomic():
         now = clock.now()
         products = _stock_take(lines)
@@ -54,36 +77,12 @@ def order_checkout(
             discount = min(coupon.value, total)
         return _order_create(
             user_id=user_id,
-            order_type=Order.Type.NORMAL,
+            order_type=order_type,
             lines=lines,
             products=products,
             total=total,
             discount=discount,
-            coupon_id=coupon_id,
-            now=now,
-        )
-
-
-def seckill_order_create(
-    *, user_id: int, items: Sequence[OrderLine], coupon_id: int | None = None
-) -> Order:
-    """Create a flash-sale order, in-process only (no endpoint). Refuses any coupon. Runs in
-    its own transaction; on any error nothing is left behind."""
-    if coupon_id is not None:
-        raise CouponNotAllowed()
-    lines = _lines_validate(items)
-    with transaction.atomic():
-        now = clock.now()
-        products = _stock_take(lines)
-        total = sum(products[product_id].price * quantity for product_id, quantity in lines)
-        return _order_create(
-            user_id=user_id,
-            order_type=Order.Type.SECKILL,
-            lines=lines,
-            products=products,
-            total=total,
-            discount=0,
-            coupon_id=None,
+            coupon_id=coupon.coupon_id if coupon is not None else None,
             now=now,
         )
 
