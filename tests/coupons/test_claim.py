@@ -8,6 +8,7 @@ from django.db import connection
 
 from coupons.counter import coupon_counter
 from coupons.models import CouponTemplate, UserCoupon
+from tests.concurrency import run_together
 from tests.conftest import bearer_client
 from tests.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
 
@@ -153,33 +154,16 @@ def test_claim_sql_the_lock_is_the_transactions_first_statement(user, shopper_cl
     assert "COUNT(" in after_lock and "INSERT INTO `user_coupons`" in after_lock
 
 
-def run_in_threads(count: int, work) -> list:
-    """Run work(i) in `count` threads released together; each closes its own connection."""
-    barrier = threading.Barrier(count)
-    results: list = [None] * count
-
-    def target(i: int) -> None:
-        try:
-            barrier.wait()
-            results[i] = work(i)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=target, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
-
-
 @pytest.mark.django_db(transaction=True)
 def test_60_users_racing_for_10_coupons_get_exactly_10():
     template = CouponTemplateFactory(total=10)
     users = UserFactory.create_batch(60)
 
-    statuses = run_in_threads(
-        60, lambda i: bearer_client(users[i]).post(claim_url(template)).status_code
+    statuses = run_together(
+        [
+            lambda user=user: bearer_client(user).post(claim_url(template)).status_code
+            for user in users
+        ]
     )
 
     assert sorted(statuses) == [201] * 10 + [409] * 50
@@ -194,7 +178,7 @@ def test_one_user_firing_20_claims_with_limit_3_gets_exactly_3():
     template = CouponTemplateFactory(total=100, per_user_limit=3)
     user = UserFactory()
 
-    responses = run_in_threads(20, lambda i: bearer_client(user).post(claim_url(template)))
+    responses = run_together([lambda: bearer_client(user).post(claim_url(template))] * 20)
 
     assert sorted(r.status_code for r in responses) == [201] * 3 + [409] * 17
     assert {r.json()["code"] for r in responses if r.status_code == 409} == {"limit_reached"}

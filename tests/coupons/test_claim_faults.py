@@ -8,8 +8,9 @@ import pytest
 from django.db import connection
 
 from coupons.models import UserCoupon
+from tests.concurrency import run_together
 from tests.conftest import bearer_client
-from tests.coupons.test_claim import claim_url, redis_counts, run_in_threads
+from tests.coupons.test_claim import claim_url, redis_counts
 from tests.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -20,8 +21,11 @@ def test_redis_stopped_claims_stay_exact(own_redis):
     users = UserFactory.create_batch(30)
     own_redis.stop()
 
-    statuses = run_in_threads(
-        30, lambda i: bearer_client(users[i]).post(claim_url(template)).status_code
+    statuses = run_together(
+        [
+            lambda user=user: bearer_client(user).post(claim_url(template)).status_code
+            for user in users
+        ]
     )
 
     assert sorted(statuses) == [201] * 10 + [409] * 20
@@ -77,8 +81,11 @@ def test_flushall_between_waves_stays_exact_and_counters_end_equal_to_the_databa
     users = UserFactory.create_batch(12)
 
     def wave() -> list[int]:
-        return run_in_threads(
-            12, lambda i: bearer_client(users[i]).post(claim_url(template)).status_code
+        return run_together(
+            [
+                lambda user=user: bearer_client(user).post(claim_url(template)).status_code
+                for user in users
+            ]
         )
 
     first = wave()

@@ -1,12 +1,10 @@
 """Many checkouts racing for one coupon: exactly one wins, the rest leave nothing behind."""
 
-import threading
-
 import pytest
-from django.db import connection
 
 from coupons.models import UserCoupon
 from orders.models import Order, OrderItem, Product
+from tests.concurrency import run_together
 from tests.conftest import bearer_client
 from tests.factories import CouponTemplateFactory, ProductFactory, UserCouponFactory, UserFactory
 
@@ -25,25 +23,14 @@ def test_twenty_checkouts_with_one_coupon_make_exactly_one_order(frozen_now):
         "items": [{"product_id": shirt.pk, "quantity": 3}, {"product_id": socks.pk, "quantity": 2}],
         "coupon_id": coupon.pk,
     }
-    barrier = threading.Barrier(CHECKOUTS)
-    responses: list[tuple[int, str | None]] = []
 
-    def checkout(index: int) -> None:
-        try:
-            client = bearer_client(user)
-            items = body["items"] if index % 2 else body["items"][::-1]
-            barrier.wait()
-            response = client.post("/api/orders", {**body, "items": items}, format="json")
-            responses.append((response.status_code, response.json().get("code")))
-        finally:
-            connection.close()
+    def checkout(index: int) -> tuple[int, str | None]:
+        items = body["items"] if index % 2 else body["items"][::-1]
+        response = bearer_client(user).post("/api/orders", {**body, "items": items}, format="json")
+        return response.status_code, response.json().get("code")
 
     # when
-    threads = [threading.Thread(target=checkout, args=(n,)) for n in range(CHECKOUTS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    responses = run_together([lambda n=n: checkout(n) for n in range(CHECKOUTS)])
 
     # then
     assert sorted(responses, key=lambda r: r[0]) == [(201, None)] + [(409, "coupon_used")] * 19
@@ -63,51 +50,18 @@ def test_twenty_checkouts_with_one_coupon_make_exactly_one_order(frozen_now):
 def test_concurrent_checkouts_never_oversell(frozen_now):
     product = ProductFactory(price=100, stock=7)
     users = [UserFactory() for _ in range(CHECKOUTS)]
-    barrier = threading.Barrier(CHECKOUTS)
-    codes: list[int] = []
 
-    def checkout(user) -> None:
-        try:
-            client = bearer_client(user)
-            barrier.wait()
-            response = client.post(
-                "/api/orders",
-                {"items": [{"product_id": product.pk, "quantity": 1}]},
-                format="json",
-            )
-            codes.append(response.status_code)
-        finally:
-            connection.close()
+    def checkout(user) -> int:
+        response = bearer_client(user).post(
+            "/api/orders", {"items": [{"product_id": product.pk, "quantity": 1}]}, format="json"
+        )
+        return response.status_code
 
-    threads = [threading.Thread(target=checkout, args=(user,)) for user in users]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    codes = run_together([lambda user=user: checkout(user) for user in users])
 
     assert sorted(codes) == [201] * 7 + [409] * 13
     assert Order.objects.count() == 7
     assert Product.objects.get().stock == 0
-
-
-def race(actions) -> list[str]:
-    """Run each action in its own thread, all released at once; return their outcomes."""
-    barrier = threading.Barrier(len(actions))
-    outcomes: list[str] = []
-
-    def run(action) -> None:
-        try:
-            barrier.wait()
-            outcomes.append(action())
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(action,)) for action in actions]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return outcomes
 
 
 @pytest.mark.django_db(transaction=True)
@@ -135,7 +89,7 @@ def test_concurrent_cancels_and_payments_of_one_order_have_one_winner(frozen_now
         # Half the rounds race cancels only; the others mix in payments.
         actions = [cancel] * 6 if round_number % 2 == 0 else [cancel, pay] * 3
 
-        outcomes = race(actions)
+        outcomes = run_together(actions)
 
         winners = [outcome for outcome in outcomes if outcome in {"200", "pay 200"}]
         assert len(winners) == 1

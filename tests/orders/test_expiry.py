@@ -1,17 +1,16 @@
 """cancel_expired_orders: unpaid orders past expire_at are cancelled through the cancel path."""
 
 import io
-import threading
 from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from coupons.models import UserCoupon
 from orders import services
 from orders.errors import OrderInvalidState
 from orders.models import Order, Product
+from tests.concurrency import run_together
 from tests.factories import CouponTemplateFactory, ProductFactory, UserCouponFactory, UserFactory
 
 
@@ -82,38 +81,17 @@ def test_expiry_racing_user_cancels_cancels_each_order_exactly_once(frozen_now):
     frozen_now(frozen_now.now() + timedelta(minutes=16))
     assert Product.objects.get().stock == 90
 
-    barrier = threading.Barrier(3)
     user_outcomes: list[str] = []
-    command_output: list[str] = []
 
     def users_cancel() -> None:
-        try:
-            barrier.wait()
-            for order in orders:
-                try:
-                    services.order_cancel(user_id=order.user_id, order_id=order.pk)
-                    user_outcomes.append("cancelled")
-                except OrderInvalidState:
-                    user_outcomes.append("invalid_state")
-        finally:
-            connection.close()
+        for order in orders:
+            try:
+                services.order_cancel(user_id=order.user_id, order_id=order.pk)
+                user_outcomes.append("cancelled")
+            except OrderInvalidState:
+                user_outcomes.append("invalid_state")
 
-    def expiry_job() -> None:
-        try:
-            barrier.wait()
-            command_output.append(run_command())
-        finally:
-            connection.close()
-
-    threads = [
-        threading.Thread(target=users_cancel),
-        threading.Thread(target=expiry_job),
-        threading.Thread(target=expiry_job),
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    _, *command_output = run_together([users_cancel, run_command, run_command])
 
     by_command = sum(int(output.split("cancelled ")[-1].split(" ")[0]) for output in command_output)
     assert len(user_outcomes) == 10
@@ -130,32 +108,18 @@ def test_expiry_racing_one_user_cancel_on_the_same_order(frozen_now):
         coupon = UserCouponFactory(template=CouponTemplateFactory(value=100))
         order = place_order(coupon.user, product, coupon)
         frozen_now(order.expire_at + timedelta(seconds=1))
-        barrier = threading.Barrier(2)
-        outcomes: list[str] = []
 
-        def user_cancel(order=order, coupon=coupon, outcomes=outcomes, barrier=barrier) -> None:
+        def user_cancel(order=order, coupon=coupon) -> str | None:
             try:
-                barrier.wait()
                 services.order_cancel(user_id=coupon.user_id, order_id=order.pk)
-                outcomes.append("user")
+                return "user"
             except OrderInvalidState:
-                pass
-            finally:
-                connection.close()
+                return None
 
-        def expire(order=order, outcomes=outcomes, barrier=barrier) -> None:
-            try:
-                barrier.wait()
-                if services.order_expire(order_id=order.pk):
-                    outcomes.append("expiry")
-            finally:
-                connection.close()
+        def expire(order=order) -> str | None:
+            return "expiry" if services.order_expire(order_id=order.pk) else None
 
-        threads = [threading.Thread(target=user_cancel), threading.Thread(target=expire)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        outcomes = [o for o in run_together([user_cancel, expire]) if o is not None]
 
         assert len(outcomes) == 1
         order.refresh_from_db()

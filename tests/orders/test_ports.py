@@ -1,15 +1,15 @@
 """coupons.ports: the contracts the orders app relies on."""
 
 import dataclasses
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 
 from coupons import ports
 from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
 from coupons.models import UserCoupon
+from tests.concurrency import run_together
 from tests.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -165,25 +165,16 @@ def test_writing_ports_refuse_to_run_outside_a_transaction(now):
 def test_concurrent_use_coupon_has_exactly_one_winner(now):
     coupon = UserCouponFactory()
     threads_count = 12
-    barrier = threading.Barrier(threads_count)
-    outcomes: list[str] = []
 
-    def use() -> None:
+    def use() -> str:
         try:
-            barrier.wait()
             with transaction.atomic():
                 ports.use_coupon(coupon.user_id, coupon.pk)
-            outcomes.append("used")
+            return "used"
         except CouponUsed:
-            outcomes.append("coupon_used")
-        finally:
-            connection.close()
+            return "coupon_used"
 
-    threads = [threading.Thread(target=use) for _ in range(threads_count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = run_together([use] * threads_count)
 
     assert sorted(outcomes) == ["coupon_used"] * (threads_count - 1) + ["used"]
     coupon.refresh_from_db()
