@@ -373,10 +373,10 @@ class Bench:
             and checks["created_201"] == total
         )
         if redis_up:
-            from django.conf import settings
+            from coupons.counter import coupon_counter
 
-            key = f"{settings.COUPON_REDIS_PREFIX}coupon:claimed:{{{template_id}}}"
-            raw = self.redis.client().get(key)
+            claimed_key = coupon_counter().keys(template_id, 0)[0]  # the adapter names keys
+            raw = self.redis.client().get(claimed_key)
             checks["redis_counter"] = None if raw is None else int(raw)
             exact = exact and checks["redis_counter"] == total
         checks["exact"] = exact

@@ -57,6 +57,11 @@ class ClaimTerms:
     valid_until: datetime
 
 
+def hash_tag(template_id: int) -> str:
+    """`{T}`: Redis Cluster hashes only this part, so one template's keys share a slot."""
+    return f"{{{template_id}}}"
+
+
 def epoch_ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
@@ -90,7 +95,7 @@ class CouponCounter:
     # keys of one template live in one slot, as a Lua script requires.
 
     def keys(self, template_id: int, user_id: int) -> list[str]:
-        tag = f"{{{template_id}}}"
+        tag = hash_tag(template_id)
         return [
             f"{self.prefix}coupon:claimed:{tag}",
             f"{self.prefix}coupon:peruser:{tag}:{user_id}",
@@ -142,7 +147,7 @@ class CouponCounter:
         per-user key of the template (each is rebuilt from its floor by the next claim).
         For the rebuild command: raises when Redis fails, unlike claim and sync."""
         claimed_key, _, version_key, _ = self.keys(template_id, 0)
-        tag = f"{{{template_id}}}"
+        tag = hash_tag(template_id)
         for pattern in (
             f"{self.prefix}coupon:peruser:{tag}:*",
             f"{self.prefix}coupon:peruser-version:{tag}:*",

@@ -9,16 +9,22 @@ from coupons.errors import TemplateNotFound
 from coupons.models import CouponTemplate, UserCoupon
 
 
-def templates_for_admin() -> QuerySet[CouponTemplate]:
-    """Templates, newest first, each with `used_count` from one correlated subquery."""
-    used = (
-        UserCoupon.objects.filter(template=OuterRef("pk"), status=UserCoupon.Status.USED)
+def coupons_per_template(coupons: QuerySet[UserCoupon]) -> Coalesce:
+    """How many of `coupons` belong to the outer template, as a correlated subquery."""
+    counted = (
+        coupons.filter(template=OuterRef("pk"))
         .order_by()
         .values("template")
         .annotate(n=Count("pk"))
         .values("n")
     )
-    return CouponTemplate.objects.annotate(used_count=Coalesce(Subquery(used), 0)).order_by("-id")
+    return Coalesce(Subquery(counted), 0)
+
+
+def templates_for_admin() -> QuerySet[CouponTemplate]:
+    """Templates, newest first, each with `used_count` from one correlated subquery."""
+    used = coupons_per_template(UserCoupon.objects.filter(status=UserCoupon.Status.USED))
+    return CouponTemplate.objects.annotate(used_count=used).order_by("-id")
 
 
 def template_for_admin(template_id: int) -> CouponTemplate:
@@ -28,23 +34,10 @@ def template_for_admin(template_id: int) -> CouponTemplate:
     return template
 
 
-def user_claims_subquery(user_id: int) -> Coalesce:
-    """How many coupons of the outer template the user holds (index: template_id, user_id)."""
-    claims = (
-        UserCoupon.objects.filter(template=OuterRef("pk"), user_id=user_id)
-        .order_by()
-        .values("template")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    return Coalesce(Subquery(claims), 0)
-
-
 def templates_for_shopper(*, user_id: int) -> QuerySet[CouponTemplate]:
     """Every template, newest first, with `claimed_by_me`: one query for any page size."""
-    return CouponTemplate.objects.annotate(claimed_by_me=user_claims_subquery(user_id)).order_by(
-        "-id"
-    )
+    claimed_by_me = coupons_per_template(UserCoupon.objects.filter(user_id=user_id))
+    return CouponTemplate.objects.annotate(claimed_by_me=claimed_by_me).order_by("-id")
 
 
 def template_state(template: CouponTemplate, *, now: datetime) -> str:
