@@ -216,5 +216,6 @@ def _cancel_pending(orders: QuerySet[Order]) -> Order | None:
     _stock_return(order)
     if order.coupon_id is not None:
         ports.rollback_coupon(order.user_id, order.coupon_id)
-    order.refresh_from_db()
+    # What the UPDATE wrote, without reading the row back.
+    order.status, order.cancelled_at, order.updated_at = Order.Status.CANCELLED, now, now
     return order
