@@ -7,7 +7,18 @@ from django.conf import settings
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import AccessToken
 
+from config.throttles import backoff as throttle_backoff
 from tests.factories import UserFactory
+
+
+def cache_settings(caches: dict, **changes) -> dict:
+    """CACHES with the default cache's LOCATION or KEY_PREFIX changed."""
+    default = dict(caches["default"])
+    if "location" in changes:
+        default["LOCATION"] = changes["location"]
+    if "key_prefix" in changes:
+        default["KEY_PREFIX"] = changes["key_prefix"]
+    return {**caches, "default": default}
 
 
 def pytest_sessionstart(session):
@@ -49,8 +60,11 @@ def redis_namespace(settings):
     across tests never meet stale counters. Its keys are deleted afterwards."""
     prefix = f"test-{uuid.uuid4().hex[:12]}:"
     settings.COUPON_REDIS_PREFIX = prefix
+    settings.CACHES = cache_settings(settings.CACHES, key_prefix=prefix)  # throttle keys too
+    throttle_backoff.reset()
     shared_redis_url = settings.REDIS_URL  # a test may point REDIS_URL elsewhere
     yield prefix
+    throttle_backoff.reset()
     client = redis.Redis.from_url(shared_redis_url)
     keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
     if keys:
@@ -112,11 +126,13 @@ def frozen_now(monkeypatch):
 
 @pytest.fixture
 def own_redis(tmp_path, settings):
-    """A redis-server of this test's own, already serving as the app's REDIS_URL."""
+    """A redis-server of this test's own, already serving as the app's REDIS_URL and as the
+    cache the throttles count in."""
     from tests.redis_server import OwnRedis
 
     server = OwnRedis(tmp_path)
     server.start()
     settings.REDIS_URL = server.url
+    settings.CACHES = cache_settings(settings.CACHES, location=server.url)
     yield server
     server.stop()
