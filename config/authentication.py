@@ -8,6 +8,7 @@ deactivation is refused by the is_active check (and config.token_revocation blac
 user's refresh tokens so that reactivating does not revive them)."""
 
 from django.contrib.auth import get_user_model
+from drf_spectacular.contrib.rest_framework_simplejwt import SimpleJWTScheme
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework_simplejwt.authentication import JWTAuthentication
 from rest_framework_simplejwt.exceptions import InvalidToken
@@ -69,3 +70,10 @@ class RevocableTokenRefreshSerializer(TokenRefreshSerializer):
         refresh.outstand()
         data["refresh"] = str(refresh)
         return data
+
+
+class RevocableJWTScheme(SimpleJWTScheme):
+    """The API schema describes it as the Bearer JWT it is (drf-spectacular's simplejwt
+    extension matches only simplejwt's own class)."""
+
+    target_class = "config.authentication.RevocableJWTAuthentication"

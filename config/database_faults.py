@@ -35,6 +35,11 @@ UNAVAILABLE_ERROR_CODES = frozenset(
 )
 
 
+# Of those, the ones that say the server itself is away (not one contended row): they open
+# the breaker below.
+CONNECTION_ERROR_CODES = frozenset({1040, 1053, 1927, 2002, 2003, 2005, 2006, 2013, 2055, 4031})
+
+
 def database_unavailable(error: BaseException) -> bool:
     """True for an error that means the database is down, stalled or overloaded."""
     if isinstance(error, InterfaceError):  # the connection is already closed or broken
@@ -45,6 +50,36 @@ def database_unavailable(error: BaseException) -> bool:
             return code in UNAVAILABLE_ERROR_CODES
         return "database is locked" in str(code)  # SQLite under `make run`
     return False
+
+
+def database_unreachable(error: BaseException) -> bool:
+    """The database server is away (down, stalled, refusing connections)."""
+    if isinstance(error, InterfaceError):
+        return True
+    code = error.args[0] if isinstance(error, OperationalError) and error.args else None
+    return code in CONNECTION_ERROR_CODES
+
+
+class DatabaseBreaker:
+    """After a request found the database server away, the process answers 503 at once for
+    DATABASE_BREAKER_SECONDS instead of sending every request into the same timeouts: worker
+    threads stay free (for /healthz among others) while a stalled database is down. Then the
+    next request tries the database again. Per process, like the Redis back-offs."""
+
+    def __init__(self) -> None:
+        self._open_until = 0.0
+
+    def trip(self) -> None:
+        self._open_until = time.monotonic() + settings.DATABASE_BREAKER_SECONDS
+
+    def is_open(self) -> bool:
+        return time.monotonic() < self._open_until
+
+    def reset(self) -> None:
+        self._open_until = 0.0
+
+
+breaker = DatabaseBreaker()
 
 
 def failure_kind(error: BaseException) -> str:
@@ -77,7 +112,10 @@ _reports = OncePerInterval()
 
 
 def report_database_unavailable(error: BaseException, *, where: str) -> None:
-    """Log one line for this kind of failure, at most once per DATABASE_FAULT_LOG_INTERVAL."""
+    """Log one line for this kind of failure, at most once per DATABASE_FAULT_LOG_INTERVAL;
+    open the breaker if the server itself is away."""
+    if database_unreachable(error):
+        breaker.trip()
     kind = failure_kind(error)
     suppressed = _reports.admit(kind, settings.DATABASE_FAULT_LOG_INTERVAL)
     if suppressed is None:

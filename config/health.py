@@ -88,4 +88,8 @@ def healthz(request) -> JsonResponse:
     else:
         overall = "ok"
     body = {"status": overall, "database": database, "redis": redis}
-    return JsonResponse(body, status=503 if overall == "down" else 200)
+    response = JsonResponse(body, status=503 if overall == "down" else 200)
+    # A load balancer polls this every few seconds: the outage is logged where it is met
+    # (config.database_faults), not once more per poll by django.request.
+    response._has_been_logged = True
+    return response

@@ -3,7 +3,8 @@
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from config.exceptions import request_too_large_response
+from config.database_faults import breaker
+from config.exceptions import request_too_large_response, unavailable_response
 
 
 class RequestBodyLimitMiddleware:
@@ -21,4 +22,17 @@ class RequestBodyLimitMiddleware:
             declared = 0
         if declared > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
             return request_too_large_response()
+        return self.get_response(request)
+
+
+class DatabaseBreakerMiddleware:
+    """503 `unavailable` at once while config.database_faults.breaker is open (the database
+    was just found away). /healthz still checks for itself: it is how recovery is seen."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if breaker.is_open() and request.path != "/healthz":
+            return unavailable_response()
         return self.get_response(request)

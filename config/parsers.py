@@ -1,6 +1,8 @@
 """The API's JSON parser: bounded in size and in nesting, so no body a client sends can cost
 more than a 4xx."""
 
+import re
+
 from django.conf import settings
 from rest_framework import exceptions, status
 from rest_framework.parsers import JSONParser
@@ -25,22 +27,30 @@ def too_large() -> RequestTooLarge:
     return RequestTooLarge(f"Request body over {body_limit()} bytes.")
 
 
-def json_depth(value: object) -> int:
-    """How deeply lists and objects nest in a parsed document (a scalar is 0); iterative, so
-    it cannot hit the recursion limit itself."""
-    deepest = 0
-    stack = [(value, 1)]
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_problem(value: object) -> str | None:
+    """Why a parsed document cannot be used, or None: nesting deeper than MAX_JSON_DEPTH, or a
+    string holding a lone UTF-16 surrogate (valid JSON as `\\ud800`, but no UTF-8 encoder,
+    the database's included, can take it). Iterative, so it cannot hit the recursion limit."""
+    stack = [(value, 0)]
     while stack:
         item, depth = stack.pop()
+        if isinstance(item, str):
+            if LONE_SURROGATE.search(item):
+                return "JSON strings must not contain lone surrogates."
+            continue
         if isinstance(item, dict):
-            children = item.values()
+            children = [*item.keys(), *item.values()]
         elif isinstance(item, list):
             children = item
         else:
             continue
-        deepest = max(deepest, depth)
+        if depth + 1 > MAX_JSON_DEPTH:
+            return f"JSON nested deeper than {MAX_JSON_DEPTH} levels."
         stack.extend((child, depth + 1) for child in children)
-    return deepest
+    return None
 
 
 class BoundedJSONParser(JSONParser):
@@ -59,6 +69,7 @@ class BoundedJSONParser(JSONParser):
             raise exceptions.ParseError("JSON nested too deeply.") from None
         except ValueError as error:  # UnicodeDecodeError and JSONDecodeError included
             raise exceptions.ParseError(f"JSON parse error - {error}") from None
-        if json_depth(data) > MAX_JSON_DEPTH:
-            raise exceptions.ParseError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels.")
+        problem = json_problem(data)
+        if problem is not None:
+            raise exceptions.ParseError(problem)
         return data

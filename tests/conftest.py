@@ -7,6 +7,7 @@ from django.conf import settings
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import AccessToken
 
+from config.database_faults import breaker as database_breaker
 from config.throttles import backoff as throttle_backoff
 from tests.factories import UserFactory
 
@@ -62,6 +63,7 @@ def redis_namespace(settings):
     settings.COUPON_REDIS_PREFIX = prefix
     settings.CACHES = cache_settings(settings.CACHES, key_prefix=prefix)  # throttle keys too
     throttle_backoff.reset()
+    database_breaker.reset()
     shared_redis_url = settings.REDIS_URL  # a test may point REDIS_URL elsewhere
     yield prefix
     throttle_backoff.reset()

@@ -46,6 +46,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.middleware.RequestBodyLimitMiddleware",
+    "config.middleware.DatabaseBreakerMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -133,6 +134,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # line per kind of failure per interval (config/database_faults.py).
 DATABASE_UNAVAILABLE_RETRY_AFTER = int(os.environ.get("DATABASE_UNAVAILABLE_RETRY_AFTER", "5"))
 DATABASE_FAULT_LOG_INTERVAL = env_float("DATABASE_FAULT_LOG_INTERVAL", 10)
+# After a request found the database server away, answer 503 at once for this long.
+DATABASE_BREAKER_SECONDS = env_float("DATABASE_BREAKER_SECONDS", 2)
 # /healthz answers within this many seconds whatever the database does.
 HEALTH_TIMEOUT = env_float("HEALTH_TIMEOUT", 0.8)
 
