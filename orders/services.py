@@ -208,11 +208,15 @@ def _cancel_pending(orders: QuerySet[Order]) -> Order | None:
     order = orders.filter(status=Order.Status.PENDING_PAYMENT).first()
     if order is None:
         return None
-    changed = Order.objects.filter(pk=order.pk, status=Order.Status.PENDING_PAYMENT).update(
+    # Lock the row by primary key before writing, as order_pay does. An UPDATE filtered on
+    # status may be run through the (status, expire_at) index, locking that entry before the
+    # row, while a payment holds the row and wants the entry: a deadlock (seen under load).
+    locked = Order.objects.select_for_update().filter(pk=order.pk).values_list("status")
+    if locked.first() != (Order.Status.PENDING_PAYMENT,):
+        return None  # another cancel or a payment committed between the read and the lock
+    Order.objects.filter(pk=order.pk).update(
         status=Order.Status.CANCELLED, cancelled_at=now, updated_at=now
     )
-    if not changed:
-        return None  # another cancel or a payment committed between the read and the UPDATE
     _stock_return(order)
     if order.coupon_id is not None:
         ports.rollback_coupon(order.user_id, order.coupon_id)
