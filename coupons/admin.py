@@ -12,10 +12,36 @@ from coupons.errors import TemplateInvalid
 from coupons.models import CouponTemplate
 
 
+class IdListField(forms.CharField):
+    """scope_ids typed as "3, 7, 12"; the rules on the list are the service's."""
+
+    def prepare_value(self, value):
+        if isinstance(value, list):
+            return ", ".join(str(item) for item in value)
+        return value
+
+    def to_python(self, value):
+        text = super().to_python(value) or ""
+        parts = [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+        if not all(part.isascii() and part.isdigit() and len(part) <= 18 for part in parts):
+            raise forms.ValidationError("Ids separated by commas, e.g. 3, 7, 12.")
+        return [int(part) for part in parts]
+
+
 class CouponTemplateForm(forms.ModelForm):
+    scope_ids = IdListField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Category or product ids, separated by commas (empty for the whole store).",
+    )
+
     class Meta:
         model = CouponTemplate
         fields = list(services.TEMPLATE_TERMS)
+        help_texts = {
+            "valid_from": "Claim window. Editing it later changes who may still claim, never "
+            "the use window of coupons already issued.",
+        }
 
     def clean(self):
         cleaned = super().clean()

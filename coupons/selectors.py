@@ -35,9 +35,14 @@ def template_for_admin(template_id: int) -> CouponTemplate:
 
 
 def templates_for_shopper(*, user_id: int) -> QuerySet[CouponTemplate]:
-    """Every template, newest first, with `claimed_by_me`: one query for any page size."""
+    """Every public template, newest first, with `claimed_by_me`: one query for any page
+    size. Hidden templates are reachable only by code or grant, never listed."""
     claimed_by_me = coupons_per_template(UserCoupon.objects.filter(user_id=user_id))
-    return CouponTemplate.objects.annotate(claimed_by_me=claimed_by_me).order_by("-id")
+    return (
+        CouponTemplate.objects.filter(visibility=CouponTemplate.Visibility.PUBLIC)
+        .annotate(claimed_by_me=claimed_by_me)
+        .order_by("-id")
+    )
 
 
 def template_state(template: CouponTemplate, *, now: datetime) -> str:

@@ -16,6 +16,12 @@ class TemplateInputSerializer(StrictSerializer):
     per_user_limit = serializers.IntegerField(default=1)
     valid_from = AwareDateTimeField()
     valid_until = AwareDateTimeField()
+    max_discount = serializers.IntegerField(allow_null=True, default=None)
+    valid_days = serializers.IntegerField(allow_null=True, default=None)
+    scope = serializers.CharField(default=CouponTemplate.Scope.ALL)
+    scope_ids = serializers.ListField(child=serializers.IntegerField(), default=list)
+    code = serializers.CharField(allow_null=True, default=None, trim_whitespace=False)
+    visibility = serializers.CharField(default=CouponTemplate.Visibility.PUBLIC)
 
 
 class TemplateSerializer(serializers.ModelSerializer):
@@ -41,7 +47,15 @@ class ShopperTemplateSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = CouponTemplate
-        fields = ["id", *services.TEMPLATE_TERMS, "claimed_count", "claimed_by_me", "state"]
+        # No code or visibility: a shopper sees only public templates, and codes are handed
+        # out, not listed.
+        fields = [
+            "id",
+            *(term for term in services.TEMPLATE_TERMS if term not in ("code", "visibility")),
+            "claimed_count",
+            "claimed_by_me",
+            "state",
+        ]
         read_only_fields = fields
 
     def get_state(self, template: CouponTemplate) -> str:
