@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.serializers import AwareDateTimeField, StrictSerializer
@@ -74,7 +75,10 @@ class TemplateTermsSerializer(serializers.Serializer):
     type = serializers.CharField(read_only=True)
     value = serializers.IntegerField(read_only=True)
     min_amount = serializers.IntegerField(read_only=True)
-    valid_from = serializers.DateTimeField(read_only=True)
+    max_discount = serializers.IntegerField(read_only=True, allow_null=True)
+    scope = serializers.CharField(read_only=True)
+    scope_ids = serializers.ListField(child=serializers.IntegerField(), read_only=True)
+    valid_from = serializers.DateTimeField(read_only=True, help_text="The claim window.")
     valid_until = serializers.DateTimeField(read_only=True)
 
 
@@ -87,10 +91,16 @@ class UserCouponSerializer(serializers.Serializer):
     template_id = serializers.IntegerField(read_only=True)
     status = serializers.SerializerMethodField()
     used_at = serializers.DateTimeField(read_only=True)
+    valid_from = serializers.DateTimeField(
+        read_only=True, help_text="The coupon's own use window, stamped when it was issued."
+    )
+    valid_until = serializers.DateTimeField(read_only=True)
+    source = serializers.ChoiceField(choices=UserCoupon.Source.choices, read_only=True)
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
     template = TemplateTermsSerializer(read_only=True)
 
+    @extend_schema_field(serializers.ChoiceField(choices=selectors.MINE_STATUSES))
     def get_status(self, coupon: UserCoupon) -> str:
         return selectors.derived_status(coupon, now=self.context["now"])
 

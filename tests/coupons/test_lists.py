@@ -138,6 +138,9 @@ def test_mine_filters_by_derived_status_newest_first(user, shopper_client, froze
         "type": "direct",
         "value": 500,
         "min_amount": 0,
+        "max_discount": None,
+        "scope": "all",
+        "scope_ids": [],
         "valid_from": item["template"]["valid_from"],
         "valid_until": item["template"]["valid_until"],
     }
