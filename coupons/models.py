@@ -7,7 +7,6 @@ from django.db.models import F, Func, IntegerField, Q
 from django.db.models.functions import Length, Trim, Upper
 from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, LessThanOrEqual
 
-from config import clock
 from config.limits import MAX_BIGINT, MAX_INT_UNSIGNED
 from coupons.fields import MillisecondDateTimeField
 
@@ -190,6 +189,10 @@ class UserCoupon(models.Model):
     template = models.ForeignKey(
         CouponTemplate, on_delete=models.CASCADE, related_name="user_coupons", db_index=False
     )
+    # The user's n-th coupon of the template has slot n. Unique per (template, user), so two
+    # concurrent claims of one user cannot both take the same place under the limit; the
+    # claim's guarded UPDATE admits a slot only while slot <= per_user_limit.
+    slot = models.PositiveIntegerField(editable=False)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.UNUSED)
     used_at = MillisecondDateTimeField(null=True, blank=True)
     # The coupon's own use window, stamped when it is issued (SPEC section 10): editing the
@@ -212,10 +215,14 @@ class UserCoupon(models.Model):
     class Meta:
         db_table = "user_coupons"
         indexes = [
-            models.Index(fields=["template", "user"], name="user_coupon_template_user"),
             models.Index(fields=["user", "status", "id"], name="user_coupon_user_status_id"),
         ]
         constraints = [
+            # Also the (template_id, user_id) index that per-user counts read.
+            models.UniqueConstraint(
+                fields=["template", "user", "slot"], name="user_coupon_template_user_slot"
+            ),
+            models.CheckConstraint(condition=Q(slot__gte=1), name="user_coupon_slot_positive"),
             models.CheckConstraint(
                 condition=Q(status="unused", used_at__isnull=True)
                 | Q(status="used", used_at__isnull=False),
@@ -242,10 +249,3 @@ class UserCoupon(models.Model):
 
     def __str__(self) -> str:
         return f"{self.template_id}/{self.user_id}#{self.pk}"
-
-    def save(self, *args, **kwargs) -> None:
-        # Bridge until the claim path stamps the window itself in the issuing core.
-        if self.valid_from is None and self.template_id is not None:
-            window = self.template.use_window_at(clock.now())
-            self.valid_from, self.valid_until = window.valid_from, window.valid_until
-        super().save(*args, **kwargs)

@@ -12,8 +12,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('coupons', '0001_initial'),
-        ('orders', '0002_kinds'),
+        ('coupons', '0002_user_coupon_slot'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
