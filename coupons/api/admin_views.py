@@ -7,7 +7,10 @@ from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 
 from coupons import selectors, services
-from coupons.api.serializers import AdminTemplateSerializer, TemplateInputSerializer
+from coupons.api.serializers import (
+    AdminTemplateSerializer,
+    TemplateInputSerializer,
+)
 from coupons.errors import TemplateNotFound
 from coupons.models import CouponTemplate
 

@@ -3,7 +3,7 @@ from rest_framework import serializers
 
 from config.serializers import AwareDateTimeField, StrictSerializer
 from coupons import selectors, services
-from coupons.models import CouponTemplate, UserCoupon
+from coupons.models import CODE_PATTERN, CouponTemplate, UserCoupon
 
 
 class TemplateInputSerializer(StrictSerializer):
@@ -109,3 +109,10 @@ class MineQuerySerializer(StrictSerializer):
     status = serializers.ChoiceField(choices=selectors.MINE_STATUSES, required=False)
     page = serializers.CharField(required=False)  # checked by the paginator
     page_size = serializers.CharField(required=False)
+
+
+class RedeemInputSerializer(StrictSerializer):
+    code = serializers.RegexField(
+        CODE_PATTERN,
+        error_messages={"invalid": "A code is 4 to 32 characters of A-Z, a-z, 0-9, _ and -."},
+    )

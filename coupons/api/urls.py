@@ -5,6 +5,7 @@ from coupons.api import admin_views, views
 urlpatterns = [
     path("coupons", views.CouponListView.as_view(), name="coupons"),
     path("coupons/mine", views.MyCouponListView.as_view(), name="my-coupons"),
+    path("coupons/redeem", views.CouponRedeemView.as_view(), name="coupon-redeem"),
     path("coupons/<id:template_id>/claim", views.CouponClaimView.as_view(), name="coupon-claim"),
     path("admin/coupons", admin_views.AdminTemplateListView.as_view(), name="admin-coupons"),
     path(
