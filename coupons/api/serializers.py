@@ -1,9 +1,10 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.limits import MAX_BIGINT
 from config.serializers import AwareDateTimeField, StrictSerializer
 from coupons import selectors, services
-from coupons.models import CODE_PATTERN, CouponTemplate, UserCoupon
+from coupons.models import CODE_PATTERN, GRANT_REASON_MAX_LENGTH, CouponTemplate, UserCoupon
 
 
 class TemplateInputSerializer(StrictSerializer):
@@ -115,4 +116,29 @@ class RedeemInputSerializer(StrictSerializer):
     code = serializers.RegexField(
         CODE_PATTERN,
         error_messages={"invalid": "A code is 4 to 32 characters of A-Z, a-z, 0-9, _ and -."},
+    )
+
+
+class GrantInputSerializer(StrictSerializer):
+    """Types and sizes; the reason's trimmed length is checked by services.coupon_grant."""
+
+    user_ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_BIGINT),
+        min_length=1,
+        max_length=services.MAX_GRANT_USERS,
+    )
+    reason = serializers.CharField(max_length=GRANT_REASON_MAX_LENGTH)
+
+
+class GrantResultSerializer(serializers.Serializer):
+    granted = serializers.ListField(child=serializers.IntegerField())
+    limit_reached = serializers.ListField(child=serializers.IntegerField())
+    sold_out = serializers.ListField(child=serializers.IntegerField())
+    unknown_user = serializers.ListField(child=serializers.IntegerField())
+    already_granted = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="Granted this template for this reason before: nothing issued twice.",
+    )
+    ended = serializers.ListField(
+        child=serializers.IntegerField(), help_text="The template ended during the grant."
     )

@@ -13,4 +13,9 @@ urlpatterns = [
         admin_views.AdminTemplateDetailView.as_view(),
         name="admin-coupon",
     ),
+    path(
+        "admin/coupons/<id:template_id>/grants",
+        admin_views.AdminTemplateGrantView.as_view(),
+        name="admin-coupon-grants",
+    ),
 ]
