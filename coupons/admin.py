@@ -6,7 +6,8 @@ from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 
 from config import clock
-from coupons import selectors, services
+from coupons import admin_grants, selectors, services
+from coupons.catalog import scope_catalog
 from coupons.errors import TemplateInvalid
 from coupons.models import CouponTemplate
 from coupons.rules import ClaimState, template_state_where
@@ -42,6 +43,13 @@ class CouponTemplateForm(forms.ModelForm):
             "valid_from": "Claim window. Editing it later changes who may still claim, never "
             "the use window of coupons already issued.",
         }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        catalog = scope_catalog()
+        if catalog is not None:  # which categories exist, from the injected catalog
+            listed = ", ".join(f"{pk} {name}" for pk, name in catalog.categories().items())
+            self.fields["scope_ids"].help_text += f" Categories: {listed or 'none yet'}."
 
     def clean(self):
         cleaned = super().clean()
@@ -91,7 +99,13 @@ class CouponTemplateAdmin(admin.ModelAdmin):
     list_filter = ["type", StateFilter]
     search_fields = ["name"]
     readonly_fields = ["claimed_count", "created_at", "updated_at"]
-    actions = None  # the bulk delete action would bypass the "no delete once claimed" rule
+    actions = [admin_grants.grant_to_users]
+
+    def get_actions(self, request):
+        # The bulk delete action would bypass the "no delete once claimed" rule.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
 
     @admin.display(description="claimed / total")
     def claimed_of_total(self, template: CouponTemplate) -> str:

@@ -19,6 +19,10 @@ class ScopeCatalog(Protocol):
         "products"; an id missing from the answer does not exist."""
         ...
 
+    def categories(self) -> dict[int, str]:
+        """Every category, id -> name (few enough to list in the admin)."""
+        ...
+
 
 def scope_catalog() -> ScopeCatalog | None:
     path = getattr(settings, "COUPON_SCOPE_CATALOG", "")

@@ -1,7 +1,9 @@
 """Every read of coupons that is more than one line."""
 
+from dataclasses import dataclass
 from datetime import datetime
 
+from django.contrib.auth import get_user_model
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
@@ -94,3 +96,31 @@ def derived_status(coupon: UserCoupon, *, now: datetime) -> str:
     if coupon.status == UserCoupon.Status.UNUSED and now > coupon.valid_until:
         return "expired"
     return coupon.status
+
+
+@dataclass(frozen=True)
+class UserLookup:
+    user_ids: list[int]  # in the order given; ids are not checked here (grants report them)
+    unknown_usernames: list[str]
+
+
+def users_by_name_or_id(entries: list[str]) -> UserLookup:
+    """Resolve grant lists typed by staff: a line of ASCII digits is a user id, anything else
+    a username (looked up in one query)."""
+
+    def is_id(entry: str) -> bool:
+        return entry.isascii() and entry.isdigit() and len(entry) <= 18
+
+    names = [entry for entry in entries if not is_id(entry)]
+    id_by_name = dict(
+        get_user_model().objects.filter(username__in=names).values_list("username", "pk")
+    )
+    user_ids, unknown = [], []
+    for entry in entries:
+        if is_id(entry):
+            user_ids.append(int(entry))
+        elif entry in id_by_name:
+            user_ids.append(id_by_name[entry])
+        else:
+            unknown.append(entry)
+    return UserLookup(user_ids, unknown)

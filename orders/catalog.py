@@ -10,3 +10,6 @@ class OrdersCatalog:
     def names(self, *, scope: str, ids: Collection[int]) -> dict[int, str]:
         model = Category if scope == "categories" else Product
         return dict(model.objects.filter(pk__in=list(ids)).values_list("pk", "name"))
+
+    def categories(self) -> dict[int, str]:
+        return dict(Category.objects.order_by("name").values_list("pk", "name"))

@@ -6,13 +6,14 @@ so running the same command again (after a crash, or twice by mistake) issues no
 the users already served are reported as "already granted". A new grant for another reason
 is a new --reason."""
 
+from dataclasses import asdict
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from config.errors import DomainError
-from coupons import services
+from coupons import selectors, services
 
 PROGRESS_EVERY = 100
 
@@ -37,7 +38,8 @@ class Command(BaseCommand):
     def handle(self, *args, template_id, users_file, reason, granted_by=None, **options):
         entries = self.read_entries(users_file)
         granted_by_id = self.staff_id(granted_by) if granted_by else None
-        user_ids, unknown_names = self.resolve(entries)
+        lookup = selectors.users_by_name_or_id(entries)
+        user_ids, unknown_names = lookup.user_ids, lookup.unknown_usernames
         self.stdout.write(
             f"Granting template {template_id} to {len(user_ids)} user(s)"
             f" ({len(unknown_names)} unknown username(s)), reason: {reason!r}"
@@ -61,7 +63,7 @@ class Command(BaseCommand):
                 )
             except DomainError as error:
                 raise CommandError(f"{error.detail} {error.fields or ''}".strip()) from error
-            for outcome, ids in vars(result).items():
+            for outcome, ids in asdict(result).items():
                 totals[outcome] = totals.get(outcome, 0) + len(ids)
                 if ids and outcome not in ("granted", "already_granted"):
                     self.stdout.write(f"  {outcome}: {', '.join(map(str, ids))}")
@@ -77,23 +79,6 @@ class Command(BaseCommand):
         except (OSError, UnicodeDecodeError) as error:
             raise CommandError(f"Cannot read {users_file}: {error}") from error
         return [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
-
-    def resolve(self, entries: list[str]) -> tuple[list[int], list[str]]:
-        """User ids in file order; usernames looked up in one query, unknown ones returned.
-        An id that does not exist is passed on and reported by the service."""
-        names = [entry for entry in entries if not (entry.isascii() and entry.isdigit())]
-        id_by_name = dict(
-            get_user_model().objects.filter(username__in=names).values_list("username", "pk")
-        )
-        user_ids, unknown = [], []
-        for entry in entries:
-            if entry.isascii() and entry.isdigit():
-                user_ids.append(int(entry))
-            elif entry in id_by_name:
-                user_ids.append(id_by_name[entry])
-            else:
-                unknown.append(entry)
-        return user_ids, unknown
 
     def staff_id(self, username: str) -> int:
         staff = get_user_model().objects.filter(username=username, is_staff=True).first()
