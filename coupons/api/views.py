@@ -6,6 +6,7 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
 from config import clock
+from config.throttles import ClaimThrottle
 from coupons import selectors, services
 from coupons.api.serializers import (
     MineQuerySerializer,
@@ -26,6 +27,7 @@ class CouponListView(GenericAPIView):
 
 class CouponClaimView(GenericAPIView):
     serializer_class = UserCouponSerializer
+    throttle_classes = [ClaimThrottle]
 
     @extend_schema(request=None, responses={201: UserCouponSerializer})
     def post(self, request, template_id: int):
