@@ -5,6 +5,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -34,6 +35,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "core",
     "coupons",
     "orders",
 ]
@@ -160,6 +162,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+
+# --- Idempotency-Key (see docs/DESIGN.md, "Idempotency") -------------------------------------
+
+# How long a key's answer is kept for replays; SPEC section 12 asks for at least 24 hours.
+IDEMPOTENCY_KEY_HOURS = int(os.environ.get("IDEMPOTENCY_KEY_HOURS", "24"))
+if IDEMPOTENCY_KEY_HOURS < 24:
+    raise ImproperlyConfigured("IDEMPOTENCY_KEY_HOURS must be at least 24.")
 
 # --- Orders -----------------------------------------------------------------------------------
 
