@@ -7,7 +7,9 @@ from django.conf import settings
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import AccessToken
 
+from coupons.counter import counter_from_settings, install_coupon_counter
 from tests.factories import UserFactory
+from tests.helpers import use_counter_at
 
 
 def pytest_sessionstart(session):
@@ -46,11 +48,14 @@ def pytest_sessionstart(session):
 @pytest.fixture(autouse=True)
 def redis_namespace(settings):
     """Each test counts in its own key namespace on the shared Redis, so template ids reused
-    across tests never meet stale counters. Its keys are deleted afterwards."""
+    across tests never meet stale counters: the app's counter is built for it. Its keys are
+    deleted afterwards."""
     prefix = f"test-{uuid.uuid4().hex[:12]}:"
     settings.COUPON_REDIS_PREFIX = prefix
-    shared_redis_url = settings.REDIS_URL  # a test may point REDIS_URL elsewhere
+    install_coupon_counter(counter_from_settings())
+    shared_redis_url = settings.COUPON_COUNTER_REDIS_URL
     yield prefix
+    install_coupon_counter(None)
     client = redis.Redis.from_url(shared_redis_url)
     keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
     if keys:
@@ -111,12 +116,14 @@ def frozen_now(monkeypatch):
 
 
 @pytest.fixture
-def own_redis(tmp_path, settings):
-    """A redis-server of this test's own, already serving as the app's REDIS_URL."""
+def own_redis(tmp_path, settings, redis_namespace):
+    """A redis-server of this test's own, already serving as the app's Redis (REDIS_URL and
+    the coupon counter)."""
     from tests.redis_server import OwnRedis
 
     server = OwnRedis(tmp_path)
     server.start()
-    settings.REDIS_URL = server.url
+    settings.REDIS_URL = settings.COUPON_COUNTER_REDIS_URL = server.url
+    use_counter_at(server.url, prefix=redis_namespace)
     yield server
     server.stop()

@@ -102,10 +102,15 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Redis (advisory counters; see docs/DESIGN.md) --------------------------------------------
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+# The coupon counter's Redis (coupons.counter.counter_from_settings reads these, nothing else
+# does): by default the same server; with COUPON_REDIS_CLUSTER=1 the URL names any node of a
+# Redis Cluster.
+COUPON_COUNTER_REDIS_URL = os.environ.get("COUPON_COUNTER_REDIS_URL", REDIS_URL)
+COUPON_REDIS_CLUSTER = os.environ.get("COUPON_REDIS_CLUSTER", "0") == "1"
 # Prepended to every counter key; lets several deployments (or test runs) share one Redis.
 COUPON_REDIS_PREFIX = os.environ.get("COUPON_REDIS_PREFIX", "")
+# Every counter call is on a request's path, so one timeout (connect and read) bounds each.
 COUPON_COUNTER_CLAIM_TIMEOUT = float(os.environ.get("COUPON_COUNTER_CLAIM_TIMEOUT", "0.25"))
-COUPON_COUNTER_SYNC_TIMEOUT = float(os.environ.get("COUPON_COUNTER_SYNC_TIMEOUT", "2"))
 COUPON_COUNTER_BACKOFF = float(os.environ.get("COUPON_COUNTER_BACKOFF", "5"))
 
 CACHES = {
