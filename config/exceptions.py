@@ -32,6 +32,8 @@ STATUS_BY_CODE = {
     "invalid_state": status.HTTP_409_CONFLICT,
     "amount_mismatch": status.HTTP_409_CONFLICT,
     "out_of_stock": status.HTTP_409_CONFLICT,
+    "request_in_progress": status.HTTP_409_CONFLICT,
+    "idempotency_key_reused": status.HTTP_422_UNPROCESSABLE_ENTITY,
 }
 
 # DRF exception class -> our code; the first match wins, so subclasses come first.

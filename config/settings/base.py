@@ -5,6 +5,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -39,6 +40,7 @@ INSTALLED_APPS = [
     "rest_framework_simplejwt.token_blacklist",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "core",
     "coupons",
     "orders",
     "config.apps.PlatformConfig",
@@ -227,6 +229,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+
+# --- Idempotency-Key (see docs/DESIGN.md, "Idempotency") -------------------------------------
+
+# How long a key's answer is kept for replays; SPEC section 12 asks for at least 24 hours.
+IDEMPOTENCY_KEY_HOURS = int(os.environ.get("IDEMPOTENCY_KEY_HOURS", "24"))
+if IDEMPOTENCY_KEY_HOURS < 24:
+    raise ImproperlyConfigured("IDEMPOTENCY_KEY_HOURS must be at least 24.")
 
 # --- Orders -----------------------------------------------------------------------------------
 

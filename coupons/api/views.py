@@ -7,6 +7,7 @@ from rest_framework.response import Response
 
 from config import clock
 from config.throttles import ClaimThrottle
+from core.idempotency import idempotent
 from coupons import selectors, services
 from coupons.api.serializers import (
     MineQuerySerializer,
@@ -30,6 +31,7 @@ class CouponClaimView(GenericAPIView):
     throttle_classes = [ClaimThrottle]
 
     @extend_schema(request=None, responses={201: UserCouponSerializer})
+    @idempotent
     def post(self, request, template_id: int):
         coupon = services.coupon_claim(template_id=template_id, user_id=request.user.pk)
         data = UserCouponSerializer(coupon, context={"now": clock.now()}).data
