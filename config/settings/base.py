@@ -154,6 +154,9 @@ COUPON_REDIS_PREFIX = os.environ.get("COUPON_REDIS_PREFIX", "")
 # Every counter call is on a request's path, so one timeout (connect and read) bounds each.
 COUPON_COUNTER_CLAIM_TIMEOUT = float(os.environ.get("COUPON_COUNTER_CLAIM_TIMEOUT", "0.25"))
 COUPON_COUNTER_BACKOFF = float(os.environ.get("COUPON_COUNTER_BACKOFF", "5"))
+# Wiring, not configuration: which callable tells coupons which category and product ids exist
+# (coupons.catalog). The orders app provides it; coupons never imports orders.
+COUPON_SCOPE_CATALOG = "orders.catalog.OrdersCatalog"
 
 CACHES = {
     "default": {
