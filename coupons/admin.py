@@ -4,12 +4,12 @@ rules are the API's; a template with claims cannot be deleted."""
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.db.models import F
 
 from config import clock
 from coupons import selectors, services
 from coupons.errors import TemplateInvalid
 from coupons.models import CouponTemplate
+from coupons.rules import ClaimState, template_state_where
 
 
 class CouponTemplateForm(forms.ModelForm):
@@ -37,23 +37,16 @@ class StateFilter(admin.SimpleListFilter):
     title = "state"
     parameter_name = "state"
 
+    STATES = (ClaimState.NOT_STARTED, ClaimState.ACTIVE, ClaimState.SOLD_OUT, ClaimState.ENDED)
+
     def lookups(self, request, model_admin):
-        return [(s, s.replace("_", " ")) for s in ("not_started", "active", "sold_out", "ended")]
+        return [(state.value, state.value.replace("_", " ")) for state in self.STATES]
 
     def queryset(self, request, queryset):
-        now = clock.now()
-        match self.value():
-            case "not_started":
-                return queryset.filter(valid_from__gt=now)
-            case "ended":
-                return queryset.filter(valid_until__lt=now)
-            case "sold_out":
-                return queryset.filter(claimed_count__gte=F("total"))
-            case "active":
-                return queryset.filter(
-                    valid_from__lte=now, valid_until__gte=now, claimed_count__lt=F("total")
-                )
-        return queryset
+        if self.value() not in {state.value for state in self.STATES}:
+            return queryset
+        state = ClaimState(self.value())
+        return queryset.filter(template_state_where(state, now=clock.now()))
 
 
 @admin.register(CouponTemplate)
