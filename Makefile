@@ -16,7 +16,8 @@ $(VENV)/.runtime-installed: requirements.txt | $(BIN)/python
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
 	touch $@
 
-$(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.runtime-installed
+$(VENV)/.dev-installed: requirements-dev.txt scripts/ensure-test-deps $(VENV)/.runtime-installed
+	scripts/ensure-test-deps
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
@@ -31,10 +32,12 @@ run: $(VENV)/.runtime-installed
 
 ## test: the whole suite against MariaDB (DATABASE_URL) and Redis (REDIS_URL)
 test: $(VENV)/.dev-installed
+	scripts/ensure-bench-deps
 	$(BIN)/pytest
 
 ## bench: load benchmarks; prints a table and writes bench/results/*.json
 bench: $(VENV)/.dev-installed
+	scripts/ensure-bench-deps
 	$(BIN)/python -m bench.run
 
 lint: $(VENV)/.dev-installed

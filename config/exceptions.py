@@ -29,9 +29,12 @@ STATUS_BY_CODE = {
     "coupon_used": status.HTTP_409_CONFLICT,
     "coupon_expired": status.HTTP_409_CONFLICT,
     "threshold_not_met": status.HTTP_409_CONFLICT,
+    "coupon_not_applicable": status.HTTP_409_CONFLICT,
     "invalid_state": status.HTTP_409_CONFLICT,
     "amount_mismatch": status.HTTP_409_CONFLICT,
     "out_of_stock": status.HTTP_409_CONFLICT,
+    "request_in_progress": status.HTTP_409_CONFLICT,
+    "idempotency_key_reused": status.HTTP_422_UNPROCESSABLE_ENTITY,
 }
 
 # DRF exception class -> our code; the first match wins, so subclasses come first.

@@ -5,6 +5,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -39,6 +40,7 @@ INSTALLED_APPS = [
     "rest_framework_simplejwt.token_blacklist",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "core",
     "coupons",
     "orders",
     "config.apps.PlatformConfig",
@@ -156,6 +158,9 @@ COUPON_REDIS_PREFIX = os.environ.get("COUPON_REDIS_PREFIX", "")
 # Every counter call is on a request's path, so one timeout (connect and read) bounds each.
 COUPON_COUNTER_CLAIM_TIMEOUT = float(os.environ.get("COUPON_COUNTER_CLAIM_TIMEOUT", "0.25"))
 COUPON_COUNTER_BACKOFF = float(os.environ.get("COUPON_COUNTER_BACKOFF", "5"))
+# Wiring, not configuration: which callable tells coupons which category and product ids exist
+# (coupons.catalog). The orders app provides it; coupons never imports orders.
+COUPON_SCOPE_CATALOG = "orders.catalog.OrdersCatalog"
 
 CACHES = {
     "default": {
@@ -231,6 +236,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+
+# --- Idempotency-Key (see docs/DESIGN.md, "Idempotency") -------------------------------------
+
+# How long a key's answer is kept for replays; SPEC section 12 asks for at least 24 hours.
+IDEMPOTENCY_KEY_HOURS = int(os.environ.get("IDEMPOTENCY_KEY_HOURS", "24"))
+if IDEMPOTENCY_KEY_HOURS < 24:
+    raise ImproperlyConfigured("IDEMPOTENCY_KEY_HOURS must be at least 24.")
 
 # --- Orders -----------------------------------------------------------------------------------
 

@@ -6,9 +6,11 @@ from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
+from core.idempotency import idempotent
 from orders import selectors, services
 from orders.api.serializers import (
     CheckoutInputSerializer,
+    CouponOptionsCartInputSerializer,
     CouponOptionSerializer,
     CouponOptionsQuerySerializer,
     OrderSerializer,
@@ -33,6 +35,7 @@ class OrderListView(GenericAPIView):
         return self.get_paginated_response(OrderSerializer(page, many=True).data)
 
     @extend_schema(request=CheckoutInputSerializer, responses={201: OrderSerializer})
+    @idempotent
     def post(self, request):
         payload = CheckoutInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
@@ -52,6 +55,7 @@ class OrderCancelView(GenericAPIView):
     serializer_class = OrderSerializer
 
     @extend_schema(request=None, responses=OrderSerializer)
+    @idempotent
     def post(self, request, order_id: int):
         services.order_cancel(user_id=request.user.pk, order_id=order_id)
         return order_response(request.user.pk, order_id)
@@ -61,6 +65,7 @@ class OrderPayView(GenericAPIView):
     serializer_class = OrderSerializer
 
     @extend_schema(request=PayInputSerializer, responses=OrderSerializer)
+    @idempotent
     def post(self, request, order_id: int):
         payload = PayInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
@@ -86,6 +91,25 @@ class CouponOptionsView(GenericAPIView):
         query.is_valid(raise_exception=True)
         options = selectors.coupon_options(
             user_id=request.user.pk, amount=query.validated_data["amount"]
+        )
+        page = self.paginate_queryset(options)
+        return self.get_paginated_response(CouponOptionSerializer(page, many=True).data)
+
+    @extend_schema(
+        request=CouponOptionsCartInputSerializer,
+        parameters=[
+            OpenApiParameter("page", OpenApiTypes.INT, required=False),
+            OpenApiParameter("page_size", OpenApiTypes.INT, required=False),
+        ],
+        responses=CouponOptionSerializer(many=True),
+        description="Judge each of my unused coupons against this cart: scope, type, cap and "
+        "threshold on the eligible subtotal, as checkout would.",
+    )
+    def post(self, request):
+        payload = CouponOptionsCartInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        options = selectors.coupon_options(
+            user_id=request.user.pk, items=payload.validated_data["items"]
         )
         page = self.paginate_queryset(options)
         return self.get_paginated_response(CouponOptionSerializer(page, many=True).data)
