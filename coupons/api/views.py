@@ -6,7 +6,7 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
 from config import clock
-from config.throttles import ClaimThrottle
+from config.throttles import ClaimThrottle, RedeemThrottle
 from core.idempotency import idempotent
 from coupons import selectors, services
 from coupons.api.serializers import (
@@ -41,6 +41,7 @@ class CouponClaimView(GenericAPIView):
 
 class CouponRedeemView(GenericAPIView):
     serializer_class = UserCouponSerializer
+    throttle_classes = [RedeemThrottle]  # also bounds guessing codes of hidden templates
 
     @extend_schema(
         request=RedeemInputSerializer,
