@@ -13,6 +13,9 @@ from config import clock
 from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
 from coupons.models import CouponTemplate, UserCoupon
 
+# The kinds of coupon a UsableCoupon.type may name, with labels (for the orders API's schema).
+COUPON_TYPE_CHOICES: list[tuple[str, str]] = CouponTemplate.Type.choices
+
 
 class TransactionRequired(RuntimeError):
     """A programming error: a port that writes was called outside a transaction."""

@@ -6,6 +6,7 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
 from config import clock
+from config.schema import api_errors
 from core.idempotency import idempotent
 from coupons import selectors, services
 from coupons.api.serializers import (
@@ -13,11 +14,13 @@ from coupons.api.serializers import (
     ShopperTemplateSerializer,
     UserCouponSerializer,
 )
+from coupons.errors import ClaimLimitReached, ClaimNotInWindow, ClaimSoldOut, TemplateNotFound
 
 
 class CouponListView(GenericAPIView):
     serializer_class = ShopperTemplateSerializer
 
+    @extend_schema(responses=ShopperTemplateSerializer(many=True))
     def get(self, request):
         now = clock.now()  # one `now` for the whole page
         page = self.paginate_queryset(selectors.templates_for_shopper(user_id=request.user.pk))
@@ -29,6 +32,7 @@ class CouponClaimView(GenericAPIView):
     serializer_class = UserCouponSerializer
 
     @extend_schema(request=None, responses={201: UserCouponSerializer})
+    @api_errors(TemplateNotFound, ClaimNotInWindow, ClaimSoldOut, ClaimLimitReached)
     @idempotent
     def post(self, request, template_id: int):
         coupon = services.coupon_claim(template_id=template_id, user_id=request.user.pk)
@@ -40,11 +44,8 @@ class MyCouponListView(GenericAPIView):
     serializer_class = UserCouponSerializer
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("status", enum=selectors.MINE_STATUSES, required=False),
-            OpenApiParameter("page", int, required=False),
-            OpenApiParameter("page_size", int, required=False),
-        ]
+        parameters=[OpenApiParameter("status", enum=selectors.MINE_STATUSES, required=False)],
+        responses=UserCouponSerializer(many=True),
     )
     def get(self, request):
         query = MineQuerySerializer(data=request.query_params)
