@@ -1,14 +1,20 @@
 """The one place where errors become HTTP responses: `{"code", "detail"}` plus `"fields"`."""
 
 import logging
+import math
+import sys
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404, JsonResponse
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from config.database_faults import database_unavailable, report_database_unavailable
 from config.errors import DomainError
+from config.parsers import RequestTooLarge, too_large
 
 logger = logging.getLogger(__name__)
 
@@ -23,6 +29,7 @@ STATUS_BY_CODE = {
     "coupon_used": status.HTTP_409_CONFLICT,
     "coupon_expired": status.HTTP_409_CONFLICT,
     "threshold_not_met": status.HTTP_409_CONFLICT,
+    "coupon_not_applicable": status.HTTP_409_CONFLICT,
     "invalid_state": status.HTTP_409_CONFLICT,
     "amount_mismatch": status.HTTP_409_CONFLICT,
     "out_of_stock": status.HTTP_409_CONFLICT,
@@ -42,7 +49,10 @@ CODE_BY_API_EXCEPTION = [
     (exceptions.MethodNotAllowed, "method_not_allowed"),
     (exceptions.NotAcceptable, "not_acceptable"),
     (exceptions.Throttled, "throttled"),
+    (RequestTooLarge, "too_large"),
 ]
+
+UNAVAILABLE_DETAIL = "The service is temporarily unavailable. Retry shortly."
 
 
 def status_of_code(code: str) -> int:
@@ -62,20 +72,63 @@ def error_body(code: str, detail: str, fields: dict | None = None) -> dict:
 def api_exception_handler(exc: Exception, context: dict) -> Response:
     """DRF's EXCEPTION_HANDLER: render every error, including unexpected ones, as JSON."""
     set_rollback()
+    view_name = context.get("view").__class__.__name__
     if isinstance(exc, DomainError):
-        status_code = STATUS_BY_CODE.get(exc.code, status.HTTP_400_BAD_REQUEST)
-        return Response(error_body(exc.code, exc.detail, exc.fields), status=status_code)
+        status_code = STATUS_BY_CODE.get(exc.code)
+        if status_code is not None:
+            return Response(error_body(exc.code, exc.detail, exc.fields), status=status_code)
+        # A code nobody mapped is a bug in this code base, not the client's fault.
+        logger.error("Unmapped domain error code %r in %s", exc.code, view_name, exc_info=exc)
+        return server_error_response()
+    if database_unavailable(exc):
+        report_database_unavailable(exc, where=view_name)
+        return unavailable_response(Response)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
+    elif isinstance(exc, RequestDataTooBig):
+        exc = too_large()
     if isinstance(exc, exceptions.APIException):
         return render_api_exception(exc)
-    logger.exception("Unhandled error in %s", context.get("view").__class__.__name__)
+    logger.exception("Unhandled error in %s", view_name)
+    return server_error_response()
+
+
+def server_error_response() -> Response:
     return Response(
         error_body("server_error", "Internal server error."),
         status=status.HTTP_500_INTERNAL_SERVER_ERROR,
     )
+
+
+UNAVAILABLE_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Temporarily unavailable</title></head>
+<body><h1>Temporarily unavailable</h1>
+<p>The database cannot be reached. Try again in a few seconds.</p></body></html>"""
+
+
+def unavailable_response(response_class: type[HttpResponse] | type[Response] = JsonResponse):
+    """503 `unavailable` with Retry-After. Marked as logged: report_database_unavailable has
+    written the one line this failure deserves, so django.request adds none per request."""
+    body = error_body("unavailable", UNAVAILABLE_DETAIL)
+    response = response_class(body, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    return unavailable_marked(response)
+
+
+def unavailable_for(request) -> HttpResponse:
+    """The 503 outside DRF views: the JSON envelope for the API, a plain page for the Django
+    admin and every other page (admin pages never answer raw JSON)."""
+    if request.path.startswith("/api/"):
+        return unavailable_response()
+    page = HttpResponse(UNAVAILABLE_PAGE, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    return unavailable_marked(page)
+
+
+def unavailable_marked(response):
+    response["Retry-After"] = str(settings.DATABASE_UNAVAILABLE_RETRY_AFTER)
+    response._has_been_logged = True
+    return response
 
 
 def render_api_exception(exc: exceptions.APIException) -> Response:
@@ -84,7 +137,7 @@ def render_api_exception(exc: exceptions.APIException) -> Response:
     if getattr(exc, "auth_header", None):
         headers["WWW-Authenticate"] = exc.auth_header
     if getattr(exc, "wait", None):
-        headers["Retry-After"] = str(int(exc.wait))
+        headers["Retry-After"] = str(math.ceil(exc.wait))
     if isinstance(exc, exceptions.ValidationError):
         fields = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
         return Response(
@@ -102,9 +155,23 @@ def json_not_found(request, exception=None) -> JsonResponse:
 
 
 def json_server_error(request) -> JsonResponse:
-    """handler500: the last resort outside DRF views."""
+    """handler500: the last resort outside DRF views (the Django admin, middleware, health).
+    Django calls it while handling the exception, so the exception is at hand: a database
+    outage is a 503 there too."""
+    error = sys.exception()
+    if error is not None and database_unavailable(error):
+        report_database_unavailable(error, where=request.path)
+        return unavailable_for(request)
     return JsonResponse(error_body("server_error", "Internal server error."), status=500)
 
 
 def json_bad_request(request, exception=None) -> JsonResponse:
+    """handler400: Django's SuspiciousOperation outside DRF views; an oversized body is 413."""
+    if isinstance(exception, RequestDataTooBig):
+        return request_too_large_response()
     return JsonResponse(error_body("invalid", "Bad request."), status=400)
+
+
+def request_too_large_response() -> JsonResponse:
+    detail = str(too_large().detail)
+    return JsonResponse(error_body("too_large", detail), status=413)

@@ -22,16 +22,55 @@ from rest_framework import exceptions, permissions
 from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
 
 from config.errors import DomainError
-from config.exceptions import CODE_BY_API_EXCEPTION, error_body, status_of_code
+from config.exceptions import (
+    CODE_BY_API_EXCEPTION,
+    UNAVAILABLE_DETAIL,
+    error_body,
+    status_of_code,
+)
+from config.parsers import RequestTooLarge
 from core import idempotency
 from core.errors import IdempotencyKeyInvalid, IdempotencyKeyReused, RequestInProgress
 
 ErrorClass = type[DomainError] | type[exceptions.APIException]
 
-# Add an error class here when every operation (or every one with a request body) may answer
-# it, e.g. a 503 for an unreachable database or a 413 for a body over the limit.
-EVERY_OPERATION_ERRORS: list[ErrorClass] = []
-BODY_ERRORS: list[ErrorClass] = []
+
+@dataclass(frozen=True)
+class ErrorExample:
+    code: str
+    detail: str
+    fields: dict | None = field(default=None, hash=False, compare=False)
+    status: int | None = None  # for codes outside config/exceptions.py's tables
+
+    @classmethod
+    def of(cls, error: "ErrorClass | ErrorExample") -> "ErrorExample":
+        if isinstance(error, ErrorExample):
+            return error
+        if issubclass(error, DomainError):
+            fields = None
+            if error is IdempotencyKeyInvalid:
+                fields = {idempotency.KEY_HEADER: [idempotency.KEY_RULE]}
+            return cls(error.code, error.default_detail, fields)
+        code = next(
+            code for api_class, code in CODE_BY_API_EXCEPTION if issubclass(error, api_class)
+        )
+        if code == "invalid":
+            return cls(code, "Invalid input.", {"field_name": ["This field is required."]})
+        return cls(code, str(error.default_detail))
+
+    def status_code(self) -> int:
+        return self.status or status_of_code(self.code)
+
+    def body(self) -> dict:
+        return error_body(self.code, self.detail, self.fields)
+
+
+# What every operation may answer, and every operation that takes a body: one line each.
+EVERY_OPERATION_ERRORS: list["ErrorClass | ErrorExample"] = [
+    # The database unreachable or timing out (config/database_faults.py), with Retry-After.
+    ErrorExample("unavailable", UNAVAILABLE_DETAIL, status=503),
+]
+BODY_ERRORS: list["ErrorClass | ErrorExample"] = [RequestTooLarge]  # over 1 MiB
 
 # Views we do not write: the errors their operations may answer.
 THIRD_PARTY_ERRORS: dict[type, tuple[ErrorClass, ...]] = {
@@ -92,30 +131,6 @@ def api_errors(*errors: ErrorClass) -> Callable:
     return decorate
 
 
-@dataclass(frozen=True)
-class ErrorExample:
-    code: str
-    detail: str
-    fields: dict | None = field(default=None, hash=False, compare=False)
-
-    @classmethod
-    def of(cls, error: ErrorClass) -> "ErrorExample":
-        if issubclass(error, DomainError):
-            fields = None
-            if error is IdempotencyKeyInvalid:
-                fields = {idempotency.KEY_HEADER: [idempotency.KEY_RULE]}
-            return cls(error.code, error.default_detail, fields)
-        code = next(
-            code for api_class, code in CODE_BY_API_EXCEPTION if issubclass(error, api_class)
-        )
-        if code == "invalid":
-            return cls(code, "Invalid input.", {"field_name": ["This field is required."]})
-        return cls(code, str(error.default_detail))
-
-    def body(self) -> dict:
-        return error_body(self.code, self.detail, self.fields)
-
-
 class AutoSchema(SpectacularAutoSchema):
     """drf-spectacular's AutoSchema plus error responses and the Idempotency-Key header."""
 
@@ -131,8 +146,8 @@ class AutoSchema(SpectacularAutoSchema):
             parameters = [*parameters, IDEMPOTENCY_KEY_PARAMETER, REPLAYED_HEADER]
         return parameters
 
-    def possible_errors(self) -> list[ErrorClass]:
-        errors: list[ErrorClass] = [*EVERY_OPERATION_ERRORS]
+    def possible_errors(self) -> list["ErrorClass | ErrorExample"]:
+        errors: list[ErrorClass | ErrorExample] = [*EVERY_OPERATION_ERRORS]
         view_permissions = self.view.get_permissions()
         if self.view.get_authenticators():
             errors.append(exceptions.AuthenticationFailed)  # a bad or expired token
@@ -165,9 +180,9 @@ class AutoSchema(SpectacularAutoSchema):
         from_domain: set[str] = set()
         for error in self.possible_errors():
             example = ErrorExample.of(error)
-            examples = examples_by_status.setdefault(status_of_code(example.code), {})
+            examples = examples_by_status.setdefault(example.status_code(), {})
             name = example.code
-            if issubclass(error, DomainError):
+            if isinstance(error, type) and issubclass(error, DomainError):
                 # A service's own error says more than DRF's generic one with the same code;
                 # two of a service's errors with one code are both shown.
                 if name in from_domain and examples[name] != example:

@@ -12,6 +12,7 @@ from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, 
 from orders import selectors, services
 from orders.api.serializers import (
     CheckoutInputSerializer,
+    CouponOptionsCartInputSerializer,
     CouponOptionSerializer,
     CouponOptionsQuerySerializer,
     OrderSerializer,
@@ -19,6 +20,7 @@ from orders.api.serializers import (
 )
 from orders.errors import (
     AmountMismatch,
+    CouponNotApplicable,
     OrderInvalid,
     OrderInvalidState,
     OrderNotFound,
@@ -53,6 +55,7 @@ class OrderListView(GenericAPIView):
         ThresholdNotMet,
         CouponUsed,
         CouponExpired,
+        CouponNotApplicable,
     )
     @idempotent
     def post(self, request):
@@ -111,6 +114,22 @@ class CouponOptionsView(GenericAPIView):
         query.is_valid(raise_exception=True)
         options = selectors.coupon_options(
             user_id=request.user.pk, amount=query.validated_data["amount"]
+        )
+        page = self.paginate_queryset(options)
+        return self.get_paginated_response(CouponOptionSerializer(page, many=True).data)
+
+    @extend_schema(
+        request=CouponOptionsCartInputSerializer,
+        responses=CouponOptionSerializer(many=True),
+        description="Judge each of my unused coupons against this cart: scope, type, cap and "
+        "threshold on the eligible subtotal, as checkout would.",
+    )
+    @api_errors(OrderInvalid, ProductNotFound)
+    def post(self, request):
+        payload = CouponOptionsCartInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        options = selectors.coupon_options(
+            user_id=request.user.pk, items=payload.validated_data["items"]
         )
         page = self.paginate_queryset(options)
         return self.get_paginated_response(CouponOptionSerializer(page, many=True).data)

@@ -89,7 +89,10 @@ def test_the_claim_documents_every_error_it_may_answer(schema):
         "401": ["authentication_failed", "not_authenticated"],
         "404": ["not_found"],
         "409": ["limit_reached", "not_in_window", "request_in_progress", "sold_out"],
+        "413": ["too_large"],
         "422": ["idempotency_key_reused"],
+        "429": ["throttled"],
+        "503": ["unavailable"],
     }
     examples = schema["paths"]["/api/coupons/{template_id}/claim"]["post"]["responses"]["409"][
         "content"
@@ -108,6 +111,7 @@ def test_staff_routes_document_403_and_checkout_its_conflicts(schema):
     checkout = error_codes(schema, "/api/orders", "post")
     assert checkout["409"] == [
         "coupon_expired",
+        "coupon_not_applicable",
         "coupon_used",
         "out_of_stock",
         "request_in_progress",
@@ -117,7 +121,9 @@ def test_staff_routes_document_403_and_checkout_its_conflicts(schema):
     assert error_codes(schema, "/api/orders", "get") == {
         "400": ["invalid"],  # page / page_size
         "401": ["authentication_failed", "not_authenticated"],
+        "503": ["unavailable"],
     }
+    assert error_codes(schema, "/api/auth/token", "post")["429"] == ["throttled"]
 
 
 def test_the_error_envelope_is_a_component(schema):
@@ -144,6 +150,8 @@ def test_idempotency_key_is_documented_exactly_where_it_is_accepted(schema):
     }
     assert accepting == {
         ("/api/coupons/{template_id}/claim", "post"),
+        ("/api/coupons/redeem", "post"),
+        ("/api/admin/coupons/{template_id}/grants", "post"),
         ("/api/orders", "post"),
         ("/api/orders/{order_id}/cancel", "post"),
         ("/api/orders/{order_id}/pay", "post"),
