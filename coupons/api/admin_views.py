@@ -6,6 +6,7 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 
+from core.idempotency import idempotent
 from coupons import selectors, services
 from coupons.api.serializers import (
     AdminTemplateSerializer,
@@ -76,6 +77,7 @@ class AdminTemplateGrantView(GenericAPIView):
         "window opens, 409 not_in_window once it has ended. Idempotent per (template, user, "
         "reason): sending the same grant again issues nothing twice.",
     )
+    @idempotent
     def post(self, request, template_id: int):
         # 404 before validation, like the other routes of one template.
         if not CouponTemplate.objects.filter(pk=template_id).exists():

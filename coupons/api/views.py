@@ -6,7 +6,7 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
 from config import clock
-from config.throttles import ClaimThrottle
+from config.throttles import ClaimThrottle, RedeemThrottle
 from core.idempotency import idempotent
 from coupons import selectors, services
 from coupons.api.serializers import (
@@ -41,6 +41,8 @@ class CouponClaimView(GenericAPIView):
 
 class CouponRedeemView(GenericAPIView):
     serializer_class = UserCouponSerializer
+    # Codes are guessable only by trying: a few tries a minute per user (SPEC section 12).
+    throttle_classes = [RedeemThrottle]
 
     @extend_schema(
         request=RedeemInputSerializer,
@@ -48,6 +50,7 @@ class CouponRedeemView(GenericAPIView):
         description="Claim the coupon that has this code (public or hidden), through the same "
         "path as a claim: 409 not_in_window / sold_out / limit_reached; an unknown code is 404.",
     )
+    @idempotent
     def post(self, request):
         payload = RedeemInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
