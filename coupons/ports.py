@@ -12,11 +12,12 @@ from django.db import transaction
 from config import clock
 from coupons.discounts import CartJudgement, CartLine, DiscountTerms, judge_cart
 from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
-from coupons.models import UserCoupon
+from coupons.models import CouponTemplate, UserCoupon
 
 __all__ = [
     "CartJudgement",
     "CartLine",
+    "SCOPE_CHOICES",
     "TransactionRequired",
     "UsableCoupon",
     "get_usable",
@@ -25,6 +26,10 @@ __all__ = [
     "rollback_coupon",
     "use_coupon",
 ]
+
+
+# What a coupon's `scope` may be, with labels (for the orders app's API schema).
+SCOPE_CHOICES = CouponTemplate.Scope.choices
 
 
 class TransactionRequired(RuntimeError):

@@ -2,6 +2,7 @@ from rest_framework import serializers
 
 from config.limits import MAX_BIGINT
 from config.serializers import StrictSerializer
+from coupons import ports
 from orders.models import Order, OrderItem
 
 # Input serializers parse types and storage bounds only; the order rules (line count,
@@ -72,9 +73,7 @@ class CouponOptionSerializer(serializers.Serializer):
     value = serializers.IntegerField(source="coupon.value")
     min_amount = serializers.IntegerField(source="coupon.min_amount")
     max_discount = serializers.IntegerField(source="coupon.max_discount", allow_null=True)
-    scope = serializers.ChoiceField(
-        source="coupon.scope", choices=["all", "categories", "products"]
-    )
+    scope = serializers.ChoiceField(source="coupon.scope", choices=ports.SCOPE_CHOICES)
     scope_ids = serializers.ListField(source="coupon.scope_ids", child=serializers.IntegerField())
     valid_from = serializers.DateTimeField(
         source="coupon.valid_from", help_text="The coupon's own use window."
