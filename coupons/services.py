@@ -445,10 +445,21 @@ def coupon_issue(
 # sale"). The rule's facts, then what the claim's answer shows of the template: a new term
 # the answer should show is added to TEMPLATE_SUMMARY_COLUMNS.
 TEMPLATE_FACT_COLUMNS = ("total", "claimed_count", "per_user_limit", "valid_from", "valid_until")
-TEMPLATE_SUMMARY_COLUMNS = ("name", "type", "value", "min_amount")
+# What the issue needs beyond the rule: the use window's stamp and who may claim by id.
+TEMPLATE_ISSUE_COLUMNS = ("valid_days", "visibility")
+TEMPLATE_SUMMARY_COLUMNS = (
+    "name",
+    "type",
+    "value",
+    "min_amount",
+    "max_discount",
+    "scope",
+    "scope_ids",
+)
+TEMPLATE_READ_COLUMNS = TEMPLATE_FACT_COLUMNS + TEMPLATE_ISSUE_COLUMNS + TEMPLATE_SUMMARY_COLUMNS
 TEMPLATE_DATETIME_COLUMNS = frozenset({"valid_from", "valid_until"})
 CLAIM_FACTS_SQL = (
-    f"SELECT {', '.join(TEMPLATE_FACT_COLUMNS + TEMPLATE_SUMMARY_COLUMNS)},"
+    f"SELECT {', '.join(TEMPLATE_READ_COLUMNS)},"
     " (SELECT COUNT(*) FROM user_coupons u WHERE u.template_id = t.id AND u.user_id = %s)"
     " FROM coupon_templates t WHERE t.id = %s"
 )
@@ -491,9 +502,11 @@ def _claim_facts(*, template_id: int, user_id: int) -> ClaimFacts:
     if row is None:
         raise TemplateNotFound()
     *values, user_claims = row
-    columns = dict(zip(TEMPLATE_FACT_COLUMNS + TEMPLATE_SUMMARY_COLUMNS, values, strict=True))
+    columns = dict(zip(TEMPLATE_READ_COLUMNS, values, strict=True))
     for name in TEMPLATE_DATETIME_COLUMNS:  # aware datetimes, as the ORM would give them
         columns[name] = connection.ops.convert_datetimefield_value(columns[name], None, connection)
+    scope_ids = CouponTemplate._meta.get_field("scope_ids")  # JSON text -> list
+    columns["scope_ids"] = scope_ids.from_db_value(columns["scope_ids"], None, connection)
     terms = TemplateFacts(**{name: columns[name] for name in TEMPLATE_FACT_COLUMNS})
     return ClaimFacts(
         template=CouponTemplate(id=template_id, **columns), terms=terms, user_claims=user_claims
