@@ -231,9 +231,11 @@ def test_claims_survive_a_stopped_a_frozen_and_a_killed_database(app_on_own_data
         recovered_after(len(storm.answers))
 
         server.freeze()  # stalled: the port accepts, nothing answers
-        outage_seen_after(len(storm.answers))  # the in-flight claims wait out the timeouts
+        outage_seen_after(len(storm.answers))
+        # Requests already in flight when it froze hold their threads until their own
+        # timeouts (read 2 s, then a reconnect's 1 s); the breaker keeps new ones out.
+        time.sleep(3)
         during_outage()
-        time.sleep(2)
         server.thaw()
         recovered_after(len(storm.answers))
 
@@ -253,8 +255,9 @@ def test_claims_survive_a_stopped_a_frozen_and_a_killed_database(app_on_own_data
     assert [answer for answer in answers if answer.status == 409] == []  # room and limit left
     # A stalled database costs a client seconds (timeouts: connect 1 s, read 2 s), not minutes.
     assert max(answer.seconds for answer in answers) < 10
-    # Once the app knows the database is away, the breaker keeps worker threads free, and
-    # /healthz answers "down" within a second even while the database hangs.
+    # Once the app knows the database is away and the requests caught in flight have timed
+    # out, the breaker keeps worker threads free: /healthz answers "down" within a second
+    # even while the database hangs.
     for answer in outage_health:
         assert (answer.status, answer.seconds < 1) == (503, True), answer
     assert {(answer.status, answer.retry_after) for answer in outage_admin} == {(503, "5")}
