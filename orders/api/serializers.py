@@ -113,9 +113,7 @@ class CouponOptionSerializer(serializers.Serializer):
     value = serializers.IntegerField(source="coupon.value")
     min_amount = serializers.IntegerField(source="coupon.min_amount")
     max_discount = serializers.IntegerField(source="coupon.max_discount", allow_null=True)
-    scope = serializers.ChoiceField(
-        source="coupon.scope", choices=COUPON_SCOPE_CHOICES
-    )
+    scope = serializers.ChoiceField(source="coupon.scope", choices=COUPON_SCOPE_CHOICES)
     scope_ids = serializers.ListField(source="coupon.scope_ids", child=serializers.IntegerField())
     valid_from = serializers.DateTimeField(
         source="coupon.valid_from", help_text="The coupon's own use window."
