@@ -1,3 +1,6 @@
+from datetime import datetime
+from typing import Any
+
 from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
@@ -160,6 +163,42 @@ class UserCouponSerializer(serializers.Serializer):
     @extend_schema_field(serializers.ChoiceField(choices=COUPON_STATUSES))
     def get_status(self, coupon: UserCoupon) -> str:
         return selectors.derived_status(coupon, now=self.context["now"])
+
+
+# The claim's answer, built without a serializer: instantiating UserCouponSerializer deep-copies
+# its fields, about 1 ms of CPU per claim on this machine against 0.05 ms for the dict below
+# (docs/DESIGN.md, "Flash sale"). UserCouponSerializer stays the documented shape, and
+# tests/coupons/test_claim.py holds the two equal. Datetimes go through DRF's own field.
+_datetime = serializers.DateTimeField()
+
+
+def user_coupon_data(coupon: UserCoupon, *, now: datetime) -> dict[str, Any]:
+    """What UserCouponSerializer(coupon, context={"now": now}).data gives, quicker."""
+    template = coupon.template
+    return {
+        "id": coupon.pk,
+        "user_id": coupon.user_id,
+        "template_id": coupon.template_id,
+        "status": selectors.derived_status(coupon, now=now),
+        "used_at": _datetime.to_representation(coupon.used_at),
+        "valid_from": _datetime.to_representation(coupon.valid_from),
+        "valid_until": _datetime.to_representation(coupon.valid_until),
+        "source": coupon.source,
+        "created_at": _datetime.to_representation(coupon.created_at),
+        "updated_at": _datetime.to_representation(coupon.updated_at),
+        "template": {
+            "id": template.pk,
+            "name": template.name,
+            "type": template.type,
+            "value": template.value,
+            "min_amount": template.min_amount,
+            "max_discount": template.max_discount,
+            "scope": template.scope,
+            "scope_ids": list(template.scope_ids),
+            "valid_from": _datetime.to_representation(template.valid_from),
+            "valid_until": _datetime.to_representation(template.valid_until),
+        },
+    }
 
 
 class MineQuerySerializer(StrictSerializer):

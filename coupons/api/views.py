@@ -15,6 +15,7 @@ from coupons.api.serializers import (
     RedeemInputSerializer,
     ShopperTemplateSerializer,
     UserCouponSerializer,
+    user_coupon_data,
 )
 from coupons.errors import ClaimLimitReached, ClaimNotInWindow, ClaimSoldOut, TemplateNotFound
 
@@ -39,7 +40,7 @@ class CouponClaimView(GenericAPIView):
     @idempotent
     def post(self, request, template_id: int):
         coupon = services.coupon_claim(template_id=template_id, user_id=request.user.pk)
-        data = UserCouponSerializer(coupon, context={"now": clock.now()}).data
+        data = user_coupon_data(coupon, now=clock.now())
         return Response(data, status=status.HTTP_201_CREATED)
 
 
