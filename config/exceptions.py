@@ -29,6 +29,7 @@ STATUS_BY_CODE = {
     "coupon_used": status.HTTP_409_CONFLICT,
     "coupon_expired": status.HTTP_409_CONFLICT,
     "threshold_not_met": status.HTTP_409_CONFLICT,
+    "coupon_not_applicable": status.HTTP_409_CONFLICT,
     "invalid_state": status.HTTP_409_CONFLICT,
     "amount_mismatch": status.HTTP_409_CONFLICT,
     "out_of_stock": status.HTTP_409_CONFLICT,
@@ -94,11 +95,30 @@ def server_error_response() -> Response:
     )
 
 
+UNAVAILABLE_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Temporarily unavailable</title></head>
+<body><h1>Temporarily unavailable</h1>
+<p>The database cannot be reached. Try again in a few seconds.</p></body></html>"""
+
+
 def unavailable_response(response_class: type[HttpResponse] | type[Response] = JsonResponse):
     """503 `unavailable` with Retry-After. Marked as logged: report_database_unavailable has
     written the one line this failure deserves, so django.request adds none per request."""
     body = error_body("unavailable", UNAVAILABLE_DETAIL)
     response = response_class(body, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    return unavailable_marked(response)
+
+
+def unavailable_for(request) -> HttpResponse:
+    """The 503 outside DRF views: the JSON envelope for the API, a plain page for the Django
+    admin and every other page (admin pages never answer raw JSON)."""
+    if request.path.startswith("/api/"):
+        return unavailable_response()
+    page = HttpResponse(UNAVAILABLE_PAGE, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    return unavailable_marked(page)
+
+
+def unavailable_marked(response):
     response["Retry-After"] = str(settings.DATABASE_UNAVAILABLE_RETRY_AFTER)
     response._has_been_logged = True
     return response
@@ -134,7 +154,7 @@ def json_server_error(request) -> JsonResponse:
     error = sys.exception()
     if error is not None and database_unavailable(error):
         report_database_unavailable(error, where=request.path)
-        return unavailable_response()
+        return unavailable_for(request)
     return JsonResponse(error_body("server_error", "Internal server error."), status=500)
 
 

@@ -6,16 +6,50 @@ from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 
 from config import clock
-from coupons import selectors, services
+from coupons import admin_grants, selectors, services
+from coupons.catalog import scope_catalog
 from coupons.errors import TemplateInvalid
 from coupons.models import CouponTemplate
 from coupons.rules import ClaimState, template_state_where
 
 
+class IdListField(forms.CharField):
+    """scope_ids typed as "3, 7, 12"; the rules on the list are the service's."""
+
+    def prepare_value(self, value):
+        if isinstance(value, list):
+            return ", ".join(str(item) for item in value)
+        return value
+
+    def to_python(self, value):
+        text = super().to_python(value) or ""
+        parts = [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+        if not all(part.isascii() and part.isdigit() and len(part) <= 18 for part in parts):
+            raise forms.ValidationError("Ids separated by commas, e.g. 3, 7, 12.")
+        return [int(part) for part in parts]
+
+
 class CouponTemplateForm(forms.ModelForm):
+    scope_ids = IdListField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Category or product ids, separated by commas (empty for the whole store).",
+    )
+
     class Meta:
         model = CouponTemplate
         fields = list(services.TEMPLATE_TERMS)
+        help_texts = {
+            "valid_from": "Claim window. Editing it later changes who may still claim, never "
+            "the use window of coupons already issued.",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        catalog = scope_catalog()
+        if catalog is not None:  # which categories exist, from the injected catalog
+            listed = ", ".join(f"{pk} {name}" for pk, name in catalog.categories().items())
+            self.fields["scope_ids"].help_text += f" Categories: {listed or 'none yet'}."
 
     def clean(self):
         cleaned = super().clean()
@@ -65,7 +99,13 @@ class CouponTemplateAdmin(admin.ModelAdmin):
     list_filter = ["type", StateFilter]
     search_fields = ["name"]
     readonly_fields = ["claimed_count", "created_at", "updated_at"]
-    actions = None  # the bulk delete action would bypass the "no delete once claimed" rule
+    actions = [admin_grants.grant_to_users]
+
+    def get_actions(self, request):
+        # The bulk delete action would bypass the "no delete once claimed" rule.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
 
     @admin.display(description="claimed / total")
     def claimed_of_total(self, template: CouponTemplate) -> str:

@@ -28,6 +28,11 @@ class ThresholdNotMet(DomainError):
     default_detail = "The order total does not reach the coupon's threshold."
 
 
+class CouponNotApplicable(DomainError):
+    code = "coupon_not_applicable"
+    default_detail = "No line of this order is in the coupon's scope."
+
+
 class CouponNotAllowed(DomainError):
     code = "coupon_not_allowed"
     default_detail = "Seckill orders cannot use a coupon."

@@ -25,6 +25,8 @@ def form_data(**overrides):
         "valid_from_1": start.strftime("%H:%M:%S"),
         "valid_until_0": end.strftime("%Y-%m-%d"),
         "valid_until_1": end.strftime("%H:%M:%S"),
+        "scope": "all",
+        "visibility": "public",
     }
     return data | overrides
 
