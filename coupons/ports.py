@@ -15,9 +15,10 @@ from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, 
 from coupons.models import CouponTemplate, UserCoupon
 
 __all__ = [
+    "COUPON_SCOPE_CHOICES",
+    "COUPON_TYPE_CHOICES",
     "CartJudgement",
     "CartLine",
-    "SCOPE_CHOICES",
     "TransactionRequired",
     "UsableCoupon",
     "get_usable",
@@ -27,9 +28,10 @@ __all__ = [
     "use_coupon",
 ]
 
-
-# What a coupon's `scope` may be, with labels (for the orders app's API schema).
-SCOPE_CHOICES = CouponTemplate.Scope.choices
+# The kinds of coupon and of scope a UsableCoupon may name, with labels (for the orders API's
+# schema, so both apps' enums are one).
+COUPON_TYPE_CHOICES: list[tuple[str, str]] = CouponTemplate.Type.choices
+COUPON_SCOPE_CHOICES: list[tuple[str, str]] = CouponTemplate.Scope.choices
 
 
 class TransactionRequired(RuntimeError):
