@@ -46,7 +46,7 @@ class CouponClaimView(GenericAPIView):
 
 class CouponRedeemView(GenericAPIView):
     serializer_class = UserCouponSerializer
-    throttle_classes = [RedeemThrottle]  # SPEC section 12: code redemptions per user
+    throttle_classes = [RedeemThrottle]  # SPEC section 12; also bounds guessing hidden codes
 
     @extend_schema(
         request=RedeemInputSerializer,
