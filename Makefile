@@ -33,14 +33,14 @@ $(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.runtime-installed
 
 messages: $(MO_FILES)
 
-## run: serve the app under gunicorn on 127.0.0.1:$(PORT) (SQLite under var/ unless DATABASE_URL)
+## run: serve the app under gunicorn on 127.0.0.1:$(PORT) (SQLite under var/ unless DATABASE_URL),
+## with the scheduler (order expiry) beside it
 run: $(VENV)/.runtime-installed $(MO_FILES)
 	$(BIN)/python manage.py migrate --noinput -v0
 	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/python manage.py seed_demo_products
 	PORT=$(PORT) $(BIN)/python manage.py seed_demo
-	exec $(BIN)/gunicorn config.wsgi --bind 127.0.0.1:$(PORT) --workers $(WORKERS) \
-		--access-logfile - --timeout 30
+	exec scripts/serve $(PORT) $(WORKERS)
 
 ## test: the whole suite against MariaDB (DATABASE_URL) and Redis (REDIS_URL)
 test: $(VENV)/.dev-installed $(MO_FILES)

@@ -184,9 +184,41 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
     def get_queryset(self, request):
         return selectors.templates_with_funnel(now=clock.now())
 
+    # Once claimed, the frozen terms are shown read-only, money as money (a read-only model
+    # field would show raw cents).
+    FROZEN_SHOWN_AS = {"type": "type", "value": "value_money", "min_amount": "min_amount_money"}
+
+    def get_fields(self, request, obj=None):
+        terms = [self.FROZEN_SHOWN_AS.get(field, field) for field in services.TEMPLATE_TERMS]
+        if obj is None:
+            return list(services.TEMPLATE_TERMS)
+        if obj.claimed_count == 0:
+            return [*services.TEMPLATE_TERMS, *self.readonly_fields]
+        return [*terms, *self.readonly_fields]
+
+    def get_exclude(self, request, obj=None):
+        # Without this the model's own (cents) fields would stand in for the money fields.
+        return ["value", "min_amount"] if obj is not None and obj.claimed_count > 0 else None
+
     def get_readonly_fields(self, request, obj=None):
-        frozen = list(services.FROZEN_ONCE_CLAIMED) if obj and obj.claimed_count > 0 else []
-        return [*frozen, *self.readonly_fields]
+        if obj is None or obj.claimed_count == 0:
+            return self.readonly_fields
+        return [*self.FROZEN_SHOWN_AS.values(), *self.readonly_fields]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if obj is not None and obj.claimed_count > 0:
+            # The money fields are declared on the form, so the admin keeps them unless told.
+            form = type(form.__name__, (form,), {"value": None, "min_amount": None})
+        return form
+
+    @admin.display(description=gettext_lazy("value"))
+    def value_money(self, template: CouponTemplate) -> str:
+        return format_money(template.value)
+
+    @admin.display(description=gettext_lazy("minimum order"))
+    def min_amount_money(self, template: CouponTemplate) -> str:
+        return format_money(template.min_amount)
 
     @admin.display(description=gettext_lazy("terms"))
     def terms(self, template: CouponTemplate) -> str:

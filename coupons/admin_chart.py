@@ -20,7 +20,7 @@ def activity_chart_svg(days: list[DayActivity]) -> SafeString:
     top_value = max(1, *(max(day.claims, day.uses) for day in days))
     plot_width, plot_height = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     slot = plot_width / len(days)
-    bar = max(1.0, slot * 0.4)
+    bar = min(24.0, max(1.0, slot * 0.4))
 
     def bar_rect(day: DayActivity, series: str, count: int, offset: float, colour: str) -> tuple:
         height = plot_height * count / top_value

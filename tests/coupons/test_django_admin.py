@@ -54,9 +54,13 @@ def test_frozen_terms_are_read_only_once_claimed(admin_site):
     template = UserCouponFactory().template
     url = f"/admin/coupons/coupontemplate/{template.pk}/change/"
 
-    form = admin_site.get(url).context["adminform"].form
+    response = admin_site.get(url)
 
+    form = response.context["adminform"].form
     assert set(form.fields) == {"name", "total", "per_user_limit", "valid_from", "valid_until"}
+    page = response.content.decode()
+    assert '<div class="readonly">¥5.00</div>' in page  # the value, as money
+    assert 'name="value"' not in page
 
 
 def test_an_edit_of_a_term_frozen_meanwhile_is_a_form_error_not_dropped(admin_site):
