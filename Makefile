@@ -21,7 +21,7 @@ $(VENV)/.runtime-installed: requirements.txt | $(BIN)/python
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
 	touch $@
 
-$(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.runtime-installed
+$(VENV)/.dev-installed: requirements-dev.txt scripts/ensure-test-deps $(VENV)/.runtime-installed
 	scripts/ensure-test-deps
 	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(BIN)/pip install -q --disable-pip-version-check \
 		-r requirements-dev.txt

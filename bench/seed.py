@@ -94,9 +94,9 @@ def insert_existing_claims(template_id: int, count: int) -> None:
         return
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO user_coupons (user_id, template_id, status, used_at, created_at,"
+            "INSERT INTO user_coupons (user_id, template_id, slot, status, used_at, created_at,"
             " updated_at)"
-            " SELECT id, %s, 'unused', NULL, NOW(3), NOW(3) FROM auth_user"
+            " SELECT id, %s, 1, 'unused', NULL, NOW(3), NOW(3) FROM auth_user"
             " WHERE username LIKE %s ORDER BY id LIMIT %s",
             [template_id, f"{HOLDER_PREFIX}%", count],
         )
@@ -112,9 +112,9 @@ def give_coupons(user_id: int, template_ids: list[int], per_template: int) -> in
     with connection.cursor() as cursor:
         placeholders = ", ".join(["%s"] * len(template_ids))
         cursor.execute(
-            "INSERT INTO user_coupons (user_id, template_id, status, used_at, created_at,"
+            "INSERT INTO user_coupons (user_id, template_id, slot, status, used_at, created_at,"
             " updated_at)"
-            " SELECT %s, t.id, IF(s.seq %% 4 = 0, 'used', 'unused'),"
+            " SELECT %s, t.id, s.seq, IF(s.seq %% 4 = 0, 'used', 'unused'),"
             " IF(s.seq %% 4 = 0, NOW(3), NULL), NOW(3), NOW(3)"
             f" FROM coupon_templates t JOIN seq_1_to_{int(per_template)} s"
             f" WHERE t.id IN ({placeholders}) ORDER BY t.id, s.seq",

@@ -1,19 +1,27 @@
 """The one place where errors become HTTP responses: `{"code", "detail"}` plus `"fields"`."""
 
 import logging
+import math
+import sys
 
+from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.templatetags.static import static
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from config.database_faults import database_unavailable, report_database_unavailable
 from config.errors import DomainError
+from config.parsers import RequestTooLarge, too_large
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +39,8 @@ STATUS_BY_CODE = {
     "invalid_state": status.HTTP_409_CONFLICT,
     "amount_mismatch": status.HTTP_409_CONFLICT,
     "out_of_stock": status.HTTP_409_CONFLICT,
+    "request_in_progress": status.HTTP_409_CONFLICT,
+    "idempotency_key_reused": status.HTTP_422_UNPROCESSABLE_ENTITY,
 }
 
 # DRF exception class -> our code; the first match wins, so subclasses come first.
@@ -45,7 +55,10 @@ CODE_BY_API_EXCEPTION = [
     (exceptions.MethodNotAllowed, "method_not_allowed"),
     (exceptions.NotAcceptable, "not_acceptable"),
     (exceptions.Throttled, "throttled"),
+    (RequestTooLarge, "too_large"),
 ]
+
+UNAVAILABLE_DETAIL = gettext_lazy("The service is temporarily unavailable. Retry shortly.")
 
 
 def error_body(code: str, detail: str, fields: dict | None = None) -> dict:
@@ -59,20 +72,44 @@ def error_body(code: str, detail: str, fields: dict | None = None) -> dict:
 def api_exception_handler(exc: Exception, context: dict) -> Response:
     """DRF's EXCEPTION_HANDLER: render every error, including unexpected ones, as JSON."""
     set_rollback()
+    view_name = context.get("view").__class__.__name__
     if isinstance(exc, DomainError):
-        status_code = STATUS_BY_CODE.get(exc.code, status.HTTP_400_BAD_REQUEST)
-        return Response(error_body(exc.code, exc.detail, exc.fields), status=status_code)
+        status_code = STATUS_BY_CODE.get(exc.code)
+        if status_code is not None:
+            return Response(error_body(exc.code, exc.detail, exc.fields), status=status_code)
+        # A code nobody mapped is a bug in this code base, not the client's fault.
+        logger.error("Unmapped domain error code %r in %s", exc.code, view_name, exc_info=exc)
+        return server_error_response()
+    if database_unavailable(exc):
+        report_database_unavailable(exc, where=view_name)
+        return unavailable_response(Response)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
+    elif isinstance(exc, RequestDataTooBig):
+        exc = too_large()
     if isinstance(exc, exceptions.APIException):
         return render_api_exception(exc)
-    logger.exception("Unhandled error in %s", context.get("view").__class__.__name__)
+    logger.exception("Unhandled error in %s", view_name)
+    return server_error_response()
+
+
+def server_error_response() -> Response:
     return Response(
         error_body("server_error", _("Internal server error.")),
         status=status.HTTP_500_INTERNAL_SERVER_ERROR,
     )
+
+
+def unavailable_response(response_class: type[HttpResponse] | type[Response] = JsonResponse):
+    """503 `unavailable` with Retry-After. Marked as logged: report_database_unavailable has
+    written the one line this failure deserves, so django.request adds none per request."""
+    body = error_body("unavailable", UNAVAILABLE_DETAIL)
+    response = response_class(body, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    response["Retry-After"] = str(settings.DATABASE_UNAVAILABLE_RETRY_AFTER)
+    response._has_been_logged = True
+    return response
 
 
 def render_api_exception(exc: exceptions.APIException) -> Response:
@@ -81,7 +118,7 @@ def render_api_exception(exc: exceptions.APIException) -> Response:
     if getattr(exc, "auth_header", None):
         headers["WWW-Authenticate"] = exc.auth_header
     if getattr(exc, "wait", None):
-        headers["Retry-After"] = str(int(exc.wait))
+        headers["Retry-After"] = str(math.ceil(exc.wait))
     if isinstance(exc, exceptions.ValidationError):
         fields = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
         return Response(
@@ -113,7 +150,10 @@ def admin_error_page(request, status_code: int, title: str, message: str) -> Htt
 
 
 def bad_request(request, exception=None) -> HttpResponse:
-    """handler400, for example a suspicious admin filter (DisallowedModelAdminLookup)."""
+    """handler400: Django's SuspiciousOperation outside DRF views, for example a suspicious
+    admin filter (DisallowedModelAdminLookup); an oversized body is 413."""
+    if isinstance(exception, RequestDataTooBig):
+        return request_too_large_response()
     if is_admin_request(request):
         return admin_error_page(
             request,
@@ -145,7 +185,29 @@ def not_found(request, exception=None) -> HttpResponse:
 
 
 def server_error(request) -> HttpResponse:
-    """handler500: the last resort outside DRF views."""
+    """handler500: the last resort outside DRF views (the Django admin, middleware, health).
+    Django calls it while handling the exception, so the exception is at hand: a database
+    outage is a 503 there too. Under /admin/ the answer is an admin page, not JSON."""
+    error = sys.exception()
+    if error is not None and database_unavailable(error):
+        report_database_unavailable(error, where=request.path)
+        if is_admin_request(request):
+            # No template rendering here: the admin's pages need the database (session, user).
+            response = HttpResponse(
+                format_html(
+                    '<!DOCTYPE html><title>{0}</title><link rel="stylesheet" href="{1}">'
+                    '<div id="content" class="admin-error"><h1>{0}</h1>'
+                    '<p class="errornote">{2}</p></div>',
+                    _("Unavailable"),
+                    static("admin/css/base.css"),
+                    UNAVAILABLE_DETAIL,
+                ),
+                status=503,
+            )
+            response["Retry-After"] = str(settings.DATABASE_UNAVAILABLE_RETRY_AFTER)
+            response._has_been_logged = True
+            return response
+        return unavailable_response()
     if is_admin_request(request):
         return admin_error_page(
             request,
@@ -154,3 +216,8 @@ def server_error(request) -> HttpResponse:
             _("Something went wrong on our side; nothing was changed. It has been logged."),
         )
     return JsonResponse(error_body("server_error", _("Internal server error.")), status=500)
+
+
+def request_too_large_response() -> JsonResponse:
+    detail = str(too_large().detail)
+    return JsonResponse(error_body("too_large", detail), status=413)

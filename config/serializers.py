@@ -21,7 +21,10 @@ class AwareDateTimeField(serializers.DateTimeField):
 
     def to_internal_value(self, value):
         if isinstance(value, str):
-            parsed = parse_datetime(value.strip())
+            try:
+                parsed = parse_datetime(value.strip())
+            except ValueError:  # well-formed but impossible: 12:99, February 30, +25:00
+                self.fail("invalid", format="ISO 8601 with a UTC offset")
             if parsed is not None and parsed.tzinfo is None:
                 self.fail("naive")
         return super().to_internal_value(value)

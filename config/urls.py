@@ -2,9 +2,9 @@ from django.contrib import admin
 from django.urls import include, path, register_converter
 from django.utils.translation import gettext_lazy
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
 
-from config.auth_views import me
+from config.admin_login import throttled_admin_login
+from config.auth_views import LogoutView, TokenObtainView, TokenRefreshRotatingView, me
 from config.converters import IdConverter
 from config.health import healthz
 
@@ -16,10 +16,12 @@ admin.site.site_url = "/api/docs/"  # "View site": the API is the site
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("admin/login/", throttled_admin_login),  # before admin.site.urls: found first
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the admin's language switch
-    path("api/auth/token", TokenObtainPairView.as_view(), name="token"),
-    path("api/auth/token/refresh", TokenRefreshView.as_view(), name="token-refresh"),
+    path("api/auth/token", TokenObtainView.as_view(), name="token"),
+    path("api/auth/token/refresh", TokenRefreshRotatingView.as_view(), name="token-refresh"),
+    path("api/auth/logout", LogoutView.as_view(), name="logout"),
     path("api/auth/me", me, name="me"),
     path("api/", include("coupons.api.urls")),
     path("api/", include("orders.api.urls")),

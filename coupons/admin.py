@@ -11,7 +11,6 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
-from django.db.models import F
 from django.http import Http404, StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -29,6 +28,7 @@ from coupons import selectors, services
 from coupons.admin_chart import activity_chart_svg
 from coupons.errors import TemplateInvalid
 from coupons.models import MAX_AMOUNT, CouponTemplate, UserCoupon
+from coupons.rules import ClaimState, template_state_where
 
 CSV_BATCH_SIZE = 1000
 RECENT_ROWS = 10
@@ -113,28 +113,16 @@ class StateFilter(admin.SimpleListFilter):
     title = gettext_lazy("state")
     parameter_name = "state"
 
+    STATES = (ClaimState.NOT_STARTED, ClaimState.ACTIVE, ClaimState.SOLD_OUT, ClaimState.ENDED)
+
     def lookups(self, request, model_admin):
-        return [
-            ("not_started", _("not started")),
-            ("active", _("active")),
-            ("sold_out", _("sold out")),
-            ("ended", _("ended")),
-        ]
+        return [(state.value, STATE_LABELS[state.value]) for state in self.STATES]
 
     def queryset(self, request, queryset):
-        now = clock.now()
-        match self.value():
-            case "not_started":
-                return queryset.filter(valid_from__gt=now)
-            case "ended":
-                return queryset.filter(valid_until__lt=now)
-            case "sold_out":
-                return queryset.filter(claimed_count__gte=F("total"))
-            case "active":
-                return queryset.filter(
-                    valid_from__lte=now, valid_until__gte=now, claimed_count__lt=F("total")
-                )
-        return queryset
+        if self.value() not in {state.value for state in self.STATES}:
+            return queryset
+        state = ClaimState(self.value())
+        return queryset.filter(template_state_where(state, now=clock.now()))
 
 
 STATE_LABELS = {

@@ -1,7 +1,11 @@
 """CouponCounter: the advisory Redis counters of SPEC section 3. Redis only, no ORM.
 
 Redis never decides a claim: every error is logged and swallowed, and after one the counter
-stays away from Redis for a short back-off so an outage costs requests nothing."""
+stays away from Redis for a short back-off so an outage costs requests nothing.
+
+The counter is given its Redis client (a `redis.Redis` or a `redis.cluster.RedisCluster`);
+`counter_from_settings` is the one place that builds it from the settings, and
+`coupon_counter()` is the process's instance."""
 
 import logging
 import time
@@ -11,10 +15,15 @@ from pathlib import Path
 
 import redis
 from django.conf import settings
+from redis.cluster import RedisCluster
+
+from coupons.rules import ClaimState
 
 logger = logging.getLogger(__name__)
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
+
+RedisClient = redis.Redis | RedisCluster
 
 
 @dataclass(frozen=True)
@@ -38,12 +47,24 @@ class CouponLimitReached:
 
 
 CounterResult = CouponClaimed | CouponSoldOut | CouponNotInWindow | CouponLimitReached
+# claim.lua's return codes, and the states of the claim rule each one stands for
+# (tests/coupons/test_rules.py runs the script against coupons.rules.claim_state).
 RESULT_BY_CODE: dict[int, CounterResult] = {
     0: CouponClaimed(),
     1: CouponSoldOut(),
     2: CouponNotInWindow(),
     3: CouponLimitReached(),
 }
+STATES_BY_RESULT: dict[CounterResult, frozenset[ClaimState]] = {
+    CouponClaimed(): frozenset({ClaimState.CLAIMABLE}),
+    CouponSoldOut(): frozenset({ClaimState.SOLD_OUT}),
+    CouponNotInWindow(): frozenset({ClaimState.NOT_STARTED, ClaimState.ENDED}),
+    CouponLimitReached(): frozenset({ClaimState.LIMIT_REACHED}),
+}
+
+# Per-user keys live until the claim window ends plus this margin (for app clocks a little
+# apart); after that a claim is refused by the window anyway, so nothing needs them.
+PER_USER_KEYS_OUTLIVE_WINDOW_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -57,6 +78,16 @@ class ClaimTerms:
     valid_until: datetime
 
 
+@dataclass(frozen=True)
+class StoredCounts:
+    """A template's counters for one user as Redis holds them (None: no key)."""
+
+    claimed: int | None
+    user: int | None
+    version: int | None
+    user_version: int | None
+
+
 def hash_tag(template_id: int) -> str:
     """`{T}`: Redis Cluster hashes only this part, so one template's keys share a slot."""
     return f"{{{template_id}}}"
@@ -66,29 +97,22 @@ def epoch_ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
 
+def per_user_ttl_ms(*, now: datetime, valid_until: datetime) -> int:
+    """How long the per-user keys should live from `now`: to the window's end, plus margin."""
+    return max(epoch_ms(valid_until) - epoch_ms(now), 0) + PER_USER_KEYS_OUTLIVE_WINDOW_MS
+
+
 class CouponCounter:
-    def __init__(
-        self,
-        url: str,
-        *,
-        prefix: str = "",
-        claim_timeout: float = 0.25,
-        sync_timeout: float = 2.0,
-        backoff: float = 5.0,
-    ):
+    def __init__(self, client: RedisClient, *, prefix: str = "", backoff: float = 5.0):
+        """`client` should time out within the claim budget (SPEC section 3: 250 ms), since
+        every call here is made on a request's path."""
+        self.client = client
         self.prefix = prefix
         self.backoff = backoff
-        # Connecting is quick when Redis is up, so both clients fail fast when it is not.
-        self._claim_client = redis.Redis.from_url(
-            url, socket_timeout=claim_timeout, socket_connect_timeout=claim_timeout
-        )
-        self._sync_client = redis.Redis.from_url(
-            url, socket_timeout=sync_timeout, socket_connect_timeout=claim_timeout
-        )
         # register_script loads each script once and reloads it by itself after a
         # SCRIPT FLUSH or a Redis restart (NOSCRIPT -> SCRIPT LOAD).
-        self._claim_script = self._claim_client.register_script((LUA_DIR / "claim.lua").read_text())
-        self._sync_script = self._sync_client.register_script((LUA_DIR / "sync.lua").read_text())
+        self._claim_script = client.register_script((LUA_DIR / "claim.lua").read_text())
+        self._sync_script = client.register_script((LUA_DIR / "sync.lua").read_text())
         self._skip_until = 0.0
 
     # Key naming: the template id in literal braces is the Redis Cluster hash tag, so all four
@@ -115,6 +139,7 @@ class CouponCounter:
             terms.per_user_limit,
             db_claimed,
             db_user,
+            per_user_ttl_ms(now=now, valid_until=terms.valid_until),
         ]
         code = self._run(self._claim_script, self.keys(terms.template_id, user_id), args)
         return None if code is None else RESULT_BY_CODE[int(code)]
@@ -126,19 +151,24 @@ class CouponCounter:
         user_id: int,
         db_claimed: int,
         db_user: int,
-        claim_budget: bool = False,
+        now: datetime,
+        valid_until: datetime,
     ) -> bool:
         """SyncCouponCounts: overwrite both counters with database facts where not older.
-        Returns whether Redis answered. Never raises. `claim_budget` runs it within the claim
-        timeout: for a request whose first Redis call this is (the fast rejection), where a
-        hanging Redis would otherwise cost the 2 s sync timeout."""
-        keys = self.keys(template_id, user_id)
-        client = self._claim_client if claim_budget else self._sync_client
-        return self._run(self._sync_script, keys, [db_claimed, db_user], client) is not None
+        Returns whether Redis answered. Never raises."""
+        args = [db_claimed, db_user, per_user_ttl_ms(now=now, valid_until=valid_until)]
+        return self._run(self._sync_script, self.keys(template_id, user_id), args) is not None
+
+    def stored(self, *, template_id: int, user_id: int) -> StoredCounts:
+        """What Redis holds for the template and user (for operators and tests). Raises
+        when Redis fails, unlike claim and sync."""
+        values = self.client.mget(self.keys(template_id, user_id))
+        claimed, user, version, user_version = (None if v is None else int(v) for v in values)
+        return StoredCounts(claimed=claimed, user=user, version=version, user_version=user_version)
 
     def ping(self) -> bool:
         try:
-            return bool(self._claim_client.ping())
+            return bool(self.client.ping())
         except redis.RedisError:
             return False
 
@@ -153,20 +183,20 @@ class CouponCounter:
             f"{self.prefix}coupon:peruser-version:{tag}:*",
         ):
             batch = []
-            for key in self._sync_client.scan_iter(match=pattern, count=1000):
+            for key in self.client.scan_iter(match=pattern, count=1000):
                 batch.append(key)
                 if len(batch) == 1000:
-                    self._sync_client.delete(*batch)
+                    self.client.delete(*batch)
                     batch = []
             if batch:
-                self._sync_client.delete(*batch)
-        self._sync_client.mset({claimed_key: db_claimed, version_key: db_claimed})
+                self.client.delete(*batch)
+        self.client.mset({claimed_key: db_claimed, version_key: db_claimed})
 
-    def _run(self, script, keys: list[str], args: list[int], client=None):
+    def _run(self, script, keys: list[str], args: list[int]):
         if time.monotonic() < self._skip_until:
             return None
         try:
-            return script(keys=keys, args=args, client=client)
+            return script(keys=keys, args=args)
         except redis.RedisError as error:
             self._skip_until = time.monotonic() + self.backoff
             logger.warning(
@@ -175,28 +205,41 @@ class CouponCounter:
             return None
 
 
+def redis_client(url: str, *, cluster: bool, timeout: float) -> RedisClient:
+    """A client that fails fast: connecting is quick when Redis is up. With `cluster`, `url`
+    names any one node; the client discovers the others."""
+    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+    if cluster:
+        return RedisCluster.from_url(url, **options)
+    return redis.Redis.from_url(url, **options)
+
+
+def counter_from_settings() -> CouponCounter:
+    """The one place the counter's connection comes from: COUPON_COUNTER_REDIS_URL,
+    COUPON_REDIS_CLUSTER, COUPON_REDIS_PREFIX, COUPON_COUNTER_CLAIM_TIMEOUT and
+    COUPON_COUNTER_BACKOFF."""
+    client = redis_client(
+        settings.COUPON_COUNTER_REDIS_URL,
+        cluster=settings.COUPON_REDIS_CLUSTER,
+        timeout=settings.COUPON_COUNTER_CLAIM_TIMEOUT,
+    )
+    return CouponCounter(
+        client, prefix=settings.COUPON_REDIS_PREFIX, backoff=settings.COUPON_COUNTER_BACKOFF
+    )
+
+
 _counter: CouponCounter | None = None
-_counter_config: tuple | None = None
 
 
 def coupon_counter() -> CouponCounter:
-    """The process's CouponCounter, rebuilt when its settings change (tests change them)."""
-    global _counter, _counter_config
-    config = (
-        settings.REDIS_URL,
-        settings.COUPON_REDIS_PREFIX,
-        settings.COUPON_COUNTER_CLAIM_TIMEOUT,
-        settings.COUPON_COUNTER_SYNC_TIMEOUT,
-        settings.COUPON_COUNTER_BACKOFF,
-    )
-    if _counter is None or _counter_config != config:
-        url, prefix, claim_timeout, sync_timeout, backoff = config
-        _counter = CouponCounter(
-            url,
-            prefix=prefix,
-            claim_timeout=claim_timeout,
-            sync_timeout=sync_timeout,
-            backoff=backoff,
-        )
-        _counter_config = config
+    """The process's counter, built from the settings on first use."""
+    global _counter
+    if _counter is None:
+        _counter = counter_from_settings()
     return _counter
+
+
+def install_coupon_counter(counter: CouponCounter | None) -> None:
+    """Make `counter` the process's counter (None: build it from the settings on next use)."""
+    global _counter
+    _counter = counter

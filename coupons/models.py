@@ -82,6 +82,10 @@ class UserCoupon(models.Model):
     template = models.ForeignKey(
         CouponTemplate, on_delete=models.CASCADE, related_name="user_coupons", db_index=False
     )
+    # The user's n-th coupon of the template has slot n. Unique per (template, user), so two
+    # concurrent claims of one user cannot both take the same place under the limit; the
+    # claim's guarded UPDATE admits a slot only while slot <= per_user_limit.
+    slot = models.PositiveIntegerField(editable=False)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.UNUSED)
     used_at = MillisecondDateTimeField(null=True, blank=True)
     created_at = MillisecondDateTimeField(auto_now_add=True)
@@ -90,10 +94,14 @@ class UserCoupon(models.Model):
     class Meta:
         db_table = "user_coupons"
         indexes = [
-            models.Index(fields=["template", "user"], name="user_coupon_template_user"),
             models.Index(fields=["user", "status", "id"], name="user_coupon_user_status_id"),
         ]
         constraints = [
+            # Also the (template_id, user_id) index that per-user counts read.
+            models.UniqueConstraint(
+                fields=["template", "user", "slot"], name="user_coupon_template_user_slot"
+            ),
+            models.CheckConstraint(condition=Q(slot__gte=1), name="user_coupon_slot_positive"),
             models.CheckConstraint(
                 condition=Q(status="unused", used_at__isnull=True)
                 | Q(status="used", used_at__isnull=False),

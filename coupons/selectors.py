@@ -9,6 +9,7 @@ from django.db.models.functions import Coalesce, TruncHour
 
 from coupons.errors import TemplateNotFound
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.rules import ClaimState, TemplateFacts, claim_state
 
 
 def coupons_per_template(coupons: QuerySet[UserCoupon]) -> Coalesce:
@@ -42,23 +43,24 @@ def templates_for_shopper(*, user_id: int) -> QuerySet[CouponTemplate]:
     return CouponTemplate.objects.annotate(claimed_by_me=claimed_by_me).order_by("-id")
 
 
-def template_state(template: CouponTemplate, *, now: datetime) -> str:
-    """Everyone's view: not_started, ended, sold_out or active, in that order."""
-    if now < template.valid_from:
-        return "not_started"
-    if now > template.valid_until:
-        return "ended"
-    if template.claimed_count >= template.total:
-        return "sold_out"
-    return "active"
+def template_facts(template: CouponTemplate) -> TemplateFacts:
+    return TemplateFacts(
+        total=template.total,
+        claimed_count=template.claimed_count,
+        per_user_limit=template.per_user_limit,
+        valid_from=template.valid_from,
+        valid_until=template.valid_until,
+    )
 
 
-def shopper_state(template: CouponTemplate, *, claimed_by_me: int, now: datetime) -> str:
-    """The caller's view of a template, decided in SPEC order with the page's one `now`."""
-    state = template_state(template, now=now)
-    if state != "active":
-        return state
-    return "limit_reached" if claimed_by_me >= template.per_user_limit else "claimable"
+def template_state(template: CouponTemplate, *, now: datetime) -> ClaimState:
+    """Everyone's view (the claim rule without a user): not_started, ended, sold_out, active."""
+    return claim_state(template_facts(template), now=now, user_claims=None)
+
+
+def shopper_state(template: CouponTemplate, *, claimed_by_me: int, now: datetime) -> ClaimState:
+    """The caller's view of a template, by the claim rule with the page's one `now`."""
+    return claim_state(template_facts(template), now=now, user_claims=claimed_by_me)
 
 
 MINE_STATUSES = ("unused", "used", "expired")

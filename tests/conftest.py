@@ -7,7 +7,21 @@ from django.conf import settings
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import AccessToken
 
+from config.database_faults import breaker as database_breaker
+from config.throttles import backoff as throttle_backoff
+from coupons.counter import counter_from_settings, install_coupon_counter
 from tests.factories import UserFactory
+from tests.helpers import use_counter_at
+
+
+def cache_settings(caches: dict, **changes) -> dict:
+    """CACHES with the default cache's LOCATION or KEY_PREFIX changed."""
+    default = dict(caches["default"])
+    if "location" in changes:
+        default["LOCATION"] = changes["location"]
+    if "key_prefix" in changes:
+        default["KEY_PREFIX"] = changes["key_prefix"]
+    return {**caches, "default": default}
 
 
 def pytest_sessionstart(session):
@@ -46,11 +60,18 @@ def pytest_sessionstart(session):
 @pytest.fixture(autouse=True)
 def redis_namespace(settings):
     """Each test counts in its own key namespace on the shared Redis, so template ids reused
-    across tests never meet stale counters. Its keys are deleted afterwards."""
+    across tests never meet stale counters: the app's counter is built for it. Its keys are
+    deleted afterwards."""
     prefix = f"test-{uuid.uuid4().hex[:12]}:"
     settings.COUPON_REDIS_PREFIX = prefix
-    shared_redis_url = settings.REDIS_URL  # a test may point REDIS_URL elsewhere
+    settings.CACHES = cache_settings(settings.CACHES, key_prefix=prefix)  # throttle keys too
+    throttle_backoff.reset()
+    database_breaker.reset()
+    install_coupon_counter(counter_from_settings())
+    shared_redis_url = settings.COUPON_COUNTER_REDIS_URL
     yield prefix
+    install_coupon_counter(None)
+    throttle_backoff.reset()
     client = redis.Redis.from_url(shared_redis_url)
     keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
     if keys:
@@ -111,12 +132,15 @@ def frozen_now(monkeypatch):
 
 
 @pytest.fixture
-def own_redis(tmp_path, settings):
-    """A redis-server of this test's own, already serving as the app's REDIS_URL."""
+def own_redis(tmp_path, settings, redis_namespace):
+    """A redis-server of this test's own, already serving as the app's Redis (REDIS_URL, the
+    coupon counter, and the cache the throttles count in)."""
     from tests.redis_server import OwnRedis
 
     server = OwnRedis(tmp_path)
     server.start()
-    settings.REDIS_URL = server.url
+    settings.REDIS_URL = settings.COUPON_COUNTER_REDIS_URL = server.url
+    settings.CACHES = cache_settings(settings.CACHES, location=server.url)
+    use_counter_at(server.url, prefix=redis_namespace)
     yield server
     server.stop()

@@ -33,7 +33,8 @@ class CouponTemplateFactory(factory.django.DjangoModelFactory):
 
 
 class UserCouponFactory(factory.django.DjangoModelFactory):
-    """A claimed coupon. Raises its template's claimed_count as a real claim would."""
+    """A claimed coupon. Takes the user's next slot and raises its template's claimed_count as
+    a real claim would."""
 
     class Meta:
         model = UserCoupon
@@ -49,6 +50,9 @@ class UserCouponFactory(factory.django.DjangoModelFactory):
         template = kwargs["template"]
         CouponTemplate.objects.filter(pk=template.pk).update(claimed_count=F("claimed_count") + 1)
         template.refresh_from_db(fields=["claimed_count"])
+        if "slot" not in kwargs:
+            held = UserCoupon.objects.filter(template=template, user=kwargs["user"]).count()
+            kwargs["slot"] = held + 1
         return super()._create(model_class, *args, **kwargs)
 
 

@@ -5,6 +5,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -16,6 +17,10 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def env_float(name: str, default: float) -> float:
+    return float(os.environ.get(name, default))
 
 
 # --- Core -------------------------------------------------------------------------------------
@@ -32,13 +37,18 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework_simplejwt.token_blacklist",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "core",
     "coupons",
     "orders",
+    "config.apps.PlatformConfig",
 ]
 
 MIDDLEWARE = [
+    "config.middleware.RequestBodyLimitMiddleware",
+    "config.middleware.DatabaseBreakerMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -54,6 +64,9 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
+
+# Bodies over 1 MiB are 413 `too_large` (SPEC section 12), wherever they are read.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("REQUEST_BODY_MAX_BYTES", 1024 * 1024))
 
 TEMPLATES = [
     {
@@ -86,27 +99,63 @@ def database_from_env() -> dict:
             # serialize instead of failing with "database is locked" halfway through.
             "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
         }
-    config = dj_database_url.parse(url, conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "60")))
+    config = dj_database_url.parse(
+        url,
+        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "60")),
+        # A kept connection that died (database restarted) is found by a ping at the start
+        # of the next request and replaced, instead of failing that request.
+        conn_health_checks=env_bool("DB_CONN_HEALTH_CHECKS", True),
+    )
     if config["ENGINE"] == "django.db.backends.mysql":
         config["OPTIONS"] = {
             "charset": "utf8mb4",
             "isolation_level": "read committed",
-            "init_command": "SET sql_mode='STRICT_TRANS_TABLES'",
+            # A row lock held too long is an error after this many seconds, not a hung worker.
+            "init_command": "SET sql_mode='STRICT_TRANS_TABLES', innodb_lock_wait_timeout="
+            + str(int(os.environ.get("DB_LOCK_WAIT_TIMEOUT", "3"))),
+            **database_timeouts(),
         }
         config["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
     return config
 
 
+def database_timeouts() -> dict[str, int]:
+    """Client-side bounds (whole seconds, what the client library takes) so that a stalled
+    database costs a request seconds, not a worker: connect, and each read / write of a
+    statement. The read timeout must exceed the lock wait, or a lock wait would surface as a
+    lost connection. 0 turns one off (e.g. for a long manual migration)."""
+    timeouts = {
+        "connect_timeout": int(os.environ.get("DB_CONNECT_TIMEOUT", "2")),
+        "read_timeout": int(os.environ.get("DB_READ_TIMEOUT", "6")),
+        "write_timeout": int(os.environ.get("DB_WRITE_TIMEOUT", "6")),
+    }
+    return {name: seconds for name, seconds in timeouts.items() if seconds > 0}
+
+
 DATABASES = {"default": database_from_env()}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Database down or stalled: 503 `unavailable` with this Retry-After (seconds), and one log
+# line per kind of failure per interval (config/database_faults.py).
+DATABASE_UNAVAILABLE_RETRY_AFTER = int(os.environ.get("DATABASE_UNAVAILABLE_RETRY_AFTER", "5"))
+DATABASE_FAULT_LOG_INTERVAL = env_float("DATABASE_FAULT_LOG_INTERVAL", 10)
+# After a request found the database server away, answer 503 at once for this long.
+DATABASE_BREAKER_SECONDS = env_float("DATABASE_BREAKER_SECONDS", 2)
+# /healthz answers within this many seconds whatever the database does.
+HEALTH_TIMEOUT = env_float("HEALTH_TIMEOUT", 0.8)
 
 # --- Redis (advisory counters; see docs/DESIGN.md) --------------------------------------------
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+# The coupon counter's Redis (coupons.counter.counter_from_settings reads these, nothing else
+# does): by default the same server; with COUPON_REDIS_CLUSTER=1 the URL names any node of a
+# Redis Cluster.
+COUPON_COUNTER_REDIS_URL = os.environ.get("COUPON_COUNTER_REDIS_URL", REDIS_URL)
+COUPON_REDIS_CLUSTER = os.environ.get("COUPON_REDIS_CLUSTER", "0") == "1"
 # Prepended to every counter key; lets several deployments (or test runs) share one Redis.
 COUPON_REDIS_PREFIX = os.environ.get("COUPON_REDIS_PREFIX", "")
+# Every counter call is on a request's path, so one timeout (connect and read) bounds each.
 COUPON_COUNTER_CLAIM_TIMEOUT = float(os.environ.get("COUPON_COUNTER_CLAIM_TIMEOUT", "0.25"))
-COUPON_COUNTER_SYNC_TIMEOUT = float(os.environ.get("COUPON_COUNTER_SYNC_TIMEOUT", "2"))
 COUPON_COUNTER_BACKOFF = float(os.environ.get("COUPON_COUNTER_BACKOFF", "5"))
 
 CACHES = {
@@ -122,6 +171,17 @@ CACHES = {
     }
 }
 
+# --- Throttles (config/throttles.py): counted in the cache's Redis, open when it is down -----
+
+THROTTLE_RATES = {
+    "login_username": os.environ.get("THROTTLE_LOGIN_USERNAME", "10/min"),
+    "login_ip": os.environ.get("THROTTLE_LOGIN_IP", "30/min"),
+    "claim": os.environ.get("THROTTLE_CLAIM", "60/min"),
+    "redeem": os.environ.get("THROTTLE_REDEEM", "10/min"),
+}
+# After a Redis failure the throttles skip Redis for this many seconds (requests pass).
+THROTTLE_REDIS_BACKOFF = env_float("THROTTLE_REDIS_BACKOFF", 5)
+
 # --- Auth -------------------------------------------------------------------------------------
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -132,25 +192,34 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 SIMPLE_JWT = {
-    "ACCESS_TOKEN_LIFETIME": timedelta(minutes=int(os.environ.get("JWT_ACCESS_MINUTES", "120"))),
+    "ACCESS_TOKEN_LIFETIME": timedelta(minutes=int(os.environ.get("JWT_ACCESS_MINUTES", "15"))),
     "REFRESH_TOKEN_LIFETIME": timedelta(days=int(os.environ.get("JWT_REFRESH_DAYS", "7"))),
     "AUTH_HEADER_TYPES": ("Bearer",),
     "UPDATE_LAST_LOGIN": False,
+    # Every refresh returns a new refresh token and blacklists the one presented.
+    "ROTATE_REFRESH_TOKENS": True,
+    "BLACKLIST_AFTER_ROTATION": True,
+    # A digest of the password hash in every token: a password change revokes them all
+    # (config/authentication.py compares it with the user row it loads anyway).
+    "CHECK_REVOKE_TOKEN": True,
 }
 
 # --- REST framework and API docs --------------------------------------------------------------
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework_simplejwt.authentication.JWTAuthentication",
+        "config.authentication.RevocableJWTAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["config.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "config.pagination.PageNumberPagination",
     "EXCEPTION_HANDLER": "config.exceptions.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "PAGE_SIZE": 20,
+    # Trusted reverse proxies in front of the app (1 behind the shipped nginx): the client IP
+    # that login throttles count is then taken from X-Forwarded-For, not the proxy's address.
+    "NUM_PROXIES": int(os.environ["NUM_PROXIES"]) if os.environ.get("NUM_PROXIES") else None,
 }
 
 SPECTACULAR_SETTINGS = {
@@ -163,6 +232,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+
+# --- Idempotency-Key (see docs/DESIGN.md, "Idempotency") -------------------------------------
+
+# How long a key's answer is kept for replays; SPEC section 12 asks for at least 24 hours.
+IDEMPOTENCY_KEY_HOURS = int(os.environ.get("IDEMPOTENCY_KEY_HOURS", "24"))
+if IDEMPOTENCY_KEY_HOURS < 24:
+    raise ImproperlyConfigured("IDEMPOTENCY_KEY_HOURS must be at least 24.")
 
 # --- Orders -----------------------------------------------------------------------------------
 
@@ -192,7 +268,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"database_outage": {"()": "config.database_faults.DatabaseOutageLogFilter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            # While the database is down: one line per kind of failure, no traceback flood.
+            "filters": ["database_outage"],
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # A 409 "sold out" is the normal answer to a flash crowd, not a server problem: log only
     # 5xx here (Django logs every 4xx as a warning by default).

@@ -1,6 +1,10 @@
 """Local development: `make run`. Safe defaults for a laptop, never for the internet."""
 
-from .base import *  # noqa: F403
-from .base import SECRET_KEY
+from config.secret_key import local_secret_key
 
-SECRET_KEY = SECRET_KEY or "local-development-only-not-secret-key-0123456789"
+from .base import *  # noqa: F403
+from .base import SECRET_KEY, VAR_DIR
+
+# No key in the environment: one made for this checkout on first start, kept in var/ (which
+# git ignores), so no key anyone else knows ever signs this server's tokens.
+SECRET_KEY = SECRET_KEY or local_secret_key(VAR_DIR / "secret_key")

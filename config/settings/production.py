@@ -2,11 +2,12 @@
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .base import *  # noqa: F403
-from .base import DATABASES, SECRET_KEY, env_bool
+from config.secret_key import refuse_unsafe_secret_key
 
-if not SECRET_KEY:
-    raise ImproperlyConfigured("SECRET_KEY must be set in production.")
+from .base import *  # noqa: F403
+from .base import BASE_DIR, DATABASES, SECRET_KEY, env_bool
+
+refuse_unsafe_secret_key(SECRET_KEY, root=BASE_DIR)
 if DATABASES["default"]["ENGINE"] != "django.db.backends.mysql":
     raise ImproperlyConfigured("DATABASE_URL must point at MySQL in production.")
 

@@ -6,6 +6,8 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
 from config import clock
+from config.throttles import ClaimThrottle
+from core.idempotency import idempotent
 from coupons import selectors, services
 from coupons.api.serializers import (
     MineQuerySerializer,
@@ -26,8 +28,10 @@ class CouponListView(GenericAPIView):
 
 class CouponClaimView(GenericAPIView):
     serializer_class = UserCouponSerializer
+    throttle_classes = [ClaimThrottle]
 
     @extend_schema(request=None, responses={201: UserCouponSerializer})
+    @idempotent
     def post(self, request, template_id: int):
         coupon = services.coupon_claim(template_id=template_id, user_id=request.user.pk)
         data = UserCouponSerializer(coupon, context={"now": clock.now()}).data

@@ -7,6 +7,7 @@
 -- ARGV[1] now, ARGV[3] valid_from, ARGV[4] valid_until   integer milliseconds, inclusive window
 -- ARGV[2] total, ARGV[5] per_user_limit
 -- ARGV[6] db_claimed, ARGV[7] db_user       the database facts: floors for every counter
+-- ARGV[8] per-user TTL, milliseconds        the per-user keys expire once the window has ended
 --
 -- Returns 0 claimed (both counters incremented), 1 sold out, 2 not in window (nothing
 -- written), 3 per-user limit reached.
@@ -18,6 +19,7 @@ local valid_until = tonumber(ARGV[4])
 local per_user_limit = tonumber(ARGV[5])
 local db_claimed = tonumber(ARGV[6])
 local db_user = tonumber(ARGV[7])
+local per_user_ttl = tonumber(ARGV[8])
 
 if now < valid_from or now > valid_until then
   return 2
@@ -33,13 +35,23 @@ local function lift(key, floor)
   return current
 end
 
+-- Memory follows live templates: the user's keys go once the claim window is over.
+-- (PEXPIRE on a missing key does nothing.)
+local function expire_per_user_keys()
+  redis.call('PEXPIRE', KEYS[2], per_user_ttl)
+  redis.call('PEXPIRE', KEYS[4], per_user_ttl)
+end
+
 lift(KEYS[3], db_claimed)
 lift(KEYS[4], db_user)
 
 if lift(KEYS[1], db_claimed) >= total then
+  expire_per_user_keys()
   return 1
 end
-if lift(KEYS[2], db_user) >= per_user_limit then
+local user_count = lift(KEYS[2], db_user)
+expire_per_user_keys()
+if user_count >= per_user_limit then
   return 3
 end
 

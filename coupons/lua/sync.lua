@@ -5,6 +5,7 @@
 -- KEYS[3] coupon:version:{T}            KEYS[4] coupon:peruser-version:{T}:U
 -- ARGV[1] db_claimed   the template's claimed_count as the transaction left it
 -- ARGV[2] db_user      the user's claim count on T as the transaction left it
+-- ARGV[3] per-user TTL in milliseconds: the per-user keys expire once the window has ended
 --
 -- A snapshot is applied when it is at least as new as the stored version (missing = -1).
 -- Equal counts: a rejected or failed insert left the count unchanged, and applying the equal
@@ -23,7 +24,10 @@ local function apply(counter_key, version_key, db_count)
   return 0
 end
 
-return {
-  apply(KEYS[1], KEYS[3], tonumber(ARGV[1])),
-  apply(KEYS[2], KEYS[4], tonumber(ARGV[2])),
-}
+local total_applied = apply(KEYS[1], KEYS[3], tonumber(ARGV[1]))
+local user_applied = apply(KEYS[2], KEYS[4], tonumber(ARGV[2]))
+-- Memory follows live templates: the user's keys go once the claim window is over.
+-- (PEXPIRE on a missing key does nothing.)
+redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[3]))
+redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[3]))
+return {total_applied, user_applied}

@@ -6,6 +6,7 @@ from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
+from core.idempotency import idempotent
 from orders import selectors, services
 from orders.api.serializers import (
     CheckoutInputSerializer,
@@ -33,6 +34,7 @@ class OrderListView(GenericAPIView):
         return self.get_paginated_response(OrderSerializer(page, many=True).data)
 
     @extend_schema(request=CheckoutInputSerializer, responses={201: OrderSerializer})
+    @idempotent
     def post(self, request):
         payload = CheckoutInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
@@ -52,6 +54,7 @@ class OrderCancelView(GenericAPIView):
     serializer_class = OrderSerializer
 
     @extend_schema(request=None, responses=OrderSerializer)
+    @idempotent
     def post(self, request, order_id: int):
         services.order_cancel(user_id=request.user.pk, order_id=order_id)
         return order_response(request.user.pk, order_id)
@@ -61,6 +64,7 @@ class OrderPayView(GenericAPIView):
     serializer_class = OrderSerializer
 
     @extend_schema(request=PayInputSerializer, responses=OrderSerializer)
+    @idempotent
     def post(self, request, order_id: int):
         payload = PayInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)

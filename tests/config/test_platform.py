@@ -3,6 +3,8 @@
 import pytest
 from rest_framework.test import APIClient
 
+from tests.helpers import use_counter_at
+
 pytestmark = pytest.mark.django_db
 
 
@@ -87,8 +89,8 @@ def test_healthz_reports_database_and_redis():
     assert response.json() == {"status": "ok", "database": "ok", "redis": "ok"}
 
 
-def test_healthz_is_degraded_not_down_without_redis(settings):
-    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+def test_healthz_is_degraded_not_down_without_redis(redis_namespace):
+    use_counter_at("redis://127.0.0.1:1/0", prefix=redis_namespace)  # nothing listens on 1
     response = APIClient().get("/healthz")
     assert response.status_code == 200
     assert response.json() == {"status": "degraded", "database": "ok", "redis": "down"}

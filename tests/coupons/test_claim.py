@@ -11,17 +11,7 @@ from coupons.models import CouponTemplate, UserCoupon
 from tests.concurrency import run_together
 from tests.conftest import bearer_client
 from tests.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
-
-
-def claim_url(template) -> str:
-    return f"/api/coupons/{template.pk}/claim"
-
-
-def redis_counts(template_id: int, user_id: int) -> list[int | None]:
-    """claimed, peruser, version, peruser-version as the app's counter stores them."""
-    counter = coupon_counter()
-    values = counter._sync_client.mget(counter.keys(template_id, user_id))
-    return [None if v is None else int(v) for v in values]
+from tests.helpers import claim_url, redis_counts
 
 
 @pytest.mark.django_db
@@ -127,8 +117,9 @@ def test_window_ends_are_inclusive(user, shopper_client, frozen_now):
 @pytest.mark.django_db
 def test_counter_pushed_above_total_does_not_stop_a_claim_and_is_repaired(user, shopper_client):
     template = CouponTemplateFactory(total=5)
-    claimed_key, _, version_key, _ = coupon_counter().keys(template.pk, user.pk)
-    coupon_counter()._sync_client.set(claimed_key, 99)
+    counter = coupon_counter()
+    claimed_key, _, version_key, _ = counter.keys(template.pk, user.pk)
+    counter.client.set(claimed_key, 99)
 
     response = shopper_client.post(claim_url(template))
 
@@ -137,7 +128,9 @@ def test_counter_pushed_above_total_does_not_stop_a_claim_and_is_repaired(user, 
 
 
 @pytest.mark.django_db
-def test_claim_sql_the_lock_is_the_transactions_first_statement(user, shopper_client):
+def test_claim_sql_the_row_lock_is_taken_by_the_last_step_only(user, shopper_client):
+    """The transaction is the guarded UPDATE (which takes the template's row lock), the insert,
+    and the commit: every read comes before it, every Redis call outside it."""
     from django.test.utils import CaptureQueriesContext
 
     template = CouponTemplateFactory()
@@ -145,13 +138,14 @@ def test_claim_sql_the_lock_is_the_transactions_first_statement(user, shopper_cl
         assert shopper_client.post(claim_url(template)).status_code == 201
 
     statements = [q["sql"] for q in queries.captured_queries]
-    lock = next(i for i, sql in enumerate(statements) if sql.endswith("FOR UPDATE"))
-    # Inside the test's own transaction atomic() opens a savepoint, which is where the claim
-    # transaction begins; the lock on the template row comes straight after it.
-    assert statements[lock - 1].startswith("SAVEPOINT")
-    assert "coupon_templates" in statements[lock]
-    after_lock = " ".join(statements[lock + 1 :])
-    assert "COUNT(" in after_lock and "INSERT INTO `user_coupons`" in after_lock
+    # Inside the test's own transaction atomic() opens a savepoint where the claim
+    # transaction begins, and releases it where the claim commits.
+    begin = next(i for i, sql in enumerate(statements) if sql.startswith("SAVEPOINT"))
+    assert statements[begin + 1].startswith("UPDATE coupon_templates SET claimed_count")
+    assert "claimed_count < total" in statements[begin + 1]
+    assert statements[begin + 2].startswith("INSERT INTO user_coupons")
+    assert statements[begin + 3].startswith("RELEASE SAVEPOINT")
+    assert not any("FOR UPDATE" in sql for sql in statements)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -190,7 +184,8 @@ def test_one_user_firing_20_claims_with_limit_3_gets_exactly_3():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_claim_waiting_on_the_lock_while_the_window_closes_gets_409(frozen_now):
-    """The window is checked with `now` sampled after the row lock, not before it."""
+    """The window is checked with `now` sampled after the row lock, not before it: the
+    guarded UPDATE waits for the lock, and the insert after it sees the window closed."""
     now = frozen_now.now()
     template = CouponTemplateFactory(valid_from=now - timedelta(hours=1), valid_until=now)
     user = UserFactory()
@@ -216,7 +211,7 @@ def test_a_claim_waiting_on_the_lock_while_the_window_closes_gets_409(frozen_now
     waited_on_the_lock = threading.Event()
 
     def release_once_the_claim_waits() -> None:
-        """Release only once the claim's locking SELECT is running (the holder is idle, so
+        """Release only once the claim's guarded UPDATE is running (the holder is idle, so
         it can only be waiting): it passed the fast check and queued on the row, so the
         locked path is what answers."""
         try:
@@ -224,7 +219,7 @@ def test_a_claim_waiting_on_the_lock_while_the_window_closes_gets_409(frozen_now
                 with connection.cursor() as cursor:
                     cursor.execute(
                         "SELECT COUNT(*) FROM information_schema.processlist"
-                        " WHERE info LIKE 'SELECT %%coupon_templates%%FOR UPDATE'"
+                        " WHERE info LIKE 'UPDATE coupon_templates SET claimed_count%%'"
                     )
                     if cursor.fetchone()[0]:
                         waited_on_the_lock.set()

@@ -62,3 +62,20 @@ def test_a_good_row_passes_every_constraint():
         )
     template.refresh_from_db()
     assert template.claimed_count == template.total
+
+
+@pytest.mark.parametrize(
+    ("assignment", "constraint"),
+    [
+        ("slot = 0", "user_coupon_slot_positive"),
+        ("slot = 1", "user_coupon_template_user_slot"),  # the user's first coupon has slot 1
+    ],
+)
+def test_a_users_coupons_of_a_template_take_distinct_slots_from_1(assignment, constraint):
+    first = UserCouponFactory()
+    second = UserCouponFactory(template=first.template, user=first.user)
+    assert (first.slot, second.slot) == (1, 2)
+
+    with pytest.raises(DatabaseError, match=constraint):
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"UPDATE user_coupons SET {assignment} WHERE id = %s", [second.pk])

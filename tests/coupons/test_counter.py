@@ -7,6 +7,7 @@ from django.conf import settings
 from redis.crc import key_slot
 
 from coupons.counter import (
+    PER_USER_KEYS_OUTLIVE_WINDOW_MS,
     ClaimTerms,
     CouponClaimed,
     CouponCounter,
@@ -14,6 +15,7 @@ from coupons.counter import (
     CouponNotInWindow,
     CouponSoldOut,
 )
+from tests.helpers import counter_at
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 TERMS = ClaimTerms(
@@ -27,13 +29,24 @@ TERMS = ClaimTerms(
 
 @pytest.fixture
 def counter(redis_namespace):
-    return CouponCounter(settings.REDIS_URL, prefix=redis_namespace)
+    return counter_at(settings.COUPON_COUNTER_REDIS_URL, prefix=redis_namespace)
 
 
 def stored(counter: CouponCounter, user_id: int = 7) -> list[int | None]:
     """claimed, peruser, version, peruser-version, as integers (None when missing)."""
-    values = counter._sync_client.mget(counter.keys(TERMS.template_id, user_id))
-    return [None if v is None else int(v) for v in values]
+    counts = counter.stored(template_id=TERMS.template_id, user_id=user_id)
+    return [counts.claimed, counts.user, counts.version, counts.user_version]
+
+
+def sync(counter, *, user_id=7, db_claimed, db_user, now=NOW) -> bool:
+    return counter.sync(
+        template_id=TERMS.template_id,
+        user_id=user_id,
+        db_claimed=db_claimed,
+        db_user=db_user,
+        now=now,
+        valid_until=TERMS.valid_until,
+    )
 
 
 def claim(counter, *, user_id=7, now=NOW, db_claimed=0, db_user=0, terms=TERMS):
@@ -92,15 +105,15 @@ def test_sync_moves_a_counter_down_to_the_database_fact(counter):
     claim(counter)  # leaked INCR: the database then refused the claim
     assert stored(counter) == [1, 1, 0, 0]
 
-    assert counter.sync(template_id=42, user_id=7, db_claimed=0, db_user=0)
+    assert sync(counter, user_id=7, db_claimed=0, db_user=0)
 
     assert stored(counter) == [0, 0, 0, 0]
 
 
 def test_sync_ignores_an_older_snapshot_of_the_total(counter):
-    counter.sync(template_id=42, user_id=7, db_claimed=5, db_user=1)
+    sync(counter, user_id=7, db_claimed=5, db_user=1)
 
-    counter.sync(template_id=42, user_id=7, db_claimed=4, db_user=0)
+    sync(counter, user_id=7, db_claimed=4, db_user=0)
 
     assert stored(counter) == [5, 1, 5, 1]
 
@@ -115,9 +128,9 @@ def test_a_late_total_snapshot_still_repairs_the_users_own_counter(counter):
         db_user=0,
         terms=TERMS.__class__(**{**TERMS.__dict__, "total": 10}),
     )
-    counter.sync(template_id=42, user_id=8, db_claimed=5, db_user=1)
+    sync(counter, user_id=8, db_claimed=5, db_user=1)
 
-    counter.sync(template_id=42, user_id=7, db_claimed=4, db_user=0)
+    sync(counter, user_id=7, db_claimed=4, db_user=0)
 
     assert stored(counter, user_id=7) == [5, 0, 5, 0]
 
@@ -129,7 +142,7 @@ def test_all_keys_of_a_template_share_one_cluster_slot(counter):
 
 
 def test_key_names_match_the_specification():
-    assert CouponCounter(settings.REDIS_URL).keys(42, 7) == [
+    assert counter_at(settings.COUPON_COUNTER_REDIS_URL).keys(42, 7) == [
         "coupon:claimed:{42}",
         "coupon:peruser:{42}:7",
         "coupon:version:{42}",
@@ -138,22 +151,50 @@ def test_key_names_match_the_specification():
 
 
 def test_scripts_reload_themselves_after_script_flush(own_redis):
-    counter = CouponCounter(own_redis.url)
+    counter = counter_at(own_redis.url)
     assert claim(counter) == CouponClaimed()
 
     own_redis.client().script_flush()
 
     assert claim(counter) == CouponClaimed()
-    assert counter.sync(template_id=42, user_id=7, db_claimed=0, db_user=0)
+    assert sync(counter, user_id=7, db_claimed=0, db_user=0)
 
 
 def test_unreachable_redis_is_swallowed_and_backs_off(own_redis):
-    counter = CouponCounter(own_redis.url, backoff=60)
+    counter = counter_at(own_redis.url, backoff=60)
     own_redis.stop()
 
     assert claim(counter) is None
-    assert counter.sync(template_id=42, user_id=7, db_claimed=0, db_user=0) is False
+    assert sync(counter, user_id=7, db_claimed=0, db_user=0) is False
     own_redis.start()
     # Still inside the back-off: Redis is not even asked.
     assert claim(counter) is None
     assert own_redis.client().dbsize() == 0
+
+
+def test_per_user_keys_expire_when_the_claim_window_ends(counter):
+    """Memory follows live templates: both per-user keys live until valid_until (by the app's
+    clock, which the scripts are given) plus a minute; the template's own keys stay."""
+    claim(counter)
+    user_key, user_version_key = counter.keys(TERMS.template_id, 7)[1::2]
+    until_window_end_ms = (TERMS.valid_until - NOW) // timedelta(milliseconds=1)
+    expected_ms = until_window_end_ms + PER_USER_KEYS_OUTLIVE_WINDOW_MS
+
+    ttls = [counter.client.pttl(key) for key in (user_key, user_version_key)]
+
+    assert all(expected_ms - 5_000 < ttl <= expected_ms for ttl in ttls), ttls
+    assert [counter.client.pttl(key) for key in counter.keys(TERMS.template_id, 7)[0::2]] == [
+        -1,
+        -1,
+    ]
+
+
+def test_sync_after_the_window_leaves_per_user_keys_a_minute_to_live(counter):
+    claim(counter)
+
+    assert sync(counter, db_claimed=1, db_user=1, now=TERMS.valid_until + timedelta(hours=5))
+
+    ttls = [counter.client.pttl(key) for key in counter.keys(TERMS.template_id, 7)[1::2]]
+    assert all(
+        PER_USER_KEYS_OUTLIVE_WINDOW_MS - 5_000 < t <= PER_USER_KEYS_OUTLIVE_WINDOW_MS for t in ttls
+    )

@@ -1,13 +1,16 @@
+from datetime import UTC, datetime, timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from coupons.counter import coupon_counter
-from tests.coupons.test_claim import redis_counts
 from tests.factories import CouponTemplateFactory, UserCouponFactory
+from tests.helpers import redis_counts, use_counter_at
 
 pytestmark = pytest.mark.django_db
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+WINDOW = {"now": NOW, "valid_until": NOW + timedelta(days=1)}
 
 
 def test_rebuild_all_sets_totals_to_the_database_and_drops_user_counters():
@@ -15,7 +18,9 @@ def test_rebuild_all_sets_totals_to_the_database_and_drops_user_counters():
     holder = UserCouponFactory(template=first).user
     UserCouponFactory(template=first)
     counter = coupon_counter()
-    counter.sync(template_id=first.pk, user_id=holder.pk, db_claimed=9, db_user=5)  # wrong
+    counter.sync(
+        template_id=first.pk, user_id=holder.pk, db_claimed=9, db_user=5, **WINDOW
+    )  # wrong
 
     out = StringIO()
     call_command("rebuild_coupon_counters", stdout=out)
@@ -32,8 +37,8 @@ def test_rebuild_all_sets_totals_to_the_database_and_drops_user_counters():
 def test_rebuild_one_template_leaves_the_others_alone():
     first, second = CouponTemplateFactory(), CouponTemplateFactory()
     counter = coupon_counter()
-    counter.sync(template_id=first.pk, user_id=1, db_claimed=7, db_user=1)
-    counter.sync(template_id=second.pk, user_id=1, db_claimed=7, db_user=1)
+    counter.sync(template_id=first.pk, user_id=1, db_claimed=7, db_user=1, **WINDOW)
+    counter.sync(template_id=second.pk, user_id=1, db_claimed=7, db_user=1, **WINDOW)
 
     call_command("rebuild_coupon_counters", "--template", str(first.pk), stdout=StringIO())
 
@@ -46,8 +51,8 @@ def test_rebuild_of_an_unknown_template_fails_clearly():
         call_command("rebuild_coupon_counters", "--template", "999999", stdout=StringIO())
 
 
-def test_rebuild_without_redis_fails_clearly(settings):
+def test_rebuild_without_redis_fails_clearly(redis_namespace):
     CouponTemplateFactory()
-    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    use_counter_at("redis://127.0.0.1:1/0", prefix=redis_namespace)  # nothing listens there
     with pytest.raises(CommandError, match="Redis is unavailable"):
         call_command("rebuild_coupon_counters", stdout=StringIO())

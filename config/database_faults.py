@@ -1,0 +1,148 @@
+"""When the database is unreachable, stalled or shedding load: which errors mean that, and how
+they are reported (one log line per kind of failure per interval, never a traceback per
+request). config/exceptions.py turns them into 503 `unavailable` with Retry-After."""
+
+import logging
+import threading
+import time
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+
+logger = logging.getLogger("config.database")
+
+# MySQL / MariaDB error numbers that say "the database cannot serve this now, try again":
+# the server is unreachable, went away, was shut down or killed the connection, timed out,
+# or refused work it could not do in time. Anything else (a bad column, a syntax error) is a
+# bug and stays a 500.
+UNAVAILABLE_ERROR_CODES = frozenset(
+    {
+        1040,  # too many connections
+        1053,  # server shutdown in progress
+        1205,  # lock wait timeout exceeded
+        1213,  # deadlock found
+        1927,  # connection was killed (MariaDB)
+        1969,  # query execution was interrupted, max_statement_time exceeded (MariaDB)
+        2002,  # can't connect through socket
+        2003,  # can't connect to server
+        2005,  # unknown server host
+        2006,  # server has gone away
+        2013,  # lost connection during query
+        2055,  # lost connection at a given stage
+        3024,  # max_execution_time exceeded (MySQL)
+        4031,  # disconnected by the server for inactivity (MySQL 8)
+    }
+)
+
+
+# Of those, the ones that say the server itself is away (not one contended row): they open
+# the breaker below.
+CONNECTION_ERROR_CODES = frozenset({1040, 1053, 1927, 2002, 2003, 2005, 2006, 2013, 2055, 4031})
+
+
+def database_unavailable(error: BaseException) -> bool:
+    """True for an error that means the database is down, stalled or overloaded."""
+    if isinstance(error, InterfaceError):  # the connection is already closed or broken
+        return True
+    if isinstance(error, OperationalError):
+        code = error.args[0] if error.args else None
+        if isinstance(code, int):
+            return code in UNAVAILABLE_ERROR_CODES
+        return "database is locked" in str(code)  # SQLite under `make run`
+    return False
+
+
+def database_unreachable(error: BaseException) -> bool:
+    """The database server is away (down, stalled, refusing connections)."""
+    if isinstance(error, InterfaceError):
+        return True
+    code = error.args[0] if isinstance(error, OperationalError) and error.args else None
+    return code in CONNECTION_ERROR_CODES
+
+
+class DatabaseBreaker:
+    """After a request found the database server away, the process answers 503 at once for
+    DATABASE_BREAKER_SECONDS instead of sending every request into the same timeouts: worker
+    threads stay free (for /healthz among others) while a stalled database is down. Then the
+    next request tries the database again. Per process, like the Redis back-offs."""
+
+    def __init__(self) -> None:
+        self._open_until = 0.0
+
+    def trip(self) -> None:
+        self._open_until = time.monotonic() + settings.DATABASE_BREAKER_SECONDS
+
+    def is_open(self) -> bool:
+        return time.monotonic() < self._open_until
+
+    def reset(self) -> None:
+        self._open_until = 0.0
+
+
+breaker = DatabaseBreaker()
+
+
+def failure_kind(error: BaseException) -> str:
+    code = error.args[0] if error.args and isinstance(error.args[0], int) else None
+    return f"{type(error).__name__} {code}" if code is not None else type(error).__name__
+
+
+class OncePerInterval:
+    """Says yes to the first event of each kind, then once per `interval` seconds, and
+    counts what it said no to in between."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+
+    def admit(self, kind: str, interval: float) -> int | None:
+        """None: stay quiet. Otherwise how many were suppressed since the last report."""
+        now = time.monotonic()
+        with self._lock:
+            last = self._last.get(kind)
+            if last is not None and now - last < interval:
+                self._suppressed[kind] = self._suppressed.get(kind, 0) + 1
+                return None
+            self._last[kind] = now
+            return self._suppressed.pop(kind, 0)
+
+
+_reports = OncePerInterval()
+
+
+def report_database_unavailable(error: BaseException, *, where: str) -> None:
+    """Log one line for this kind of failure, at most once per DATABASE_FAULT_LOG_INTERVAL;
+    open the breaker if the server itself is away."""
+    if database_unreachable(error):
+        breaker.trip()
+    kind = failure_kind(error)
+    suppressed = _reports.admit(kind, settings.DATABASE_FAULT_LOG_INTERVAL)
+    if suppressed is None:
+        return
+    logger.error(
+        "database unavailable (%s) in %s: %s; answering 503 (%d more since the last report)",
+        kind,
+        where,
+        error,
+        suppressed,
+    )
+
+
+class DatabaseOutageLogFilter(logging.Filter):
+    """For log records of other code that carry a database-unavailable exception (for
+    example a service logging a failed recount while the database is down): drop the
+    traceback and let one record per kind through per interval."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is None or not database_unavailable(error):
+            return True
+        kind = f"{record.name}: {failure_kind(error)}"
+        if _reports.admit(kind, settings.DATABASE_FAULT_LOG_INTERVAL) is None:
+            return False
+        record.msg = f"{record.getMessage()}: {error}"
+        record.args = None
+        record.exc_info = None
+        record.exc_text = None
+        return True

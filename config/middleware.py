@@ -1,0 +1,38 @@
+"""Middleware of our own: cheap guards that hold for every path, the Django admin included."""
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+
+from config.database_faults import breaker
+from config.exceptions import request_too_large_response, unavailable_response
+
+
+class RequestBodyLimitMiddleware:
+    """413 `too_large` for a declared Content-Length over DATA_UPLOAD_MAX_MEMORY_SIZE, before
+    anything reads the body. Bodies without a Content-Length (chunked) are bounded where they
+    are read: the API's BoundedJSONParser and Django's request.body (handler400 -> 413)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        if declared > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+            return request_too_large_response()
+        return self.get_response(request)
+
+
+class DatabaseBreakerMiddleware:
+    """503 `unavailable` at once while config.database_faults.breaker is open (the database
+    was just found away). /healthz still checks for itself: it is how recovery is seen."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if breaker.is_open() and request.path != "/healthz":
+            return unavailable_response()
+        return self.get_response(request)

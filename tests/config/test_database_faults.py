@@ -1,0 +1,161 @@
+"""Database trouble answers 503 `unavailable` with Retry-After and logs one line per kind.
+The whole outage (stop, freeze, kill under a claim storm) is in test_database_outage.py; here
+the parts one process can show on the shared database."""
+
+import logging
+import sys
+import threading
+import time
+
+import pytest
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.test import Client
+
+from config import database_faults
+from config.database_faults import DatabaseOutageLogFilter, breaker, database_unavailable
+from coupons.models import CouponTemplate, UserCoupon
+from tests.conftest import bearer_client
+from tests.coupons.test_claim import claim_url
+from tests.factories import CouponTemplateFactory, UserFactory
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_stuck_behind_a_held_row_lock_is_503_after_the_lock_wait_timeout():
+    """innodb_lock_wait_timeout comes from the connection's init_command (3 s by default)."""
+    template = CouponTemplateFactory(total=5)
+    client = bearer_client(UserFactory())
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_lock() -> None:
+        try:
+            with transaction.atomic():
+                CouponTemplate.objects.select_for_update().get(pk=template.pk)
+                locked.set()
+                release.wait(timeout=20)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    locked.wait(timeout=10)
+    try:
+        started = time.monotonic()
+        response = client.post(claim_url(template))
+        waited = time.monotonic() - started
+    finally:
+        release.set()
+        holder.join()
+
+    assert response.status_code == 503
+    assert response.json() == {
+        "code": "unavailable",
+        "detail": "The service is temporarily unavailable. Retry shortly.",
+    }
+    assert response["Retry-After"] == "5"
+    assert 2.5 < waited < 6
+    assert UserCoupon.objects.count() == 0
+    template.refresh_from_db()
+    assert template.claimed_count == 0
+    assert not breaker.is_open()  # one contended row is not the database being away
+    assert client.post(claim_url(template)).status_code == 201
+
+
+def test_the_session_lock_wait_timeout_is_set_on_every_connection(db):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT @@SESSION.innodb_lock_wait_timeout, @@SESSION.sql_mode")
+        lock_wait, sql_mode = cursor.fetchone()
+    assert lock_wait == 3
+    assert "STRICT_TRANS_TABLES" in sql_mode
+    options = connection.settings_dict["OPTIONS"]
+    assert (options["connect_timeout"], options["read_timeout"], options["write_timeout"]) == (
+        2,
+        6,
+        6,
+    )
+    assert connection.settings_dict["CONN_HEALTH_CHECKS"] is True
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (OperationalError(2006, "MySQL server has gone away"), True),
+        (OperationalError(2013, "Lost connection to server during query"), True),
+        (OperationalError(2003, "Can't connect"), True),
+        (OperationalError(1205, "Lock wait timeout exceeded"), True),
+        (OperationalError(1213, "Deadlock found"), True),
+        (InterfaceError(0, ""), True),
+        (OperationalError(1054, "Unknown column 'x'"), False),  # a bug, not an outage
+        (OperationalError(1644, "forced failure"), False),
+        (ValueError("nope"), False),
+    ],
+)
+def test_which_errors_mean_the_database_is_unavailable(error, expected):
+    assert database_unavailable(error) is expected
+
+
+def test_outage_logs_are_one_line_per_kind_per_interval_without_traceback(settings):
+    """What config.database_faults does with log records of other code (say a service's
+    logger.exception after a failed recount) while the database is down."""
+    settings.DATABASE_FAULT_LOG_INTERVAL = 60
+    database_faults._reports = database_faults.OncePerInterval()
+    log_filter = DatabaseOutageLogFilter()
+    records = []
+    for _ in range(50):
+        for code in (2006, 2013):
+            try:
+                raise OperationalError(code, "gone")
+            except OperationalError:
+                record = logging.LogRecord(
+                    "coupons.services", logging.ERROR, __file__, 1, "recount failed", None, None
+                )
+                record.exc_info = sys.exc_info()
+                if log_filter.filter(record):
+                    records.append(record)
+    assert [(r.getMessage(), r.exc_info) for r in records] == [
+        ("recount failed: (2006, 'gone')", None),
+        ("recount failed: (2013, 'gone')", None),
+    ]
+
+
+def test_an_open_breaker_answers_503_at_once_but_not_healthz(db, settings):
+    settings.DATABASE_BREAKER_SECONDS = 30
+    breaker.trip()
+    client = bearer_client(UserFactory())
+
+    claim = client.post("/api/coupons/1/claim")
+    health = Client().get("/healthz")
+
+    assert (claim.status_code, claim.json()["code"], claim["Retry-After"]) == (
+        503,
+        "unavailable",
+        "5",
+    )
+    assert (health.status_code, health.json()["database"]) == (200, "ok")
+    breaker.reset()
+    assert client.post("/api/coupons/1/claim").status_code == 404
+
+
+def test_non_api_paths_answer_503_too_through_handler500(db, monkeypatch, caplog):
+    """Outside DRF (here a Django admin page whose session read fails), handler500 sees the
+    exception and answers 503, logged as one line and not as django.request's traceback."""
+    from django.contrib.sessions.backends import db as session_db
+
+    def database_gone(self, *args, **kwargs):
+        raise OperationalError(2006, "MySQL server has gone away")
+
+    monkeypatch.setattr(session_db.SessionStore, "load", database_gone)
+    client = Client(raise_request_exception=False)
+    client.cookies["sessionid"] = "x" * 32
+
+    with caplog.at_level(logging.INFO):
+        response = client.get("/admin/")
+
+    # An admin page, not JSON (SPEC section 13), rendered without the database.
+    assert (response.status_code, response["Content-Type"], response["Retry-After"]) == (
+        503,
+        "text/html; charset=utf-8",
+        "5",
+    )
+    assert "The service is temporarily unavailable. Retry shortly." in response.content.decode()
+    assert [r.name for r in caplog.records] == ["config.database"]
+    assert caplog.records[0].exc_info is None

@@ -1,0 +1,138 @@
+"""The one claim rule (coupons.rules): its order, its SQL form for the admin filter, and the Lua
+claim script's return codes, all held to `claim_state`."""
+
+import itertools
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.conf import settings
+
+from coupons.counter import STATES_BY_RESULT, ClaimTerms
+from coupons.models import CouponTemplate
+from coupons.rules import ClaimState, TemplateFacts, claim_state, template_state_where
+from tests.factories import CouponTemplateFactory
+from tests.helpers import counter_at
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+MS = timedelta(milliseconds=1)
+# Every boundary of every check: window ends (inclusive), total, per-user limit.
+WINDOWS = [
+    (NOW + MS, NOW + timedelta(hours=1)),  # not started
+    (NOW, NOW + timedelta(hours=1)),  # opens now
+    (NOW - timedelta(hours=1), NOW),  # closes now
+    (NOW - timedelta(hours=1), NOW - MS),  # ended
+]
+COUNTS = [(0, 2), (1, 2), (2, 2), (3, 3)]  # (claimed_count, total)
+USER_CLAIMS = [0, 1, 2]  # against a per-user limit of 2
+GRID = [
+    TemplateFacts(
+        total=total,
+        claimed_count=claimed,
+        per_user_limit=2,
+        valid_from=valid_from,
+        valid_until=valid_until,
+    )
+    for (valid_from, valid_until), (claimed, total) in itertools.product(WINDOWS, COUNTS)
+]
+
+
+def test_the_rule_checks_window_then_total_then_the_limit():
+    ended_sold_out_at_limit = TemplateFacts(
+        total=1, claimed_count=1, per_user_limit=1, valid_from=NOW - MS * 2, valid_until=NOW - MS
+    )
+    assert claim_state(ended_sold_out_at_limit, now=NOW, user_claims=1) is ClaimState.ENDED
+    sold_out_at_limit = TemplateFacts(
+        total=1, claimed_count=1, per_user_limit=1, valid_from=NOW, valid_until=NOW
+    )
+    assert claim_state(sold_out_at_limit, now=NOW, user_claims=1) is ClaimState.SOLD_OUT
+    at_limit = TemplateFacts(
+        total=2, claimed_count=1, per_user_limit=1, valid_from=NOW, valid_until=NOW
+    )
+    assert claim_state(at_limit, now=NOW, user_claims=1) is ClaimState.LIMIT_REACHED
+    assert claim_state(at_limit, now=NOW, user_claims=0) is ClaimState.CLAIMABLE
+    assert claim_state(at_limit, now=NOW, user_claims=None) is ClaimState.ACTIVE
+
+
+def test_before_window_opens_skips_only_the_start():
+    facts = TemplateFacts(
+        total=2, claimed_count=1, per_user_limit=1, valid_from=NOW + MS, valid_until=NOW + MS
+    )
+    assert claim_state(facts, now=NOW, user_claims=0) is ClaimState.NOT_STARTED
+    assert (
+        claim_state(facts, now=NOW, user_claims=0, before_window_opens=True) is ClaimState.CLAIMABLE
+    )
+    assert (
+        claim_state(facts, now=NOW + MS * 2, user_claims=0, before_window_opens=True)
+        is ClaimState.ENDED
+    )
+
+
+@pytest.mark.django_db
+def test_the_admin_filter_selects_exactly_the_templates_the_rule_puts_in_each_state():
+    templates = {
+        CouponTemplateFactory(
+            total=facts.total,
+            per_user_limit=facts.per_user_limit,
+            valid_from=facts.valid_from,
+            valid_until=facts.valid_until,
+        ).pk: facts
+        for facts in GRID
+    }
+    CouponTemplate.objects.bulk_update(
+        [
+            CouponTemplate(pk=pk, claimed_count=facts.claimed_count)
+            for pk, facts in templates.items()
+        ],
+        ["claimed_count"],
+    )
+
+    for state in (
+        ClaimState.NOT_STARTED,
+        ClaimState.ENDED,
+        ClaimState.SOLD_OUT,
+        ClaimState.ACTIVE,
+    ):
+        selected = set(
+            CouponTemplate.objects.filter(template_state_where(state, now=NOW)).values_list(
+                "pk", flat=True
+            )
+        )
+        expected = {
+            pk
+            for pk, facts in templates.items()
+            if claim_state(facts, now=NOW, user_claims=None) is state
+        }
+        assert selected == expected, state
+        assert expected  # the grid reaches every state
+
+
+def test_the_lua_claim_script_answers_what_the_rule_decides(redis_namespace):
+    """claim.lua on empty keys with the same facts as floors, for every branch of the rule."""
+    counter = counter_at(settings.COUPON_COUNTER_REDIS_URL, prefix=redis_namespace)
+    seen = set()
+    for template_id, (facts, user_claims) in enumerate(
+        itertools.product(GRID, USER_CLAIMS), start=1
+    ):
+        decided = claim_state(facts, now=NOW, user_claims=user_claims)
+        counted = counter.claim(
+            ClaimTerms(
+                template_id=template_id,
+                total=facts.total,
+                per_user_limit=facts.per_user_limit,
+                valid_from=facts.valid_from,
+                valid_until=facts.valid_until,
+            ),
+            user_id=7,
+            now=NOW,
+            db_claimed=facts.claimed_count,
+            db_user=user_claims,
+        )
+        assert decided in STATES_BY_RESULT[counted], (facts, user_claims, counted)
+        seen.add(decided)
+    assert seen == {
+        ClaimState.NOT_STARTED,
+        ClaimState.ENDED,
+        ClaimState.SOLD_OUT,
+        ClaimState.LIMIT_REACHED,
+        ClaimState.CLAIMABLE,
+    }

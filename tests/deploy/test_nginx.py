@@ -1,0 +1,203 @@
+"""The shipped nginx config (deploy/nginx/coupons.conf.template), run by Debian's nginx in front
+of a real gunicorn with 2 sync workers: half-sent requests do not stall other clients, while
+the same gunicorn without nginx is blocked by them."""
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.live_server import BASE_DIR, gunicorn_serving, stop_process_group
+from tests.redis_server import free_port
+
+# The servers read the test database, which pytest-django creates only for marked tests.
+pytestmark = pytest.mark.django_db
+
+TEMPLATE = BASE_DIR / "deploy" / "nginx" / "coupons.conf.template"
+SLOW_CLIENTS = 50
+
+
+def render_template(text: str, values: dict[str, str]) -> str:
+    """What the nginx image's envsubst step does: replace ${NAME} for the variables given and
+    leave every other `$` (nginx's own variables) alone."""
+    for name, value in values.items():
+        text = text.replace("${" + name + "}", value)
+    left = re.findall(r"\$\{\w+\}", text)
+    assert not left, f"placeholders without a value: {left}"
+    return text
+
+
+NGINX_CONF = """\
+daemon off;
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 512; }}
+http {{
+    access_log off;
+    client_body_temp_path {dir}/client_body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    include {dir}/coupons.conf;
+}}
+"""
+
+
+def nginx_binary() -> str:
+    binary = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(binary).exists():
+        pytest.fail("nginx is not installed; run scripts/ensure-test-deps (make test does)")
+    return binary
+
+
+@contextmanager
+def nginx_serving(upstream: str) -> Iterator[str]:
+    """Debian's nginx, the repo's template rendered for `upstream`, on a free port; not a
+    daemon, pid and temp files in a directory of its own. Yields the base URL."""
+    # Not under pytest's tmp_path: nginx's workers run as `nobody` (we are root) and must
+    # reach their temp directories, which pytest's 0700 parents would forbid.
+    directory = Path(tempfile.mkdtemp(prefix="coupons-nginx-"))
+    directory.chmod(0o755)
+    port = free_port()
+    (directory / "coupons.conf").write_text(
+        render_template(
+            TEMPLATE.read_text(),
+            {"APP_UPSTREAM": upstream, "LISTEN_PORT": f"127.0.0.1:{port}"},
+        )
+    )
+    (directory / "nginx.conf").write_text(NGINX_CONF.format(dir=directory))
+    process = subprocess.Popen(
+        [nginx_binary(), "-p", str(directory), "-c", str(directory / "nginx.conf"),
+         "-e", str(directory / "error.log")],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            if process.poll() is not None:
+                log = (directory / "error.log").read_text(errors="replace")
+                raise RuntimeError(f"nginx exited at start:\n{log}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_process_group(process)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@dataclass
+class Stack:
+    gunicorn: str
+    nginx: str
+
+
+@pytest.fixture(scope="module")
+def stack(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Stack]:
+    """One gunicorn (2 sync workers) and one nginx in front of it, for the whole module."""
+    log = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"
+    with django_db_blocker.unblock(), gunicorn_serving(log, workers=2) as gunicorn:
+        with nginx_serving(gunicorn.removeprefix("http://")) as nginx:
+            yield Stack(gunicorn=gunicorn, nginx=nginx)
+
+
+@contextmanager
+def half_sent_requests(base_url: str, count: int) -> Iterator[list[socket.socket]]:
+    """`count` connections that each send part of a request and then go quiet: half of them
+    stop inside the headers, half inside a declared 1,000-byte body."""
+    host, port = base_url.removeprefix("http://").split(":")
+    sockets = []
+    try:
+        for index in range(count):
+            sock = socket.create_connection((host, int(port)), timeout=5)
+            if index % 2:
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            else:
+                sock.sendall(
+                    b"POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+                    b'{"items": ['
+                )
+            sockets.append(sock)
+        time.sleep(0.5)  # let the server accept them and start waiting for the rest
+        yield sockets
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def timed_get(url: str, timeout: float) -> tuple[int, float]:
+    started = time.monotonic()
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        response.read()
+        return response.status, time.monotonic() - started
+
+
+def test_half_sent_requests_do_not_delay_other_clients_behind_nginx(stack):
+    for _ in range(4):  # warm both workers (first-request imports, connections)
+        timed_get(stack.nginx + "/healthz", timeout=10)
+
+    with half_sent_requests(stack.nginx, SLOW_CLIENTS):
+        answers = [timed_get(stack.nginx + "/healthz", timeout=5) for _ in range(10)]
+
+    assert [status for status, _ in answers] == [200] * 10
+    slowest = max(seconds for _, seconds in answers)
+    assert slowest < 1.0, f"slowest answer took {slowest:.2f} s"
+
+
+def test_without_nginx_the_same_half_sent_requests_block_gunicorn(stack):
+    # The mechanism: each sync worker is stuck reading one slow client, so nobody else is
+    # served until the workers are freed (here: when the slow clients hang up).
+    with half_sent_requests(stack.gunicorn, SLOW_CLIENTS):
+        with pytest.raises((TimeoutError, urllib.error.URLError)):
+            timed_get(stack.gunicorn + "/healthz", timeout=3)
+    # Once they are gone, gunicorn serves again.
+    assert timed_get(stack.gunicorn + "/healthz", timeout=10)[0] == 200
+
+
+def test_nginx_refuses_a_body_over_1_mib_in_the_error_envelope(stack):
+    request = urllib.request.Request(
+        stack.nginx + "/api/orders",
+        data=b"x" * (1024 * 1024 + 1),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=5)
+
+    assert refused.value.code == 413
+    assert refused.value.headers["Content-Type"] == "application/json"
+    assert json.loads(refused.value.read())["code"] == "too_large"
+
+
+def test_nginx_answers_503_unavailable_when_gunicorn_is_down():
+    with nginx_serving(f"127.0.0.1:{free_port()}") as nginx:  # nothing listens there
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(nginx + "/healthz", timeout=10)
+
+    assert refused.value.code == 503
+    assert refused.value.headers["Retry-After"] == "5"
+    assert json.loads(refused.value.read()) == {
+        "code": "unavailable",
+        "detail": "Service temporarily unavailable.",
+    }
