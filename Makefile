@@ -44,10 +44,12 @@ run: $(VENV)/.runtime-installed $(MO_FILES)
 
 ## test: the whole suite against MariaDB (DATABASE_URL) and Redis (REDIS_URL)
 test: $(VENV)/.dev-installed $(MO_FILES)
+	scripts/ensure-bench-deps
 	$(BIN)/pytest
 
 ## bench: load benchmarks; prints a table and writes bench/results/*.json
 bench: $(VENV)/.dev-installed
+	scripts/ensure-bench-deps
 	$(BIN)/python -m bench.run
 
 lint: $(VENV)/.dev-installed

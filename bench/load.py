@@ -4,20 +4,29 @@ connections (asyncio + aiohttp) and prints a summary as JSON.
     python -m bench.load < plan.json > summary.json
 
 The plan is {"base_url", "concurrency", "requests": [[method, path, token], ...],
-"warmup": [[method, path, token], ...], "keep_latencies": bool}. Warm-up requests run first
-over the same connections and are not counted. Every request is sent exactly once; each
-connection takes the next one from a shared queue, so the offered load is "as fast as the
-server answers" at a fixed number of requests in flight (closed loop)."""
+"warmup": [[method, path, token], ...]}. Warm-up requests run first over the same connections
+and are not counted. Every request is sent exactly once; each connection takes the next one
+from a shared queue, so the offered load is "as fast as the server answers" at a fixed number
+of requests in flight (closed loop). The output is raw (every latency, seconds, statuses,
+codes); the harness turns one or more outputs into a Load with `to_load`.
+
+Used for the scale and read rows (1 and 16 connections), where per-request latencies are
+pooled across rounds; the throughput rows go through wrk (bench.wrk), which costs far less
+CPU per request."""
 
 import asyncio
 import json
 import math
+import subprocess
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import aiohttp
+
+from bench.results import Load
 
 Request = tuple[str, str, str]  # method, path, bearer token
 
@@ -25,8 +34,6 @@ Request = tuple[str, str, str]  # method, path, bearer token
 @dataclass
 class Outcome:
     latencies_ms: list[float] = field(default_factory=list)
-    finished_at: list[float] = field(default_factory=list)  # seconds since the load began
-    success: list[bool] = field(default_factory=list)  # answered 2xx
     statuses: Counter[str] = field(default_factory=Counter)
     codes: Counter[str] = field(default_factory=Counter)  # the "code" of 4xx JSON bodies
 
@@ -65,8 +72,6 @@ async def send_all(
                 body = b""
             finished = time.perf_counter()
             outcome.latencies_ms.append((finished - started) * 1000)
-            outcome.finished_at.append(finished - load_started)
-            outcome.success.append(status.startswith("2"))
             outcome.statuses[status] += 1
             if status.startswith("4") and body:
                 try:
@@ -78,54 +83,31 @@ async def send_all(
     return outcome, time.perf_counter() - load_started
 
 
-def latency_figures(latencies_ms: list[float], seconds: float) -> dict:
-    latencies = sorted(latencies_ms)
-    return {
-        "requests": len(latencies),
-        "seconds": round(seconds, 3),
-        "rps": round(len(latencies) / seconds, 1) if seconds > 0 else 0.0,
-        "p50_ms": round(percentile(latencies, 0.50), 2),
-        "p90_ms": round(percentile(latencies, 0.90), 2),
-        "p99_ms": round(percentile(latencies, 0.99), 2),
-        "max_ms": round(latencies[-1], 2) if latencies else 0.0,
-    }
-
-
-def phases(outcome: Outcome, elapsed: float) -> dict | None:
-    """For a run that mixes successes and refusals (a claim storm): the figures up to the
-    last 2xx answer (the selling phase) and after it (refusals only)."""
-    if all(outcome.success) or not any(outcome.success):
-        return None
-    last_success = max(t for t, ok in zip(outcome.finished_at, outcome.success, strict=True) if ok)
-    before = [
-        latency
-        for latency, t in zip(outcome.latencies_ms, outcome.finished_at, strict=True)
-        if t <= last_success
-    ]
-    after = [
-        latency
-        for latency, t in zip(outcome.latencies_ms, outcome.finished_at, strict=True)
-        if t > last_success
-    ]
-    return {
-        "until_last_2xx": latency_figures(before, last_success),
-        "after_last_2xx": latency_figures(after, elapsed - last_success),
-    }
-
-
-def summarize(outcome: Outcome, elapsed: float, concurrency: int) -> dict:
-    statuses = dict(sorted(outcome.statuses.items()))
-    server_errors = sum(n for status, n in statuses.items() if status.startswith("5"))
-    transport_errors = sum(n for status, n in statuses.items() if status.startswith("error"))
-    return {
-        **latency_figures(outcome.latencies_ms, elapsed),
-        "concurrency": concurrency,
-        "statuses": statuses,
-        "codes": dict(sorted(outcome.codes.items())),
-        "5xx": server_errors,
-        "transport_errors": transport_errors,
-        "phases": phases(outcome, elapsed),
-    }
+def to_load(runs: list[dict], *, requests: int, concurrency: int) -> Load:
+    """One Load from the raw output of one or more runs at the same concurrency (latencies
+    pooled, seconds added), as bench.scale pools its rounds."""
+    latencies = sorted(latency for run in runs for latency in run["latencies_ms"])
+    seconds = sum(run["seconds"] for run in runs)
+    statuses: Counter[str] = Counter()
+    codes: Counter[str] = Counter()
+    for run in runs:
+        statuses.update(run["statuses"])
+        codes.update(run["codes"])
+    answered = sum(n for status, n in statuses.items() if not status.startswith("error"))
+    return Load(
+        generator="aiohttp",
+        requests=requests,
+        answered=answered,
+        concurrency=concurrency,
+        seconds=round(seconds, 3),
+        rps=round(len(latencies) / seconds, 1) if seconds > 0 else 0.0,
+        p50_ms=round(percentile(latencies, 0.50), 2),
+        p90_ms=round(percentile(latencies, 0.90), 2),
+        p99_ms=round(percentile(latencies, 0.99), 2),
+        max_ms=round(latencies[-1], 2) if latencies else 0.0,
+        statuses={status: n for status, n in sorted(statuses.items()) if status[0].isdigit()},
+        codes=dict(sorted(codes.items())),
+    )
 
 
 async def run_plan(plan: dict) -> dict:
@@ -139,10 +121,39 @@ async def run_plan(plan: dict) -> dict:
             await send_all(session, base_url, warmup, concurrency)
         requests = [tuple(item) for item in plan["requests"]]
         outcome, elapsed = await send_all(session, base_url, requests, concurrency)
-    summary = summarize(outcome, elapsed, concurrency)
-    if plan.get("keep_latencies"):
-        summary["latencies_ms"] = outcome.latencies_ms
-    return summary
+    return {
+        "latencies_ms": outcome.latencies_ms,
+        "seconds": elapsed,
+        "statuses": dict(outcome.statuses),
+        "codes": dict(outcome.codes),
+    }
+
+
+def run(
+    base_url: str,
+    requests: list[Request],
+    *,
+    concurrency: int,
+    warmup: list[Request] | None = None,
+) -> dict:
+    """Run one plan in a separate `python -m bench.load` process; return its raw output."""
+    plan = {
+        "base_url": base_url,
+        "concurrency": concurrency,
+        "requests": requests,
+        "warmup": warmup or [],
+    }
+    process = subprocess.run(
+        [sys.executable, "-m", "bench.load"],
+        input=json.dumps(plan),
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        timeout=300,
+    )
+    if process.returncode != 0:
+        raise RuntimeError(f"load generator failed:\n{process.stderr[-3000:]}")
+    return json.loads(process.stdout)
 
 
 def main() -> None:

@@ -63,9 +63,10 @@ def profiled(master_pid: int, output: Path, into: dict[str, Any]) -> Iterator[No
 # Functions whose inclusive share of request time answers "where did the time go".
 MARKERS = {
     "JWT authentication (incl. its user query)": "JWTAuthentication.authenticate",
-    "claim service (coupon_claim)": "coupon_claim",
-    "claim: snapshot read before the lock": "_template_with_user_claims",
-    "claim: locked transaction": "_claim_in_transaction",
+    "throttles (DRF)": "APIView.check_throttles",
+    "claim service (coupon_issue)": "coupon_issue",
+    "claim: facts read before the decision": "_claim_facts",
+    "claim: decision transaction (row lock, insert, commit)": "_decide",
     "Redis counter scripts": "CouponCounter._run",
     "waiting on MariaDB (MySQLdb query)": "Connection.query",
     "ORM building SQL (SQLCompiler.as_sql)": "SQLCompiler.as_sql",

@@ -1,8 +1,29 @@
-"""The printed table and the target verdicts (issue 5), from the results of one run."""
+"""The target verdicts (issues 5 and 11) and the printed tables, from one run's Results."""
 
+from dataclasses import dataclass
 from typing import Any
 
+from bench.results import ClaimRow, Load, Results
+
 PASS, MISS, NOT_RUN = "PASS", "MISS", "n/a"
+
+# Issue 11's targets, against the baseline measured in the same run.
+SELLING_MIN_RATIO = 0.50
+SOLD_OUT_MIN_RATIO = 0.85
+STORM_MAX_P99_MS = 200.0
+# Issue 5's targets, kept.
+STORM_MIN_RATIO = 0.30
+REDIS_STOPPED_MIN_RATIO = 0.80  # of the Redis-up storm
+SCALE_MAX_RATIO = 1.25
+READ_MAX_P50_MS = 50.0
+
+
+@dataclass(frozen=True)
+class Target:
+    target: str
+    wanted: str
+    measured: str
+    verdict: str  # PASS, MISS or n/a (the scenario did not run)
 
 
 def ratio(numerator: float | None, denominator: float | None) -> float | None:
@@ -21,108 +42,83 @@ def fmt(value: Any, digits: int = 1) -> str:
     return str(value)
 
 
-def verdict(ok: bool | None) -> str:
-    return NOT_RUN if ok is None else (PASS if ok else MISS)
-
-
-def evaluate_targets(results: dict[str, Any]) -> list[dict[str, str]]:
-    """One row per target of issue 5: what it asks, what was measured, PASS / MISS / n/a."""
-    targets: list[dict[str, str]] = []
+def evaluate_targets(results: Results) -> list[Target]:
+    """One row per target: what it asks, what was measured, PASS / MISS / n/a."""
+    targets: list[Target] = []
 
     def add(name: str, wanted: str, measured: str, ok: bool | None) -> None:
-        targets.append(
-            {"target": name, "wanted": wanted, "measured": measured, "verdict": verdict(ok)}
-        )
+        verdict = NOT_RUN if ok is None else (PASS if ok else MISS)
+        targets.append(Target(target=name, wanted=wanted, measured=measured, verdict=verdict))
 
-    base = results.get("baseline", {}).get("rps")
-    storm = results.get("storm")
-    sold_out = results.get("sold_out")
-    stopped = results.get("storm_redis_stopped")
+    def at_least(name: str, value: float | None, minimum: float, of: str = "baseline") -> None:
+        ok = None if value is None else value >= minimum
+        add(name, f">= {minimum:.2f} x {of}", f"{fmt(value, 2)} x", ok)
 
-    storm_ratio = ratio(storm and storm["rps"], base)
+    def exact(name: str, row: ClaimRow | None) -> None:
+        ok = None if row is None else row.exactness.exact and row.load.server_errors == 0
+        measured = "-" if row is None else "; ".join(row.exactness.mismatches) or "exact"
+        if row is not None and row.load.server_errors:
+            measured += f"; {row.load.server_errors} 5xx"
+        add(name, "exact, 0 5xx", measured, ok)
+
+    def rps(row: ClaimRow | None) -> float | None:
+        return None if row is None else row.load.rps
+
+    base = results.baseline.rps
+    selling, storm, sold_out = results.selling, results.storm, results.sold_out
+    stopped = results.storm_redis_stopped
+
+    at_least("selling phase claims/s", ratio(rps(selling), base), SELLING_MIN_RATIO)
+    exact("selling phase", selling)
+    at_least("mixed claim storm throughput", ratio(rps(storm), base), STORM_MIN_RATIO)
     add(
-        "claim storm throughput",
-        ">= 0.30 x baseline",
-        f"{fmt(storm_ratio, 2)} x",
-        None if storm_ratio is None else storm_ratio >= 0.30,
+        "mixed claim storm p99",
+        f"<= {STORM_MAX_P99_MS:.0f} ms",
+        f"{fmt(storm and storm.load.p99_ms)} ms",
+        None if storm is None else storm.load.p99_ms <= STORM_MAX_P99_MS,
     )
-    add(
-        "claim storm p99",
-        "<= 250 ms",
-        f"{fmt(storm and storm['p99_ms'])} ms",
-        None if not storm else storm["p99_ms"] <= 250,
-    )
-    add(
-        "claim storm 5xx",
-        "0",
-        fmt(storm and storm["5xx"] + storm["transport_errors"]),
-        None if not storm else storm["5xx"] + storm["transport_errors"] == 0,
-    )
-    add(
-        "claim storm exact (rows, claimed_count, Redis)",
-        "= total",
-        fmt(storm and storm["checks"]["exact"]),
-        None if not storm else storm["checks"]["exact"],
-    )
-    sold_ratio = ratio(sold_out and sold_out["rps"], base)
-    add(
-        "sold-out rejection throughput",
-        ">= 0.50 x baseline",
-        f"{fmt(sold_ratio, 2)} x",
-        None if sold_ratio is None else sold_ratio >= 0.50,
-    )
-    stopped_ratio = ratio(stopped and stopped["rps"], storm and storm["rps"])
-    add(
+    exact("mixed claim storm (rows, claimed_count, Redis)", storm)
+    at_least("sold-out rejection throughput", ratio(rps(sold_out), base), SOLD_OUT_MIN_RATIO)
+    exact("sold-out: all 409 sold_out, nothing changed", sold_out)
+    at_least(
         "Redis stopped storm throughput",
-        ">= 0.80 x Redis-up storm",
-        f"{fmt(stopped_ratio, 2)} x",
-        None if stopped_ratio is None else stopped_ratio >= 0.80,
+        ratio(rps(stopped), rps(storm)),
+        REDIS_STOPPED_MIN_RATIO,
+        of="Redis-up storm",
     )
-    add(
-        "Redis stopped storm exact, no 5xx",
-        "= total, 0",
-        fmt(stopped and stopped["checks"]["exact"] and stopped["5xx"] == 0),
-        None if not stopped else stopped["checks"]["exact"] and stopped["5xx"] == 0,
-    )
+    exact("Redis stopped storm", stopped)
 
-    scale = results.get("scale") or []
-    if scale:
-        first, last = scale[0], scale[-1]
+    if results.scale:
+        first, last = results.scale[0], results.scale[-1]
         for mode, label in (("sequential", "sequential"), ("concurrent", "16 connections")):
-            scale_ratio = ratio(last[mode]["p50_ms"], first[mode]["p50_ms"])
+            value = ratio(getattr(last, mode).p50_ms, getattr(first, mode).p50_ms)
             add(
-                f"claim p50 at {last['existing_claims']:,} vs 0 claims ({label})",
-                "<= 1.25 x",
-                f"{fmt(scale_ratio, 2)} x",
-                None if scale_ratio is None else scale_ratio <= 1.25,
+                f"claim p50 at {last.existing_claims:,} vs 0 claims ({label})",
+                f"<= {SCALE_MAX_RATIO} x",
+                f"{fmt(value, 2)} x",
+                None if value is None else value <= SCALE_MAX_RATIO,
             )
-        add(
-            "scale claims all 201 and exact",
-            "yes",
-            fmt(all(row["checks"]["all_201"] and row["checks"]["exact"] for row in scale)),
-            all(row["checks"]["all_201"] and row["checks"]["exact"] for row in scale),
-        )
+        all_exact = all(row.exactness.exact for row in results.scale)
+        add("scale claims all 201 and exact", "yes", fmt(all_exact), all_exact)
     else:
-        add("claim p50 at 1,000,000 vs 0 claims", "<= 1.25 x", "-", None)
+        add("claim p50 at 1,000,000 vs 0 claims", f"<= {SCALE_MAX_RATIO} x", "-", None)
 
-    reads = results.get("reads", {})
+    reads = results.reads
     for name, label in (
         ("list", "GET /api/coupons first page"),
         ("mine_first", "GET /api/coupons/mine first page"),
         ("mine_last", "GET /api/coupons/mine last page"),
     ):
-        read = reads.get(name)
+        read = reads.row(name) if reads else None
         add(
             f"{label} p50",
-            "< 50 ms",
-            f"{fmt(read and read['p50_ms'])} ms",
-            None if not read else read["p50_ms"] < 50,
+            f"< {READ_MAX_P50_MS:.0f} ms",
+            f"{fmt(read and read.load.p50_ms)} ms",
+            None if read is None else read.load.p50_ms < READ_MAX_P50_MS,
         )
     for family, names in (("list", ["list"]), ("mine", ["mine_first", "mine_last"])):
-        present = [reads[name] for name in names if name in reads]
-        counts = sorted(
-            {read["queries"] for read in present} | {read["queries_small_data"] for read in present}
-        )
+        present = [row for row in (reads.rows if reads else ()) if row.name in names]
+        counts = sorted({row.queries for row in present} | {r.queries_small_data for r in present})
         add(
             f"{family} queries per request independent of data size",
             "constant",
@@ -132,11 +128,11 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict[str, str]]:
     return targets
 
 
-def cpu_split(cores: dict[str, float] | None) -> str:
-    if not cores:
+def cpu_split(load: Load) -> str:
+    cpu = load.cpu
+    if cpu is None:
         return "-"
-    parts = ("app", "mariadb", "load_generator", "other")
-    return "/".join(f"{cores.get(part, 0.0):.2f}" for part in parts)
+    return "/".join(f"{v:.2f}" for v in (cpu.app, cpu.mariadb, cpu.load_generator, cpu.other))
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
@@ -151,185 +147,124 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def render(document: dict[str, Any]) -> str:
-    results = document["results"]
+def throughput_row(label: str, load: Load, base: float, row: ClaimRow | None) -> list[str]:
+    return [
+        label,
+        str(load.requests),
+        str(load.concurrency),
+        fmt(load.rps, 0),
+        fmt(ratio(load.rps, base), 2),
+        fmt(load.p50_ms),
+        fmt(load.p99_ms),
+        str(sum(n for status, n in load.statuses.items() if status.startswith("2"))),
+        str(load.count(409)),
+        str(load.server_errors + load.missing),
+        "-" if row is None else fmt(row.exactness.exact),
+        "-" if row is None else fmt(row.exactness.facts.redis_counter),
+        cpu_split(load),
+    ]
+
+
+def render(results: Results, targets: list[Target], document: dict[str, Any]) -> str:
     machine = document["machine"]
-    base = results.get("baseline", {}).get("rps")
+    base = results.baseline.rps
     out = [
         "",
         f"Coupons benchmark ({document['mode']}) started {document['started_at']},"
         f" took {document['seconds']} s",
         f"Machine: {machine['cores']} x {machine['cpu']}, {machine['platform']}",
-        f"MariaDB {machine['mariadb']}, {machine['redis']}, Python {machine['python']}",
+        f"MariaDB {machine['mariadb']}, {machine['redis']}, Python {machine['python']},"
+        f" {machine['wrk']}",
         f"Server: gunicorn {document['server']['gunicorn']}, {document['server']['settings']}",
         "",
     ]
-
-    throughput_rows = []
-    for key, label in (
-        ("baseline", "baseline GET /api/auth/me"),
-        ("storm", "claim storm, Redis up"),
-        ("sold_out", "claims on the sold-out template"),
-        ("storm_redis_stopped", "claim storm, Redis stopped"),
+    rows = [throughput_row("baseline GET /api/auth/me", results.baseline, base, None)]
+    for label, row in (
+        ("selling phase (all new users, room left)", results.selling),
+        ("mixed claim storm, Redis up", results.storm),
+        ("claims on the sold-out template", results.sold_out),
+        ("mixed claim storm, Redis stopped", results.storm_redis_stopped),
     ):
-        summary = results.get(key)
-        if not summary:
-            continue
-        statuses = summary["statuses"]
-        checks = summary.get("checks", {})
-        exact = checks.get("exact", checks.get("unchanged"))
-        throughput_rows.append(
+        if row is not None:
+            rows.append(throughput_row(label, row.load, base, row))
+    headers = ["throughput (wrk)", "req", "conc", "req/s", "x base", "p50 ms", "p99 ms"]
+    headers += ["2xx", "409", "5xx/lost", "exact", "redis", "cores app/db/load/other"]
+    out.append(table(headers, rows))
+    if results.storm and results.storm.load.rps_to_last_2xx:
+        out.append(
+            f"(the mixed storm's selling part: {results.storm.load.rps_to_last_2xx:.0f} claims/s"
+            f" until its last 201 at {results.storm.load.seconds_to_last_2xx} s)"
+        )
+
+    if results.scale:
+        zero = results.scale[0]
+        scale_rows = [
             [
-                label,
-                str(summary["requests"]),
-                str(summary["concurrency"]),
-                fmt(summary["rps"], 0),
-                fmt(ratio(summary["rps"], base), 2),
-                fmt(summary["p50_ms"]),
-                fmt(summary["p99_ms"]),
-                str(statuses.get("200", 0) + statuses.get("201", 0)),
-                str(statuses.get("409", 0)),
-                str(summary["5xx"] + summary["transport_errors"]),
-                fmt(exact) if exact is not None else "-",
-                fmt(checks.get("redis_counter")),
-                cpu_split(summary.get("cpu_cores")),
+                f"{row.existing_claims:,} existing claims",
+                fmt(row.sequential.p50_ms),
+                fmt(row.sequential.p99_ms),
+                fmt(ratio(row.sequential.p50_ms, zero.sequential.p50_ms), 2),
+                fmt(row.concurrent.p50_ms),
+                fmt(row.concurrent.p99_ms),
+                fmt(ratio(row.concurrent.p50_ms, zero.concurrent.p50_ms), 2),
+                fmt(row.concurrent.rps, 0),
+                fmt(row.exactness.exact),
             ]
-        )
-    out.append(
-        table(
+            for row in results.scale
+        ]
+        headers = ["scale: claim latency (aiohttp)", "seq p50", "seq p99", "x at 0"]
+        headers += ["c16 p50", "c16 p99", "x at 0", "c16 req/s", "exact"]
+        out += ["", table(headers, scale_rows)]
+
+    if results.reads:
+        reads = results.reads
+        labels = {
+            "list": f"GET /api/coupons ({reads.templates:,} templates) p1",
+            "mine_first": f"GET /api/coupons/mine ({reads.coupons_held:,} held) p1",
+            "mine_last": f"GET /api/coupons/mine p{reads.last_page} (last)",
+        }
+        read_rows = [
             [
-                "throughput",
-                "req",
-                "conc",
-                "req/s",
-                "x base",
-                "p50 ms",
-                "p99 ms",
-                "2xx",
-                "409",
-                "5xx/err",
-                "exact",
-                "redis",
-                "cores app/db/load/other",
-            ],
-            throughput_rows,
-        )
-    )
-    if "claim" in results:
-        out.append(f"claim scenarios: {results['claim']['skipped']}")
-
-    scale = results.get("scale") or []
-    if scale:
-        zero = scale[0]
-        rows = []
-        for row in scale:
-            seq, conc = row["sequential"], row["concurrent"]
-            rows.append(
-                [
-                    f"{row['existing_claims']:,} existing claims",
-                    fmt(seq["p50_ms"]),
-                    fmt(seq["p99_ms"]),
-                    fmt(ratio(seq["p50_ms"], zero["sequential"]["p50_ms"]), 2),
-                    fmt(conc["p50_ms"]),
-                    fmt(conc["p99_ms"]),
-                    fmt(ratio(conc["p50_ms"], zero["concurrent"]["p50_ms"]), 2),
-                    fmt(conc["rps"], 0),
-                    fmt(row["checks"]["all_201"] and row["checks"]["exact"]),
-                ]
-            )
-        out += [
-            "",
-            table(
-                [
-                    "scale: claim latency",
-                    "seq p50",
-                    "seq p99",
-                    "x at 0",
-                    "c16 p50",
-                    "c16 p99",
-                    "x at 0",
-                    "c16 req/s",
-                    "all 201",
-                ],
-                rows,
-            ),
+                labels[row.name],
+                fmt(row.load.p50_ms),
+                fmt(row.load.p99_ms),
+                fmt(row.load.rps, 0),
+                str(row.queries),
+                str(row.queries_small_data),
+            ]
+            for row in reads.rows
         ]
+        headers = [f"reads (sequential, page_size {reads.page_size})", "p50 ms", "p99 ms"]
+        headers += ["req/s", "queries", "queries, small data"]
+        out += ["", table(headers, read_rows)]
 
-    reads = results.get("reads", {})
-    if "skipped" in reads:
-        out += ["", f"reads: {reads['skipped']}"]
-    elif reads:
-        rows = []
-        for name, label in (
-            ("list", f"GET /api/coupons ({reads['templates']:,} templates) p1"),
-            ("mine_first", f"GET /api/coupons/mine ({reads['coupons_held']:,} held) p1"),
-            ("mine_last", f"GET /api/coupons/mine p{reads['last_page']} (last)"),
-        ):
-            read = reads.get(name)
-            if read:
-                rows.append(
-                    [
-                        label,
-                        fmt(read["p50_ms"]),
-                        fmt(read["p99_ms"]),
-                        fmt(read["rps"], 0),
-                        str(read["queries"]),
-                        str(read["queries_small_data"]),
-                    ]
-                )
-        out += [
-            "",
-            table(
-                [
-                    "reads (sequential, page_size 20)",
-                    "p50 ms",
-                    "p99 ms",
-                    "req/s",
-                    "queries",
-                    "queries, small data",
-                ],
-                rows,
-            ),
-        ]
-
-    compare = results.get("worker_comparison")
-    if compare:
-        rows = []
+    compared = results.comparison
+    if compared:
         primary = document["server"]["primary_worker_class"]
-        for key in ("baseline", "storm"):
-            if key in compare["primary"] and key in compare:
-                mine, other = compare["primary"][key], compare[key]
-                rows.append(
-                    [
-                        key,
-                        fmt(mine["rps"], 0),
-                        fmt(mine["p99_ms"]),
-                        fmt(other["rps"], 0),
-                        fmt(other["p99_ms"]),
-                        fmt(ratio(other["rps"], mine["rps"]), 2),
-                    ]
-                )
-        other_name = compare["worker_class"]
-        out += [
-            "",
-            table(
-                [
-                    "worker class",
-                    f"{primary} req/s",
-                    f"{primary} p99",
-                    f"{other_name} req/s",
-                    f"{other_name} p99",
-                    f"{other_name}/{primary}",
-                ],
-                rows,
-            ),
+        other = compared.worker_class
+        pairs = [("baseline", results.baseline, compared.baseline)]
+        if results.storm:
+            pairs.append(("mixed storm", results.storm.load, compared.storm.load))
+        compare_rows = [
+            [
+                name,
+                fmt(mine.rps, 0),
+                fmt(mine.p99_ms),
+                fmt(theirs.rps, 0),
+                fmt(theirs.p99_ms),
+                fmt(ratio(theirs.rps, mine.rps), 2),
+            ]
+            for name, mine, theirs in pairs
         ]
+        headers = ["worker class", f"{primary} req/s", f"{primary} p99", f"{other} req/s"]
+        headers += [f"{other} p99", f"{other}/{primary}"]
+        out += ["", table(headers, compare_rows)]
 
     out += [
         "",
         table(
-            ["target (issue 5)", "wanted", "measured", "verdict"],
-            [[t["target"], t["wanted"], t["measured"], t["verdict"]] for t in document["targets"]],
+            ["target (issues 5 and 11)", "wanted", "measured", "verdict"],
+            [[t.target, t.wanted, t.measured, t.verdict] for t in targets],
         ),
         "",
     ]

@@ -163,3 +163,10 @@ def server_counters() -> dict[str, int]:
 
 def counters_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
     return {name: after[name] - before.get(name, 0) for name in after}
+
+
+def redis_claimed_key(template_id: int) -> str:
+    """The Redis key of a template's claimed counter, as the app's counter adapter names it."""
+    from coupons.counter import coupon_counter
+
+    return coupon_counter().keys(template_id, 0)[0]

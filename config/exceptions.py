@@ -10,7 +10,6 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.templatetags.static import static
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
@@ -36,6 +35,7 @@ STATUS_BY_CODE = {
     "coupon_used": status.HTTP_409_CONFLICT,
     "coupon_expired": status.HTTP_409_CONFLICT,
     "threshold_not_met": status.HTTP_409_CONFLICT,
+    "coupon_not_applicable": status.HTTP_409_CONFLICT,
     "invalid_state": status.HTTP_409_CONFLICT,
     "amount_mismatch": status.HTTP_409_CONFLICT,
     "out_of_stock": status.HTTP_409_CONFLICT,
@@ -102,11 +102,30 @@ def server_error_response() -> Response:
     )
 
 
+UNAVAILABLE_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Temporarily unavailable</title></head>
+<body><h1>Temporarily unavailable</h1>
+<p>The database cannot be reached. Try again in a few seconds.</p></body></html>"""
+
+
 def unavailable_response(response_class: type[HttpResponse] | type[Response] = JsonResponse):
     """503 `unavailable` with Retry-After. Marked as logged: report_database_unavailable has
     written the one line this failure deserves, so django.request adds none per request."""
     body = error_body("unavailable", UNAVAILABLE_DETAIL)
     response = response_class(body, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    return unavailable_marked(response)
+
+
+def unavailable_for(request) -> HttpResponse:
+    """The 503 outside DRF views: the JSON envelope for the API, a plain page for the Django
+    admin and every other page (admin pages never answer raw JSON)."""
+    if request.path.startswith("/api/"):
+        return unavailable_response()
+    page = HttpResponse(UNAVAILABLE_PAGE, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    return unavailable_marked(page)
+
+
+def unavailable_marked(response):
     response["Retry-After"] = str(settings.DATABASE_UNAVAILABLE_RETRY_AFTER)
     response._has_been_logged = True
     return response
@@ -191,23 +210,7 @@ def server_error(request) -> HttpResponse:
     error = sys.exception()
     if error is not None and database_unavailable(error):
         report_database_unavailable(error, where=request.path)
-        if is_admin_request(request):
-            # No template rendering here: the admin's pages need the database (session, user).
-            response = HttpResponse(
-                format_html(
-                    '<!DOCTYPE html><title>{0}</title><link rel="stylesheet" href="{1}">'
-                    '<div id="content" class="admin-error"><h1>{0}</h1>'
-                    '<p class="errornote">{2}</p></div>',
-                    _("Unavailable"),
-                    static("admin/css/base.css"),
-                    UNAVAILABLE_DETAIL,
-                ),
-                status=503,
-            )
-            response["Retry-After"] = str(settings.DATABASE_UNAVAILABLE_RETRY_AFTER)
-            response._has_been_logged = True
-            return response
-        return unavailable_response()
+        return unavailable_for(request)
     if is_admin_request(request):
         return admin_error_page(
             request,

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from config.database_faults import breaker
-from config.exceptions import request_too_large_response, unavailable_response
+from config.exceptions import request_too_large_response, unavailable_for
 
 
 class RequestBodyLimitMiddleware:
@@ -34,5 +34,5 @@ class DatabaseBreakerMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if breaker.is_open() and request.path != "/healthz":
-            return unavailable_response()
+            return unavailable_for(request)
         return self.get_response(request)

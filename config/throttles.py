@@ -19,6 +19,8 @@ from django.http import HttpRequest
 from django_redis import get_redis_connection
 from rest_framework.throttling import BaseThrottle
 
+from config import clock
+
 logger = logging.getLogger(__name__)
 
 RATE_PATTERN = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*$")
@@ -73,7 +75,7 @@ def throttle_hit(*, scope: str, identity: str, now: float | None = None) -> floa
     rate = Rate.parse(settings.THROTTLE_RATES[scope])
     if backoff.skipping():
         return None
-    now = time.time() if now is None else now
+    now = clock.now().timestamp() if now is None else now
     window = int(now // rate.period)
     key = caches["default"].make_key(f"throttle:{scope}:{identity}:{window}")
     try:

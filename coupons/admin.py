@@ -4,14 +4,16 @@ coupons.services, so the rules are the API's; a template with claims cannot be d
 
 import csv
 from collections.abc import Iterator
+from dataclasses import asdict
 
 from django import forms
 from django.conf import settings
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -23,12 +25,15 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from config import clock
 from config.admin_support import MoneyField, RefusalAsFormErrorAdmin, RefusedOnSave
-from config.money import MoneyInvalid, format_money, parse_money
-from coupons import selectors, services
+from config.errors import DomainError
+from config.money import MoneyInvalid, format_cents, format_money, parse_money
+from coupons import admin_grants, selectors, services
 from coupons.admin_chart import activity_chart_svg
+from coupons.catalog import scope_catalog
 from coupons.errors import TemplateInvalid
-from coupons.models import MAX_AMOUNT, CouponTemplate, UserCoupon
+from coupons.models import GRANT_REASON_MAX_LENGTH, MAX_AMOUNT, CouponTemplate, UserCoupon
 from coupons.rules import ClaimState, template_state_where
+from coupons.services import MAX_GRANT_USERS
 
 CSV_BATCH_SIZE = 1000
 RECENT_ROWS = 10
@@ -49,24 +54,87 @@ def orders_lookup():
 # --- Templates --------------------------------------------------------------------------------
 
 
+class IdListField(forms.CharField):
+    """scope_ids typed as "3, 7, 12"; the rules on the list are the service's."""
+
+    def prepare_value(self, value):
+        if isinstance(value, list):
+            return ", ".join(str(item) for item in value)
+        return value
+
+    def to_python(self, value):
+        text = super().to_python(value) or ""
+        parts = [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+        if not all(part.isascii() and part.isdigit() and len(part) <= 18 for part in parts):
+            raise forms.ValidationError(_("Ids separated by commas, e.g. 3, 7, 12."))
+        return [int(part) for part in parts]
+
+
 class CouponTemplateForm(forms.ModelForm):
-    value = MoneyField(label=gettext_lazy("value"), min_cents=1, max_cents=MAX_AMOUNT)
+    # Money off (typed as currency) for direct and threshold coupons, the percent for percent
+    # ones: parsed in clean(), once the type is known.
+    value = forms.CharField(
+        label=gettext_lazy("value"),
+        max_length=40,
+        help_text=gettext_lazy(
+            "Money off, e.g. 50.00; for a percent coupon the percent, a whole number 1 to 99."
+        ),
+    )
     min_amount = MoneyField(
         label=gettext_lazy("minimum order"),
         max_cents=MAX_AMOUNT,
         required=False,
-        help_text=gettext_lazy("Threshold coupons only: the order total needed, e.g. 200.00."),
+        help_text=gettext_lazy("The order total needed (threshold and percent), e.g. 200.00."),
+    )
+    max_discount = MoneyField(
+        label=gettext_lazy("maximum discount"),
+        min_cents=1,
+        max_cents=MAX_AMOUNT,
+        required=False,
+        help_text=gettext_lazy("Percent coupons only: the cap, e.g. 20.00 (empty: no cap)."),
+    )
+    scope_ids = IdListField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=gettext_lazy(
+            "Category or product ids, separated by commas (empty for the whole store)."
+        ),
     )
 
     class Meta:
         model = CouponTemplate
         fields = list(services.TEMPLATE_TERMS)
+        help_texts = {
+            "valid_from": gettext_lazy(
+                "Claim window. Editing it later changes who may still claim, never the use "
+                "window of coupons already issued."
+            ),
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and "value" in self.fields:
+            self.initial["value"] = value_for_form(self.instance.type, self.instance.value)
+        catalog = scope_catalog()
+        if catalog is not None and "scope_ids" in self.fields:  # from the injected catalog
+            listed = ", ".join(f"{pk} {name}" for pk, name in catalog.categories().items())
+            self.fields["scope_ids"].help_text = format_html(
+                "{} {}",
+                self.fields["scope_ids"].help_text,
+                _("Categories: %(listed)s.") % {"listed": listed or _("none yet")},
+            )
 
     def clean(self):
         cleaned = super().clean()
+        current = self.instance if self.instance.pk else None
         if "min_amount" in self.fields and cleaned.get("min_amount") is None:
             cleaned["min_amount"] = 0
-        current = self.instance if self.instance.pk else None
+        kind = cleaned.get("type") if "type" in self.fields else getattr(current, "type", None)
+        if "value" in self.fields and "value" in cleaned:
+            try:
+                cleaned["value"] = value_from_form(kind, cleaned["value"])
+            except forms.ValidationError as error:
+                self.add_error("value", error)
         self._refuse_edits_of_fields_frozen_meanwhile(current)
         # A field shown read-only (frozen once claimed) keeps the template's own value.
         terms = {
@@ -92,13 +160,7 @@ class CouponTemplateForm(forms.ModelForm):
         for field in services.FROZEN_ONCE_CLAIMED:
             if field in self.fields or field not in self.data:
                 continue
-            posted = self.data[field]
-            if field in ("value", "min_amount"):
-                try:
-                    posted = parse_money(posted or "0")
-                except MoneyInvalid:
-                    pass
-            if posted != getattr(current, field):
+            if posted_term(field, self.data[field], kind=current.type) != getattr(current, field):
                 self.add_error(
                     None,
                     _(
@@ -107,6 +169,45 @@ class CouponTemplateForm(forms.ModelForm):
                     )
                     % {"field": CouponTemplate._meta.get_field(field).verbose_name},
                 )
+
+
+def value_for_form(kind: str, value: int) -> str:
+    if kind == CouponTemplate.Type.PERCENT:
+        return str(value)
+    return format_cents(value).replace(",", "")
+
+
+def value_from_form(kind: str | None, text: str) -> int:
+    """The value field's text as stored: the percent for a percent coupon, else cents."""
+    text = text.strip()
+    if kind == CouponTemplate.Type.PERCENT:
+        if not (text.isascii() and text.isdigit() and len(text) <= 3):
+            raise forms.ValidationError(_("A whole percent, 1 to 99."))
+        return int(text)
+    try:
+        return parse_money(text)
+    except MoneyInvalid as error:
+        raise forms.ValidationError(str(error)) from error
+
+
+def posted_term(field: str, text: str, *, kind: str):
+    """A frozen term as posted by a page that still showed it editable, parsed as the form
+    would; None when it cannot be parsed (which then differs from any stored value)."""
+    try:
+        match field:
+            case "value":
+                return value_from_form(kind, text)
+            case "min_amount":
+                return parse_money(text) if text.strip() else 0
+            case "max_discount":
+                return parse_money(text) if text.strip() else None
+            case "valid_days":
+                return int(text) if text.strip() else None
+            case "scope_ids":
+                return IdListField(required=False).clean(text)
+    except (MoneyInvalid, ValueError, forms.ValidationError):
+        return None
+    return text
 
 
 class StateFilter(admin.SimpleListFilter):
@@ -134,12 +235,23 @@ STATE_LABELS = {
 
 
 def terms_text(template: CouponTemplate) -> str:
-    if template.type == CouponTemplate.Type.THRESHOLD:
-        return _("%(value)s off orders of %(minimum)s or more") % {
-            "value": format_money(template.value),
+    """The discount in words: "¥5.00 off", "¥50.00 off orders of ¥200.00 or more",
+    "15% off, at most ¥20.00"."""
+    if template.type == CouponTemplate.Type.PERCENT:
+        text = _("%(percent)s%% off") % {"percent": template.value}
+        if template.max_discount:
+            text = _("%(terms)s, at most %(cap)s") % {
+                "terms": text,
+                "cap": format_money(template.max_discount),
+            }
+    else:
+        text = _("%(value)s off") % {"value": format_money(template.value)}
+    if template.min_amount:
+        text = _("%(terms)s on orders of %(minimum)s or more") % {
+            "terms": text,
             "minimum": format_money(template.min_amount),
         }
-    return _("%(value)s off") % {"value": format_money(template.value)}
+    return text
 
 
 def rate_text(rate: float | None) -> str:
@@ -167,46 +279,68 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
     list_filter = ["type", StateFilter]
     search_fields = ["name"]
     readonly_fields = ["claimed_count", "created_at", "updated_at"]
-    actions = None  # the bulk delete action would bypass the "no delete once claimed" rule
+    actions = [admin_grants.grant_to_users]
+
+    def get_actions(self, request):
+        # The bulk delete action would bypass the "no delete once claimed" rule.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
 
     def get_queryset(self, request):
         return selectors.templates_with_funnel(now=clock.now())
 
     # Once claimed, the frozen terms are shown read-only, money as money (a read-only model
-    # field would show raw cents).
-    FROZEN_SHOWN_AS = {"type": "type", "value": "value_money", "min_amount": "min_amount_money"}
+    # field would show raw cents); the form's own fields for them go.
+    FROZEN_SHOWN_AS = {
+        "value": "value_shown",
+        "min_amount": "min_amount_money",
+        "max_discount": "max_discount_money",
+    }
+    FORM_DECLARED = ("value", "min_amount", "max_discount", "scope_ids")
+
+    @staticmethod
+    def is_frozen(obj: CouponTemplate | None) -> bool:
+        return obj is not None and obj.claimed_count > 0
 
     def get_fields(self, request, obj=None):
-        terms = [self.FROZEN_SHOWN_AS.get(field, field) for field in services.TEMPLATE_TERMS]
         if obj is None:
             return list(services.TEMPLATE_TERMS)
-        if obj.claimed_count == 0:
+        if not self.is_frozen(obj):
             return [*services.TEMPLATE_TERMS, *self.readonly_fields]
+        terms = [self.FROZEN_SHOWN_AS.get(field, field) for field in services.TEMPLATE_TERMS]
         return [*terms, *self.readonly_fields]
 
     def get_exclude(self, request, obj=None):
         # Without this the model's own (cents) fields would stand in for the money fields.
-        return ["value", "min_amount"] if obj is not None and obj.claimed_count > 0 else None
+        return list(services.FROZEN_ONCE_CLAIMED) if self.is_frozen(obj) else None
 
     def get_readonly_fields(self, request, obj=None):
-        if obj is None or obj.claimed_count == 0:
+        if not self.is_frozen(obj):
             return self.readonly_fields
-        return [*self.FROZEN_SHOWN_AS.values(), *self.readonly_fields]
+        shown = [self.FROZEN_SHOWN_AS.get(field, field) for field in services.FROZEN_ONCE_CLAIMED]
+        return [*shown, *self.readonly_fields]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
-        if obj is not None and obj.claimed_count > 0:
-            # The money fields are declared on the form, so the admin keeps them unless told.
-            form = type(form.__name__, (form,), {"value": None, "min_amount": None})
+        if self.is_frozen(obj):
+            # Declared form fields stay unless removed, even when excluded.
+            form = type(form.__name__, (form,), dict.fromkeys(self.FORM_DECLARED))
         return form
 
     @admin.display(description=gettext_lazy("value"))
-    def value_money(self, template: CouponTemplate) -> str:
+    def value_shown(self, template: CouponTemplate) -> str:
+        if template.type == CouponTemplate.Type.PERCENT:
+            return f"{template.value}%"
         return format_money(template.value)
 
     @admin.display(description=gettext_lazy("minimum order"))
     def min_amount_money(self, template: CouponTemplate) -> str:
         return format_money(template.min_amount)
+
+    @admin.display(description=gettext_lazy("maximum discount"))
+    def max_discount_money(self, template: CouponTemplate) -> str:
+        return format_money(template.max_discount) or "–"
 
     @admin.display(description=gettext_lazy("terms"))
     def terms(self, template: CouponTemplate) -> str:
@@ -247,10 +381,27 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
 
     def get_urls(self):
         export = self.admin_site.admin_view(self.export_coupons_csv)
+        grant = self.admin_site.admin_view(self.grant_view)
         return [
             path("<path:object_id>/coupons.csv", export, name="coupons_coupontemplate_export"),
+            path("<path:object_id>/grant/", grant, name="coupons_coupontemplate_grant"),
             *super().get_urls(),
         ]
+
+    def grant_view(self, request, object_id: str):
+        """ "Grant to users" from the template's page: the list action's page and service
+        (coupons/admin_grants.py) for this one template, then back to the template."""
+        template = self.get_object(request, object_id)
+        if template is None:
+            raise Http404(_("No such coupon template."))
+        if not self.has_change_permission(request, template):
+            raise PermissionDenied
+        answer = admin_grants.grant_to_users(
+            self, request, CouponTemplate.objects.filter(pk=template.pk)
+        )
+        if answer is None:  # granted; the outcome is in the page's messages
+            return redirect("admin:coupons_coupontemplate_change", template.pk)
+        return answer
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         template = self.get_object(request, object_id)
@@ -287,9 +438,10 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
                 for order in orders_lookup()(template_id=template.pk, limit=RECENT_ROWS)
             ],
             "export_url": reverse("admin:coupons_coupontemplate_export", args=[template.pk]),
+            "grant_url": reverse("admin:coupons_coupontemplate_grant", args=[template.pk]),
             "window_help": _(
-                "Coupons already claimed are usable within this window too: changing it "
-                "changes who may still claim and when the coupons people hold can be used."
+                "Editing the claim window changes only who may still claim: every coupon "
+                "already issued keeps its own use window."
             ),
         }
 
@@ -358,7 +510,17 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
         )
 
 
-CSV_HEADER = ["coupon_id", "user_id", "username", "status", "claimed_at", "used_at", "order_id"]
+CSV_HEADER = [
+    "coupon_id",
+    "user_id",
+    "username",
+    "source",
+    "status",
+    "claimed_at",
+    "valid_until",
+    "used_at",
+    "order_id",
+]
 
 
 def csv_lines(template: CouponTemplate, *, now) -> Iterator[str]:
@@ -392,8 +554,10 @@ def csv_lines(template: CouponTemplate, *, now) -> Iterator[str]:
                     coupon.pk,
                     coupon.user_id,
                     coupon.user.get_username(),
+                    coupon.source,
                     selectors.derived_status(coupon, now=now),
                     timezone.localtime(coupon.created_at).isoformat(),
+                    timezone.localtime(coupon.valid_until).isoformat(),
                     timezone.localtime(coupon.used_at).isoformat() if coupon.used_at else "",
                     order_of.get(coupon.pk, ""),
                 ]
@@ -499,7 +663,8 @@ class UserCouponInline(ReadOnlyAdminMixin, admin.TabularInline):
     """The user's newest coupons on their page; the full list is one link away."""
 
     model = UserCoupon
-    fields = ["coupon_link", "template", "coupon_status", "claimed_at"]
+    fk_name = "user"  # not granted_by
+    fields = ["coupon_link", "template", "coupon_status", "source", "claimed_at"]
     readonly_fields = fields
     extra = 0
     shown = 20
@@ -538,6 +703,67 @@ class UserCouponInline(ReadOnlyAdminMixin, admin.TabularInline):
         return local_datetime(coupon.created_at)
 
 
+class GrantToSelectedUsersForm(forms.Form):
+    template = forms.ModelChoiceField(
+        label=gettext_lazy("coupon template"),
+        queryset=CouponTemplate.objects.order_by("-id"),
+    )
+    reason = forms.CharField(
+        label=gettext_lazy("reason"),
+        max_length=GRANT_REASON_MAX_LENGTH,
+        help_text=gettext_lazy(
+            "Recorded on each coupon. The same grant again (same reason) issues nothing twice."
+        ),
+    )
+
+
+@admin.action(description=gettext_lazy("Grant a coupon to the selected users…"))
+def grant_coupon_to_users(modeladmin, request, queryset):
+    """From the user list: pick a template and a reason, then coupons.services.coupon_grant
+    (the same service as the template's "Grant to users")."""
+    user_ids = list(queryset.order_by("pk").values_list("pk", flat=True)[: MAX_GRANT_USERS + 1])
+    if len(user_ids) > MAX_GRANT_USERS:
+        modeladmin.message_user(
+            request,
+            _("Select at most %(count)d users.") % {"count": MAX_GRANT_USERS},
+            messages.ERROR,
+        )
+        return None
+    form = GrantToSelectedUsersForm(request.POST if "apply" in request.POST else None)
+    if form.is_valid():
+        template = form.cleaned_data["template"]
+        try:
+            result = services.coupon_grant(
+                template_id=template.pk,
+                user_ids=user_ids,
+                reason=form.cleaned_data["reason"],
+                granted_by_id=request.user.pk,
+            )
+        except DomainError as error:
+            form.add_error(None, f"{error.detail} {error.fields or ''}".strip())
+        else:
+            outcomes = [
+                f"{outcome.replace('_', ' ')}: {', '.join(map(str, ids))}"
+                for outcome, ids in asdict(result).items()
+                if ids
+            ]
+            modeladmin.message_user(
+                request,
+                _("Grant of %(template)s: %(outcomes)s.")
+                % {"template": template, "outcomes": "; ".join(outcomes)},
+            )
+            return None
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": _("Grant a coupon to %(count)d users") % {"count": len(user_ids)},
+        "form": form,
+        "user_ids": user_ids,
+        "opts": modeladmin.model._meta,
+        "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+    }
+    return TemplateResponse(request, "admin/coupons/grant_to_selected_users.html", context)
+
+
 User = get_user_model()
 if admin.site.is_registered(User):
     admin.site.unregister(User)
@@ -546,3 +772,4 @@ if admin.site.is_registered(User):
 @admin.register(User)
 class UserWithCouponsAdmin(UserAdmin):
     inlines = [*UserAdmin.inlines, UserCouponInline]
+    actions = [grant_coupon_to_users]

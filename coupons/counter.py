@@ -16,6 +16,7 @@ from pathlib import Path
 import redis
 from django.conf import settings
 from redis.cluster import RedisCluster
+from redis.exceptions import RedisClusterException
 
 from coupons.rules import ClaimState
 
@@ -24,6 +25,8 @@ logger = logging.getLogger(__name__)
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 
 RedisClient = redis.Redis | RedisCluster
+# What a Redis (or Redis Cluster) failure may raise: RedisClusterException is not a RedisError.
+REDIS_FAILURES = (redis.RedisError, RedisClusterException)
 
 
 @dataclass(frozen=True)
@@ -169,7 +172,7 @@ class CouponCounter:
     def ping(self) -> bool:
         try:
             return bool(self.client.ping())
-        except redis.RedisError:
+        except REDIS_FAILURES:
             return False
 
     def rebuild_template(self, *, template_id: int, db_claimed: int) -> None:
@@ -197,7 +200,7 @@ class CouponCounter:
             return None
         try:
             return script(keys=keys, args=args)
-        except redis.RedisError as error:
+        except REDIS_FAILURES as error:
             self._skip_until = time.monotonic() + self.backoff
             logger.warning(
                 "coupon counter unavailable, skipping Redis for %.1fs: %r", self.backoff, error
@@ -228,18 +231,50 @@ def counter_from_settings() -> CouponCounter:
     )
 
 
+class UnavailableCounter:
+    """Stands in for the counter while its Redis could not even be connected to (a Redis
+    Cluster client asks the cluster for its slots when it is built): counts nothing, like a
+    counter in back-off."""
+
+    def claim(self, terms: ClaimTerms, **facts) -> None:
+        return None
+
+    def sync(self, **facts) -> bool:
+        return False
+
+    def ping(self) -> bool:
+        return False
+
+    def stored(self, **key) -> StoredCounts:
+        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+
+    def rebuild_template(self, **facts) -> None:
+        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+
+
+AnyCounter = CouponCounter | UnavailableCounter
 _counter: CouponCounter | None = None
+_unavailable_until = 0.0
 
 
-def coupon_counter() -> CouponCounter:
-    """The process's counter, built from the settings on first use."""
-    global _counter
+def coupon_counter() -> AnyCounter:
+    """The process's counter, built from the settings on first use. If it cannot be built
+    (a cluster with no node answering), an UnavailableCounter answers until the back-off
+    has passed, then building is tried again."""
+    global _counter, _unavailable_until
     if _counter is None:
-        _counter = counter_from_settings()
+        if time.monotonic() < _unavailable_until:
+            return UnavailableCounter()
+        try:
+            _counter = counter_from_settings()
+        except REDIS_FAILURES as error:
+            _unavailable_until = time.monotonic() + settings.COUPON_COUNTER_BACKOFF
+            logger.warning("coupon counter unavailable, cannot connect: %r", error)
+            return UnavailableCounter()
     return _counter
 
 
 def install_coupon_counter(counter: CouponCounter | None) -> None:
     """Make `counter` the process's counter (None: build it from the settings on next use)."""
-    global _counter
-    _counter = counter
+    global _counter, _unavailable_until
+    _counter, _unavailable_until = counter, 0.0

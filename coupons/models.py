@@ -1,8 +1,11 @@
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q
-from django.db.models.functions import Length, Trim
-from django.db.models.lookups import GreaterThan
+from django.db.models import F, Func, IntegerField, Q
+from django.db.models.functions import Length, Trim, Upper
+from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, LessThanOrEqual
 
 from config.limits import MAX_BIGINT, MAX_INT_UNSIGNED
 from coupons.fields import MillisecondDateTimeField
@@ -12,21 +15,74 @@ from coupons.fields import MillisecondDateTimeField
 MAX_AMOUNT = MAX_BIGINT
 MAX_COUNT = MAX_INT_UNSIGNED
 NAME_MAX_LENGTH = 64
+MAX_PERCENT = 99
+MAX_VALID_DAYS = 3650
+MAX_SCOPE_IDS = 500
+CODE_PATTERN = r"^[A-Za-z0-9_-]{4,32}$"
+CODE_MAX_LENGTH = 32
+GRANT_REASON_MAX_LENGTH = 255
+
+
+class JSONArrayLength(Func):
+    """JSON_LENGTH on MySQL/MariaDB, json_array_length on SQLite (the `make run` database)."""
+
+    function = "JSON_LENGTH"
+    output_field = IntegerField()
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return super().as_sql(compiler, connection, function="JSON_ARRAY_LENGTH", **extra_context)
 
 
 class CouponTemplate(models.Model):
     class Type(models.TextChoices):
         DIRECT = "direct", "Direct (flat amount off)"
         THRESHOLD = "threshold", "Threshold (spend X, get Y off)"
+        PERCENT = "percent", "Percent off (optional cap and threshold)"
+
+    class Scope(models.TextChoices):
+        ALL = "all", "The whole store"
+        CATEGORIES = "categories", "Products of some categories"
+        PRODUCTS = "products", "Some products"
+
+    class Visibility(models.TextChoices):
+        PUBLIC = "public", "Public (listed, claimable by id or code)"
+        HIDDEN = "hidden", "Hidden (only by code or grant)"
 
     name = models.CharField(max_length=NAME_MAX_LENGTH)
     type = models.CharField(max_length=16, choices=Type.choices)
-    value = models.PositiveBigIntegerField(help_text="Face value in cents.")
-    min_amount = models.PositiveBigIntegerField(default=0, help_text="Threshold in cents.")
+    value = models.PositiveBigIntegerField(
+        help_text="Face value in cents; for a percent coupon, the percent off (1..99)."
+    )
+    min_amount = models.PositiveBigIntegerField(
+        default=0, help_text="Threshold in cents, on the eligible subtotal."
+    )
+    max_discount = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Cap on a percent coupon's discount, in cents."
+    )
     total = models.PositiveIntegerField(help_text="How many may be issued.")
     per_user_limit = models.PositiveIntegerField(default=1)
     valid_from = MillisecondDateTimeField()
     valid_until = MillisecondDateTimeField()
+    valid_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Each coupon is usable for this many days from its issue; empty: within the "
+        "template's window. The window above is when coupons may be claimed.",
+    )
+    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.ALL)
+    # Plain ids of categories or products: coupons knows nothing of the catalog's models.
+    scope_ids = models.JSONField(default=list, blank=True)
+    code = models.CharField(max_length=CODE_MAX_LENGTH, null=True, blank=True)
+    # The code in upper case, computed by the database: its unique index makes codes unique
+    # without regard to case whatever the column's collation (SQLite's is case-sensitive).
+    code_key = models.GeneratedField(
+        expression=Upper("code"),
+        output_field=models.CharField(max_length=CODE_MAX_LENGTH, null=True),
+        db_persist=True,
+    )
+    visibility = models.CharField(
+        max_length=16, choices=Visibility.choices, default=Visibility.PUBLIC
+    )
     # Claims issued so far, incremented under the row lock in the claim transaction: keeps a
     # claim O(1) at any volume and is the monotonic version of the Redis total counter.
     claimed_count = models.PositiveIntegerField(default=0, editable=False)
@@ -42,13 +98,46 @@ class CouponTemplate(models.Model):
                 name="coupon_template_name_not_blank",
             ),
             models.CheckConstraint(
-                condition=Q(type__in=["direct", "threshold"]), name="coupon_template_type_known"
+                condition=Q(type__in=["direct", "threshold", "percent"]),
+                name="coupon_template_type_known",
             ),
             models.CheckConstraint(condition=Q(value__gt=0), name="coupon_template_value_positive"),
             models.CheckConstraint(
+                condition=~Q(type="percent") | Q(value__lte=MAX_PERCENT),
+                name="coupon_template_percent_in_range",
+            ),
+            models.CheckConstraint(
                 condition=Q(type="direct", min_amount=0)
-                | Q(type="threshold", min_amount__gte=F("value")),
+                | Q(type="threshold", min_amount__gte=F("value"))
+                | Q(type="percent"),
                 name="coupon_template_min_amount_fits_type",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_discount__isnull=True) | Q(type="percent", max_discount__gt=0),
+                name="coupon_template_max_discount_percent_only",
+            ),
+            models.CheckConstraint(
+                condition=Q(valid_days__isnull=True)
+                | Q(valid_days__gte=1, valid_days__lte=MAX_VALID_DAYS),
+                name="coupon_template_valid_days_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(Q(scope="all"), Exact(JSONArrayLength("scope_ids"), 0))
+                | Q(
+                    Q(scope__in=["categories", "products"]),
+                    GreaterThanOrEqual(JSONArrayLength("scope_ids"), 1),
+                    LessThanOrEqual(JSONArrayLength("scope_ids"), MAX_SCOPE_IDS),
+                ),
+                name="coupon_template_scope_ids_fit_scope",
+            ),
+            models.CheckConstraint(
+                condition=Q(code__isnull=True) | Q(code__regex=CODE_PATTERN),
+                name="coupon_template_code_format",
+            ),
+            models.UniqueConstraint(fields=["code_key"], name="coupon_template_code_unique"),
+            models.CheckConstraint(
+                condition=Q(visibility__in=["public", "hidden"]),
+                name="coupon_template_visibility_known",
             ),
             models.CheckConstraint(
                 condition=Q(total__gte=1), name="coupon_template_total_positive"
@@ -68,11 +157,29 @@ class CouponTemplate(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def use_window_at(self, issued_at: datetime) -> "UseWindow":
+        """The use window of a coupon of this template issued at `issued_at`: valid_days from
+        the issue, or the template's own window."""
+        if self.valid_days is not None:
+            return UseWindow(issued_at, issued_at + timedelta(days=self.valid_days))
+        return UseWindow(self.valid_from, self.valid_until)
+
+
+@dataclass(frozen=True)
+class UseWindow:
+    valid_from: datetime
+    valid_until: datetime
+
 
 class UserCoupon(models.Model):
     class Status(models.TextChoices):
         UNUSED = "unused"
         USED = "used"
+
+    class Source(models.TextChoices):
+        CLAIM = "claim"
+        CODE = "code"
+        GRANT = "grant"
 
     # The composite indexes below lead with each foreign key, so the single-column ones
     # Django would add are redundant.
@@ -88,6 +195,20 @@ class UserCoupon(models.Model):
     slot = models.PositiveIntegerField(editable=False)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.UNUSED)
     used_at = MillisecondDateTimeField(null=True, blank=True)
+    # The coupon's own use window, stamped when it is issued (SPEC section 10): editing the
+    # template's window later changes who may still claim, never the coupons already held.
+    valid_from = MillisecondDateTimeField()
+    valid_until = MillisecondDateTimeField()
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.CLAIM)
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The staff user who granted it (grants only).",
+    )
+    grant_reason = models.CharField(max_length=GRANT_REASON_MAX_LENGTH, null=True, blank=True)
     created_at = MillisecondDateTimeField(auto_now_add=True)
     updated_at = MillisecondDateTimeField(auto_now=True)
 
@@ -106,6 +227,23 @@ class UserCoupon(models.Model):
                 condition=Q(status="unused", used_at__isnull=True)
                 | Q(status="used", used_at__isnull=False),
                 name="user_coupon_used_at_matches_status",
+            ),
+            models.CheckConstraint(
+                condition=Q(valid_from__lt=F("valid_until")), name="user_coupon_window_ordered"
+            ),
+            models.CheckConstraint(
+                condition=Q(source__in=["claim", "code"], grant_reason__isnull=True)
+                | Q(source="grant", grant_reason__isnull=False),
+                name="user_coupon_grant_reason_matches_source",
+            ),
+            models.CheckConstraint(
+                condition=Q(source="grant") | Q(granted_by__isnull=True),
+                name="user_coupon_granted_by_only_for_grants",
+            ),
+            # A grant is idempotent per (template, user, reason): running the same grant again
+            # issues nothing twice. Claims have no reason, and NULLs never collide.
+            models.UniqueConstraint(
+                fields=["template", "user", "grant_reason"], name="user_coupon_one_grant_per_reason"
             ),
         ]
 

@@ -10,8 +10,21 @@ from datetime import datetime
 from django.db import transaction
 
 from config import clock
+from coupons.discounts import CartJudgement, CartLine, DiscountTerms, judge_cart
 from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
 from coupons.models import CouponTemplate, UserCoupon
+
+__all__ = [
+    "CartJudgement",
+    "CartLine",
+    "TransactionRequired",
+    "UsableCoupon",
+    "get_usable",
+    "judge_cart",
+    "list_unused",
+    "rollback_coupon",
+    "use_coupon",
+]
 
 
 class TransactionRequired(RuntimeError):
@@ -19,17 +32,17 @@ class TransactionRequired(RuntimeError):
 
 
 @dataclass(frozen=True)
-class UsableCoupon:
+class UsableCoupon(DiscountTerms):
+    """A user's coupon: its discount terms (judge_cart takes it as they are) and its own use
+    window, stamped when it was issued."""
+
     coupon_id: int
     template_id: int
-    type: str
-    value: int
-    min_amount: int
     valid_from: datetime
     valid_until: datetime
 
 
-def get_usable(user_id: int, coupon_id: int) -> UsableCoupon:
+def get_usable(*, user_id: int, coupon_id: int) -> UsableCoupon:
     """Read the user's coupon and say whether it can be used now. Writes nothing; needs no
     transaction. The threshold is the caller's to check against its own total."""
     coupon = _owned_coupon(user_id, coupon_id)
@@ -37,24 +50,21 @@ def get_usable(user_id: int, coupon_id: int) -> UsableCoupon:
     return _usable(coupon)
 
 
-def use_coupon(user_id: int, coupon_id: int) -> UsableCoupon:
-    """Mark the coupon used (unused -> used, used_at = now) while its window covers now.
+def use_coupon(*, user_id: int, coupon_id: int) -> UsableCoupon:
+    """Mark the coupon used (unused -> used, used_at = now) while its own window covers now,
+    and return its terms as read under the row lock: the caller prices the order with these.
     Must run inside the caller's transaction; of any number of concurrent calls exactly one
     succeeds, the others raise CouponUsed."""
     _require_transaction("use_coupon")
     now = clock.now()
-    # The window is a subquery on the template table, not a join (template__valid_from__lte):
-    # Django rewrites an UPDATE with a join as `UPDATE ... WHERE id IN (SELECT ... join)` on
-    # MariaDB, or a separate SELECT of ids on MySQL, so the status guard would be judged by a
-    # read outside the row the UPDATE locks. Here it stays on that row, re-read after any wait.
-    open_templates = CouponTemplate.objects.filter(
-        valid_from__lte=now, valid_until__gte=now
-    ).values("pk")
+    # One statement on the coupon's own row (its window is stamped on it): InnoDB re-evaluates
+    # the WHERE on the latest row after any wait, so the status guard cannot be stale.
     changed = UserCoupon.objects.filter(
         pk=coupon_id,
         user_id=user_id,
         status=UserCoupon.Status.UNUSED,
-        template_id__in=open_templates,
+        valid_from__lte=now,
+        valid_until__gte=now,
     ).update(status=UserCoupon.Status.USED, used_at=now, updated_at=now)
     coupon = _owned_coupon(user_id, coupon_id)
     if not changed:
@@ -64,7 +74,7 @@ def use_coupon(user_id: int, coupon_id: int) -> UsableCoupon:
     return _usable(coupon)
 
 
-def rollback_coupon(user_id: int, coupon_id: int) -> None:
+def rollback_coupon(*, user_id: int, coupon_id: int) -> None:
     """Give a used coupon back (used -> unused, used_at cleared). Must run inside the caller's
     transaction; when the coupon is not in use it raises CouponRollbackFailed, which should
     abort that transaction."""
@@ -76,7 +86,7 @@ def rollback_coupon(user_id: int, coupon_id: int) -> None:
         raise CouponRollbackFailed()
 
 
-def list_unused(user_id: int) -> list[UsableCoupon]:
+def list_unused(*, user_id: int) -> list[UsableCoupon]:
     """The user's coupons that are stored unused and not yet expired (including ones whose
     window has not started), newest first. Writes nothing; needs no transaction."""
     coupons = (
@@ -84,7 +94,7 @@ def list_unused(user_id: int) -> list[UsableCoupon]:
         .filter(
             user_id=user_id,
             status=UserCoupon.Status.UNUSED,
-            template__valid_until__gte=clock.now(),
+            valid_until__gte=clock.now(),
         )
         .order_by("-id")
     )
@@ -109,20 +119,25 @@ def _owned_coupon(user_id: int, coupon_id: int) -> UserCoupon:
 def _raise_if_unusable(coupon: UserCoupon, now: datetime) -> None:
     if coupon.status == UserCoupon.Status.USED:
         raise CouponUsed()
-    if not coupon.template.valid_from <= now <= coupon.template.valid_until:
+    if not coupon.valid_from <= now <= coupon.valid_until:
         raise CouponExpired()
 
 
 def _usable(coupon: UserCoupon) -> UsableCoupon:
     template = coupon.template
+    # The template's discount terms are frozen once it has claims, so they are the terms the
+    # coupon was issued with.
     return UsableCoupon(
         coupon_id=coupon.pk,
         template_id=template.pk,
         type=template.type,
         value=template.value,
         min_amount=template.min_amount,
-        valid_from=template.valid_from,
-        valid_until=template.valid_until,
+        max_discount=template.max_discount,
+        scope=template.scope,
+        scope_ids=tuple(template.scope_ids),
+        valid_from=coupon.valid_from,
+        valid_until=coupon.valid_until,
     )
 
 

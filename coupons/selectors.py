@@ -4,7 +4,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
-from django.db.models import Case, Count, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.contrib.auth import get_user_model
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce, TruncHour
 
 from coupons.errors import TemplateNotFound
@@ -38,9 +39,14 @@ def template_for_admin(template_id: int) -> CouponTemplate:
 
 
 def templates_for_shopper(*, user_id: int) -> QuerySet[CouponTemplate]:
-    """Every template, newest first, with `claimed_by_me`: one query for any page size."""
+    """Every public template, newest first, with `claimed_by_me`: one query for any page
+    size. Hidden templates are reachable only by code or grant, never listed."""
     claimed_by_me = coupons_per_template(UserCoupon.objects.filter(user_id=user_id))
-    return CouponTemplate.objects.annotate(claimed_by_me=claimed_by_me).order_by("-id")
+    return (
+        CouponTemplate.objects.filter(visibility=CouponTemplate.Visibility.PUBLIC)
+        .annotate(claimed_by_me=claimed_by_me)
+        .order_by("-id")
+    )
 
 
 def template_facts(template: CouponTemplate) -> TemplateFacts:
@@ -68,7 +74,7 @@ MINE_STATUSES = ("unused", "used", "expired")
 
 def coupons_of_user(*, user_id: int, status: str | None, now: datetime) -> QuerySet[UserCoupon]:
     """The user's coupons with their templates, newest first, filtered by derived status:
-    expired = stored unused and now past valid_until.
+    expired = stored unused and now past the coupon's own valid_until.
 
     Templates come by prefetch (one more query for the page), not a join: with a join MariaDB
     may drive the query from coupon_templates and sort every coupon the user holds (13 ms for
@@ -79,26 +85,54 @@ def coupons_of_user(*, user_id: int, status: str | None, now: datetime) -> Query
     )
     match status:
         case "unused":
-            return coupons.filter(status=UserCoupon.Status.UNUSED, template__valid_until__gte=now)
+            return coupons.filter(status=UserCoupon.Status.UNUSED, valid_until__gte=now)
         case "expired":
-            return coupons.filter(status=UserCoupon.Status.UNUSED, template__valid_until__lt=now)
+            return coupons.filter(status=UserCoupon.Status.UNUSED, valid_until__lt=now)
         case "used":
             return coupons.filter(status=UserCoupon.Status.USED)
     return coupons
 
 
 def derived_status(coupon: UserCoupon, *, now: datetime) -> str:
-    if coupon.status == UserCoupon.Status.UNUSED and now > coupon.template.valid_until:
+    if coupon.status == UserCoupon.Status.UNUSED and now > coupon.valid_until:
         return "expired"
     return coupon.status
+
+
+@dataclass(frozen=True)
+class UserLookup:
+    user_ids: list[int]  # in the order given; ids are not checked here (grants report them)
+    unknown_usernames: list[str]
+
+
+def users_by_name_or_id(entries: list[str]) -> UserLookup:
+    """Resolve grant lists typed by staff: a line of ASCII digits is a user id, anything else
+    a username (looked up in one query)."""
+
+    def is_id(entry: str) -> bool:
+        return entry.isascii() and entry.isdigit() and len(entry) <= 18
+
+    names = [entry for entry in entries if not is_id(entry)]
+    id_by_name = dict(
+        get_user_model().objects.filter(username__in=names).values_list("username", "pk")
+    )
+    user_ids, unknown = [], []
+    for entry in entries:
+        if is_id(entry):
+            user_ids.append(int(entry))
+        elif entry in id_by_name:
+            user_ids.append(id_by_name[entry])
+        else:
+            unknown.append(entry)
+    return UserLookup(user_ids, unknown)
 
 
 # --- The operator's admin (SPEC section 13) ---------------------------------------------------
 
 
 def coupon_expired_q(*, now: datetime) -> Q:
-    """Unused and past its use window: the "expired" of the admin's funnel and the CSV."""
-    return Q(status=UserCoupon.Status.UNUSED, template__valid_until__lt=now)
+    """Unused and past its own use window (SPEC section 10): the admin's "expired"."""
+    return Q(status=UserCoupon.Status.UNUSED, valid_until__lt=now)
 
 
 def templates_with_funnel(*, now: datetime) -> QuerySet[CouponTemplate]:
@@ -106,10 +140,8 @@ def templates_with_funnel(*, now: datetime) -> QuerySet[CouponTemplate]:
     each on the (template_id, ...) index, so a page costs the same number of queries for 1 or
     100 rows. Claimed is the template's own `claimed_count` column."""
     used = coupons_per_template(UserCoupon.objects.filter(status=UserCoupon.Status.USED))
-    # The window is the outer template's here (a coupon's window is its template's), which keeps
-    # the subquery on user_coupons alone; unused rows of an ended template are all expired.
-    unused = coupons_per_template(UserCoupon.objects.filter(status=UserCoupon.Status.UNUSED))
-    expired = Case(When(valid_until__lt=now, then=unused), default=Value(0))
+    # Each coupon's own window decides (valid_days coupons expire one by one).
+    expired = coupons_per_template(UserCoupon.objects.filter(coupon_expired_q(now=now)))
     return CouponTemplate.objects.annotate(used_count=used, expired_count=expired).order_by("-id")
 
 

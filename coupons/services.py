@@ -1,19 +1,24 @@
 """Every write to coupons. Transactions live here; views and the admin only call these."""
 
 import logging
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.contrib.auth import get_user_model
+from django.db import DatabaseError, IntegrityError, connection, models, transaction
 from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
 
 from config import clock
+from coupons.catalog import scope_catalog
 from coupons.counter import (
     STATES_BY_RESULT,
+    AnyCounter,
     ClaimTerms,
     CounterResult,
-    CouponCounter,
     coupon_counter,
 )
 from coupons.errors import (
@@ -24,7 +29,18 @@ from coupons.errors import (
     TemplateInvalid,
     TemplateNotFound,
 )
-from coupons.models import MAX_AMOUNT, MAX_COUNT, NAME_MAX_LENGTH, CouponTemplate, UserCoupon
+from coupons.models import (
+    CODE_PATTERN,
+    GRANT_REASON_MAX_LENGTH,
+    MAX_AMOUNT,
+    MAX_COUNT,
+    MAX_PERCENT,
+    MAX_SCOPE_IDS,
+    MAX_VALID_DAYS,
+    NAME_MAX_LENGTH,
+    CouponTemplate,
+    UserCoupon,
+)
 from coupons.rules import ClaimState, TemplateFacts, claim_state
 
 logger = logging.getLogger(__name__)
@@ -38,9 +54,24 @@ TEMPLATE_TERMS = (
     "per_user_limit",
     "valid_from",
     "valid_until",
+    "max_discount",
+    "valid_days",
+    "scope",
+    "scope_ids",
+    "code",
+    "visibility",
 )
-# Coupons already in users' hands would silently change value if these changed.
-FROZEN_ONCE_CLAIMED = ("type", "value", "min_amount")
+# Coupons already in users' hands would silently change value if these changed. The claim
+# window is not here: each coupon carries its own use window, stamped at issue.
+FROZEN_ONCE_CLAIMED = (
+    "type",
+    "value",
+    "min_amount",
+    "max_discount",
+    "valid_days",
+    "scope",
+    "scope_ids",
+)
 
 
 def template_terms_validate(
@@ -72,10 +103,23 @@ def template_terms_validate(
 
     if clean.get("type") not in CouponTemplate.Type.values:
         fail("type", f"Must be one of: {', '.join(CouponTemplate.Type.values)}.")
-    check_int("value", 1, MAX_AMOUNT)
+    if clean.get("type") == CouponTemplate.Type.PERCENT:
+        check_int("value", 1, MAX_PERCENT)  # the percent off
+    else:
+        check_int("value", 1, MAX_AMOUNT)
     check_int("min_amount", 0, MAX_AMOUNT)
     check_int("total", 1, MAX_COUNT)
     check_int("per_user_limit", 1, MAX_COUNT)
+    if clean.get("max_discount") is not None:
+        check_int("max_discount", 1, MAX_AMOUNT)
+        if clean.get("type") != CouponTemplate.Type.PERCENT:
+            fail("max_discount", "Only a percent coupon may have a cap; leave it empty.")
+    if clean.get("valid_days") is not None:
+        check_int("valid_days", 1, MAX_VALID_DAYS)
+    _scope_validate(clean, fail)
+    _code_validate(clean, fail, current=current)
+    if clean.get("visibility") not in CouponTemplate.Visibility.values:
+        fail("visibility", f"Must be one of: {', '.join(CouponTemplate.Visibility.values)}.")
     if "value" not in errors and "min_amount" not in errors:
         if clean.get("type") == CouponTemplate.Type.DIRECT and clean["min_amount"] != 0:
             fail("min_amount", "Must be 0 for a direct coupon.")
@@ -96,7 +140,7 @@ def template_terms_validate(
             fail("valid_until", "Must be after valid_from.")
 
     if current is not None and current.claimed_count > 0:
-        for field in FROZEN_ONCE_CLAIMED:
+        for field in FROZEN_ONCE_CLAIMED:  # scope_ids: both sorted, so compared as sets
             if field not in errors and clean.get(field) != getattr(current, field):
                 fail(field, "Cannot change once the coupon has been claimed.")
         if "total" not in errors and clean["total"] < current.claimed_count:
@@ -105,6 +149,51 @@ def template_terms_validate(
     if errors:
         raise TemplateInvalid(fields=errors)
     return {field: clean[field] for field in TEMPLATE_TERMS}
+
+
+def _scope_validate(clean: dict[str, Any], fail: Callable[[str, str], None]) -> None:
+    """scope is all (no ids) or categories / products with 1..500 positive ids, which the
+    injected catalog knows. The ids are stored sorted and without repeats."""
+    scope, ids = clean.get("scope"), clean.get("scope_ids")
+    if scope not in CouponTemplate.Scope.values:
+        fail("scope", f"Must be one of: {', '.join(CouponTemplate.Scope.values)}.")
+        return
+    if not isinstance(ids, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_AMOUNT for i in ids
+    ):
+        fail("scope_ids", "A list of ids (positive whole numbers) is required.")
+        return
+    if scope == CouponTemplate.Scope.ALL:
+        if ids:
+            fail("scope_ids", 'Must be empty when scope is "all".')
+        return
+    clean["scope_ids"] = ids = sorted(set(ids))
+    if not 1 <= len(ids) <= MAX_SCOPE_IDS:
+        fail("scope_ids", f"Between 1 and {MAX_SCOPE_IDS} ids are required for scope {scope}.")
+        return
+    catalog = scope_catalog()
+    if catalog is not None:
+        unknown = sorted(set(ids) - set(catalog.names(scope=scope, ids=ids)))
+        if unknown:
+            fail("scope_ids", f"Unknown {scope}: {', '.join(map(str, unknown[:20]))}.")
+
+
+def _code_validate(
+    clean: dict[str, Any], fail: Callable[[str, str], None], *, current: CouponTemplate | None
+) -> None:
+    """A code is 4..32 of A-Z a-z 0-9 _ -, unique without regard to case. The unique index on
+    code_key (the upper-cased code) holds this against races; this check names the field."""
+    code = clean.get("code")
+    if code is None:
+        return
+    if not isinstance(code, str) or not re.fullmatch(CODE_PATTERN, code):
+        fail("code", "Must be 4 to 32 characters of A-Z, a-z, 0-9, _ and -.")
+        return
+    taken = CouponTemplate.objects.filter(code_key=code.upper())
+    if current is not None:
+        taken = taken.exclude(pk=current.pk)
+    if taken.exists():
+        fail("code", "Another coupon already has this code (codes ignore case).")
 
 
 def coupon_template_publish(
@@ -117,6 +206,12 @@ def coupon_template_publish(
     valid_until: datetime,
     min_amount: int = 0,
     per_user_limit: int = 1,
+    max_discount: int | None = None,
+    valid_days: int | None = None,
+    scope: str = CouponTemplate.Scope.ALL,
+    scope_ids: list[int] | None = None,
+    code: str | None = None,
+    visibility: str = CouponTemplate.Visibility.PUBLIC,
 ) -> CouponTemplate:
     """Create a template after validating its terms. Runs in its own transaction."""
     terms = template_terms_validate(
@@ -129,9 +224,16 @@ def coupon_template_publish(
             "per_user_limit": per_user_limit,
             "valid_from": valid_from,
             "valid_until": valid_until,
+            "max_discount": max_discount,
+            "valid_days": valid_days,
+            "scope": scope,
+            "scope_ids": [] if scope_ids is None else scope_ids,
+            "code": code,
+            "visibility": visibility,
         }
     )
-    return CouponTemplate.objects.create(**terms)
+    with _code_taken_is_invalid():
+        return CouponTemplate.objects.create(**terms)
 
 
 def coupon_template_edit(*, template_id: int, changes: dict[str, Any]) -> CouponTemplate:
@@ -148,8 +250,24 @@ def coupon_template_edit(*, template_id: int, changes: dict[str, Any]) -> Coupon
         terms = template_terms_validate(merged, current=template)
         for field, value in terms.items():
             setattr(template, field, value)
-        template.save(update_fields=[*TEMPLATE_TERMS, "updated_at"])
+        with _code_taken_is_invalid():
+            template.save(update_fields=[*TEMPLATE_TERMS, "updated_at"])
     return template
+
+
+@contextmanager
+def _code_taken_is_invalid() -> Iterator[None]:
+    """Two templates racing for one code: the unique index refuses the second, which is then
+    the same 400 as the check in _code_validate would have given."""
+    try:
+        with transaction.atomic():
+            yield
+    except IntegrityError as error:
+        if "coupon_template_code_unique" not in str(error):
+            raise
+        raise TemplateInvalid(
+            fields={"code": ["Another coupon already has this code (codes ignore case)."]}
+        ) from error
 
 
 def coupon_template_delete(*, template_id: int) -> None:
@@ -197,17 +315,51 @@ MAX_DECISIONS = 20
 
 
 def coupon_claim(*, template_id: int, user_id: int) -> UserCoupon:
-    """A shopper claims one coupon of a template (SPEC section 4): see `coupon_issue`."""
-    return coupon_issue(template_id=template_id, user_id=user_id)
+    """A shopper claims one coupon of a public template by its id (SPEC section 4): see
+    `coupon_issue`. A hidden template is "not found", exactly like a missing one."""
+    return coupon_issue(template_id=template_id, user_id=user_id, source=UserCoupon.Source.CLAIM)
+
+
+def coupon_redeem(*, code: str, user_id: int) -> UserCoupon:
+    """A shopper claims the template that has this code, public or hidden, through the same
+    issuing core as a claim (SPEC section 11). Codes compare without regard to case; an
+    unknown code is TemplateNotFound. Runs its own transactions (see `coupon_issue`)."""
+    template_id = (
+        CouponTemplate.objects.filter(code_key=code.upper()).values_list("pk", flat=True).first()
+    )
+    if template_id is None:
+        raise TemplateNotFound("No coupon has this code.")
+    return coupon_issue(template_id=template_id, user_id=user_id, source=UserCoupon.Source.CODE)
+
+
+@dataclass(frozen=True)
+class GrantNote:
+    """Who granted a coupon and why, recorded on it (source `grant`)."""
+
+    granted_by_id: int | None
+    reason: str
+
+
+class AlreadyGranted(Exception):
+    """The user already holds a coupon of this template granted for the same reason: a grant
+    run again issues nothing twice (the unique (template, user, grant_reason) index)."""
 
 
 def coupon_issue(
-    *, template_id: int, user_id: int, before_window_opens: bool = False
+    *,
+    template_id: int,
+    user_id: int,
+    source: str,
+    before_window_opens: bool = False,
+    grant: GrantNote | None = None,
 ) -> UserCoupon:
     """Issue one coupon of a template to a user, or raise why not. The one issuing core: every
-    path that hands out coupons (claim, and later codes and grants) comes through here.
+    path that hands out coupons (claim by id, code, grant) comes through here, and the coupon
+    records its `source`, its own use window (stamped here, under the row lock) and, for a
+    grant, the GrantNote.
 
-    Raises TemplateNotFound, or a ClaimRejected (ClaimNotInWindow, ClaimSoldOut,
+    Raises TemplateNotFound (also for a claim by id of a hidden template), AlreadyGranted, or
+    a ClaimRejected (ClaimNotInWindow, ClaimSoldOut,
     ClaimLimitReached) decided by `coupons.rules.claim_state` in the order window, total,
     per-user limit; `before_window_opens` skips only the window's start (grants may be made
     early, never after the end). A DatabaseError is re-raised with nothing written, after the
@@ -217,9 +369,13 @@ def coupon_issue(
     one, the template's row lock would be held until the caller commits. The database decides
     (never over `total`, never over `per_user_limit`, no false sold-out, the window checked
     with `now` sampled after the row lock); the Redis counter is only kept in step."""
+    if (source == UserCoupon.Source.GRANT) != (grant is not None):
+        raise ValueError("a grant, and only a grant, carries a GrantNote")
     counter = coupon_counter()
     # 1. Committed facts: the counters' rebuild floors and the first slot to try.
     facts = _claim_facts(template_id=template_id, user_id=user_id)
+    if source == UserCoupon.Source.CLAIM and facts.template.visibility != "public":
+        raise TemplateNotFound()  # hidden: reachable by code or grant only, never by id
     # 2. Safe fast rejection without the lock: counts never go down, so a refusal read from a
     # committed snapshot was true when it was read.
     now = clock.now()
@@ -250,10 +406,14 @@ def coupon_issue(
                 user_id=user_id,
                 slot=slot,
                 before_window_opens=before_window_opens,
+                source=source,
+                grant=grant,
             )
             if outcome.coupon is not None:
                 # 5. Keep Redis in step with what the database now holds.
-                _sync_after_issue(counter, template_id=template_id, user_id=user_id)
+                _sync_after_issue(
+                    counter, template_id=template_id, user_id=user_id, terms=facts.terms
+                )
                 _log_disagreement(template_id, counted, ClaimState.CLAIMABLE)
                 return outcome.coupon
             # 5. Refused: why, from facts read after the refusal (counts only grow, so a
@@ -279,12 +439,32 @@ def coupon_issue(
         raise
 
 
-# Raw SQL on the claim path: Django spends about 1 ms compiling and materialising each ORM
-# query here (the annotated facts query: 1.19 ms through the ORM, 0.24 ms raw, on this 2-core
-# machine). RawQuerySet still converts the columns the ORM way.
+# The claim path reads through a plain cursor: Django spends about 1 ms compiling and
+# materialising an ORM query here (the annotated facts query: 1.19 ms through the ORM), and a
+# RawQuerySet still 0.55 ms of CPU against 0.17 ms for the cursor (docs/DESIGN.md, "Flash
+# sale"). The rule's facts, then what the issue and its answer use of the template: a new
+# term they need is added to TEMPLATE_SUMMARY_COLUMNS.
+TEMPLATE_FACT_COLUMNS = ("total", "claimed_count", "per_user_limit", "valid_from", "valid_until")
+TEMPLATE_SUMMARY_COLUMNS = (
+    "name",
+    "type",
+    "value",
+    "min_amount",
+    "max_discount",
+    "scope",
+    "scope_ids",
+    "visibility",
+    "valid_days",
+)
 CLAIM_FACTS_SQL = (
-    "SELECT t.*, (SELECT COUNT(*) FROM user_coupons u"
-    " WHERE u.template_id = t.id AND u.user_id = %s) AS user_claims"
+    f"SELECT {', '.join(TEMPLATE_FACT_COLUMNS + TEMPLATE_SUMMARY_COLUMNS)},"
+    " (SELECT COUNT(*) FROM user_coupons u WHERE u.template_id = t.id AND u.user_id = %s)"
+    " FROM coupon_templates t WHERE t.id = %s"
+)
+# The two counts alone, read back after an issue for the sync.
+CLAIM_COUNTS_SQL = (
+    "SELECT claimed_count,"
+    " (SELECT COUNT(*) FROM user_coupons u WHERE u.template_id = t.id AND u.user_id = %s)"
     " FROM coupon_templates t WHERE t.id = %s"
 )
 # The only statement that waits for the template's row: it counts the claim if, at that
@@ -297,31 +477,61 @@ COUNT_THE_CLAIM_SQL = (
 )
 # Under the row lock, with `now` sampled after it: inserts nothing when the window closed
 # while the UPDATE waited. The unique (template, user, slot) index refuses a taken slot.
+# The coupon's own use window is computed from the template as the facts read it; the last
+# line inserts nothing unless the locked row still has those terms (an edit in between makes
+# the decision run again on fresh facts), so the stamp is the template's at the decision.
 INSERT_COUPON_SQL = (
-    "INSERT INTO user_coupons (template_id, user_id, slot, status, created_at, updated_at)"
-    " SELECT id, %s, %s, 'unused', %s, %s FROM coupon_templates"
+    "INSERT INTO user_coupons (template_id, user_id, slot, status, valid_from, valid_until,"
+    " source, granted_by_id, grant_reason, created_at, updated_at)"
+    " SELECT id, %s, %s, 'unused', %s, %s, %s, %s, %s, %s, %s FROM coupon_templates"
     " WHERE id = %s AND valid_from <= %s AND valid_until >= %s"
+    " AND valid_from = %s AND valid_until = %s"
+    " AND (valid_days = %s OR (valid_days IS NULL AND %s IS NULL))"
 )
+GRANT_REASON_KEY = "user_coupon_one_grant_per_reason"
 # Compared with valid_from when the window's start does not apply (before_window_opens).
 END_OF_TIME = datetime(9999, 12, 30, tzinfo=UTC)
 
 
+def _from_db(column: str, value: Any) -> Any:
+    """A template column's raw value as the ORM would give it (aware datetimes, parsed JSON)."""
+    if value is None:
+        return None
+    field = CouponTemplate._meta.get_field(column)
+    if isinstance(field, models.DateTimeField):
+        return connection.ops.convert_datetimefield_value(value, None, connection)
+    if isinstance(field, models.JSONField):
+        return field.from_db_value(value, None, connection)
+    return value
+
+
 def _claim_facts(*, template_id: int, user_id: int) -> ClaimFacts:
-    template = next(iter(CouponTemplate.objects.raw(CLAIM_FACTS_SQL, [user_id, template_id])), None)
-    if template is None:
+    with connection.cursor() as cursor:
+        cursor.execute(CLAIM_FACTS_SQL, [user_id, template_id])
+        row = cursor.fetchone()
+    if row is None:
         raise TemplateNotFound()
-    terms = TemplateFacts(
-        total=template.total,
-        claimed_count=template.claimed_count,
-        per_user_limit=template.per_user_limit,
-        valid_from=template.valid_from,
-        valid_until=template.valid_until,
+    *values, user_claims = row
+    columns = {
+        name: _from_db(name, value)
+        for name, value in zip(
+            TEMPLATE_FACT_COLUMNS + TEMPLATE_SUMMARY_COLUMNS, values, strict=True
+        )
+    }
+    terms = TemplateFacts(**{name: columns[name] for name in TEMPLATE_FACT_COLUMNS})
+    return ClaimFacts(
+        template=CouponTemplate(id=template_id, **columns), terms=terms, user_claims=user_claims
     )
-    return ClaimFacts(template=template, terms=terms, user_claims=template.user_claims)
 
 
 def _decide(
-    *, template: CouponTemplate, user_id: int, slot: int, before_window_opens: bool
+    *,
+    template: CouponTemplate,
+    user_id: int,
+    slot: int,
+    before_window_opens: bool,
+    source: str,
+    grant: GrantNote | None,
 ) -> IssueOutcome:
     """One decision transaction: the guarded UPDATE takes the row lock, the insert and the
     commit follow. Nothing is written unless both succeed."""
@@ -338,15 +548,34 @@ def _decide(
                 return IssueOutcome()
             # Sampled after the lock: time spent waiting for it counts against the window.
             now = clock.now()
+            window = template.use_window_at(now)
             cursor.execute(
                 INSERT_COUPON_SQL,
-                [user_id, slot, adapt(now), adapt(now), template.pk, *window_covers(now)],
+                [
+                    user_id,
+                    slot,
+                    adapt(window.valid_from),
+                    adapt(window.valid_until),
+                    source,
+                    grant.granted_by_id if grant else None,
+                    grant.reason if grant else None,
+                    adapt(now),
+                    adapt(now),
+                    template.pk,
+                    *window_covers(now),
+                    adapt(template.valid_from),
+                    adapt(template.valid_until),
+                    template.valid_days,
+                    template.valid_days,
+                ],
             )
             if cursor.rowcount == 0:
                 transaction.set_rollback(True)
                 return IssueOutcome()
             coupon_id = cursor.lastrowid
     except IntegrityError as error:
+        if GRANT_REASON_KEY in str(error):
+            raise AlreadyGranted() from error
         if not _is_slot_taken(error):
             raise
         return IssueOutcome(slot_taken=True)
@@ -357,6 +586,11 @@ def _decide(
         slot=slot,
         status=UserCoupon.Status.UNUSED,
         used_at=None,
+        valid_from=window.valid_from,
+        valid_until=window.valid_until,
+        source=source,
+        granted_by_id=grant.granted_by_id if grant else None,
+        grant_reason=grant.reason if grant else None,
         created_at=now,
         updated_at=now,
     )
@@ -381,7 +615,7 @@ def _claim_terms(template_id: int, terms: TemplateFacts) -> ClaimTerms:
 
 
 def _sync(
-    counter: CouponCounter, *, template_id: int, user_id: int, facts: ClaimFacts, now: datetime
+    counter: AnyCounter, *, template_id: int, user_id: int, facts: ClaimFacts, now: datetime
 ) -> None:
     counter.sync(
         template_id=template_id,
@@ -404,7 +638,7 @@ def _log_disagreement(template_id: int, counted: CounterResult | None, decided: 
     )
 
 
-def _resync_from_database(counter: CouponCounter, *, template_id: int, user_id: int) -> None:
+def _resync_from_database(counter: AnyCounter, *, template_id: int, user_id: int) -> None:
     """After a failed claim transaction: put the counters back to the database facts."""
     try:
         facts = _claim_facts(template_id=template_id, user_id=user_id)
@@ -414,15 +648,26 @@ def _resync_from_database(counter: CouponCounter, *, template_id: int, user_id: 
     _sync(counter, template_id=template_id, user_id=user_id, facts=facts, now=clock.now())
 
 
-def _sync_after_issue(counter: CouponCounter, *, template_id: int, user_id: int) -> None:
+def _sync_after_issue(
+    counter: AnyCounter, *, template_id: int, user_id: int, terms: TemplateFacts
+) -> None:
     """After a committed issue: sync Redis to the counts read back (the UPDATE cannot return
     them). The coupon is issued whatever happens here, so a failed read is only logged."""
     try:
-        facts = _claim_facts(template_id=template_id, user_id=user_id)
-    except (DatabaseError, TemplateNotFound):
+        with connection.cursor() as cursor:
+            cursor.execute(CLAIM_COUNTS_SQL, [user_id, template_id])
+            db_claimed, db_user = cursor.fetchone()
+    except DatabaseError:
         logger.exception("could not read template %s back after a claim", template_id)
         return
-    _sync(counter, template_id=template_id, user_id=user_id, facts=facts, now=clock.now())
+    counter.sync(
+        template_id=template_id,
+        user_id=user_id,
+        db_claimed=db_claimed,
+        db_user=db_user,
+        now=clock.now(),
+        valid_until=terms.valid_until,
+    )
 
 
 def coupon_counters_rebuild(*, template_id: int) -> int:
@@ -434,3 +679,99 @@ def coupon_counters_rebuild(*, template_id: int) -> int:
         raise TemplateNotFound()
     coupon_counter().rebuild_template(template_id=template_id, db_claimed=template.claimed_count)
     return template.claimed_count
+
+
+# --- Grants (SPEC section 11) -----------------------------------------------------------------
+
+MAX_GRANT_USERS = 1000
+
+
+@dataclass(frozen=True)
+class GrantResult:
+    """The requested users sorted by outcome, each list in the order given. Beyond the
+    SPEC's four lists: `already_granted` (this template was granted to them for this reason
+    before, so a re-run issues nothing twice) and `ended` (the template ended mid-batch)."""
+
+    granted: list[int]
+    limit_reached: list[int]
+    sold_out: list[int]
+    unknown_user: list[int]
+    already_granted: list[int]
+    ended: list[int]
+
+
+def coupon_grant(
+    *,
+    template_id: int,
+    user_ids: Sequence[int],
+    reason: str,
+    granted_by_id: int | None,
+    on_progress: Callable[[int], None] | None = None,
+) -> GrantResult:
+    """Staff issue a template to chosen users, one issue per user through `coupon_issue` (the
+    claim's locking, total and per-user limit), allowed before the claim window opens but not
+    once the template has ended. Idempotent per (template, user, reason). Runs its own
+    transactions; `on_progress(done)` is called after each user."""
+    reason = reason.strip() if isinstance(reason, str) else ""
+    errors: dict[str, list[str]] = {}
+    if not 1 <= len(reason) <= GRANT_REASON_MAX_LENGTH:
+        errors["reason"] = [f"1 to {GRANT_REASON_MAX_LENGTH} characters are required."]
+    if not 1 <= len(user_ids) <= MAX_GRANT_USERS:
+        errors["user_ids"] = [f"Between 1 and {MAX_GRANT_USERS} user ids are required."]
+    if errors:
+        raise TemplateInvalid("Invalid grant.", fields=errors)
+    template = CouponTemplate.objects.filter(pk=template_id).only("valid_until").first()
+    if template is None:
+        raise TemplateNotFound()
+    if clock.now() > template.valid_until:
+        raise ClaimNotInWindow("This coupon has ended; it can no longer be granted.")
+
+    wanted = list(dict.fromkeys(user_ids))  # repeats dropped, order kept
+    known = set(get_user_model().objects.filter(pk__in=wanted).values_list("pk", flat=True))
+    held = set(
+        UserCoupon.objects.filter(
+            template_id=template_id, grant_reason=reason, user_id__in=wanted
+        ).values_list("user_id", flat=True)
+    )
+    note = GrantNote(granted_by_id=granted_by_id, reason=reason)
+    result = GrantResult([], [], [], [], [], [])
+    for done, user_id in enumerate(wanted, start=1):
+        _grant_one(template_id, user_id, note, known=known, held=held, result=result)
+        if on_progress is not None:
+            on_progress(done)
+    return result
+
+
+def _grant_one(
+    template_id: int,
+    user_id: int,
+    note: GrantNote,
+    *,
+    known: set[int],
+    held: set[int],
+    result: GrantResult,
+) -> None:
+    if user_id not in known:
+        result.unknown_user.append(user_id)
+        return
+    if user_id in held:
+        result.already_granted.append(user_id)
+        return
+    try:
+        coupon_issue(
+            template_id=template_id,
+            user_id=user_id,
+            source=UserCoupon.Source.GRANT,
+            before_window_opens=True,
+            grant=note,
+        )
+    except AlreadyGranted:  # a concurrent run of the same grant got there first
+        result.already_granted.append(user_id)
+    except ClaimSoldOut:
+        result.sold_out.append(user_id)
+    except ClaimLimitReached:
+        result.limit_reached.append(user_id)
+    except ClaimNotInWindow:
+        result.ended.append(user_id)
+    else:
+        result.granted.append(user_id)

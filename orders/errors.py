@@ -30,6 +30,11 @@ class ThresholdNotMet(DomainError):
     default_detail = _("The order total does not reach the coupon's threshold.")
 
 
+class CouponNotApplicable(DomainError):
+    code = "coupon_not_applicable"
+    default_detail = _("No line of this order is in the coupon's scope.")
+
+
 class CouponNotAllowed(DomainError):
     code = "coupon_not_allowed"
     default_detail = _("Seckill orders cannot use a coupon.")

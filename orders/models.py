@@ -13,8 +13,27 @@ MAX_LINES = 50
 MAX_STOCK = 2**31 - 1
 
 
+class Category(models.Model):
+    """A product category: what a coupon scoped to categories names by id."""
+
+    name = models.CharField(max_length=64, unique=True)
+
+    class Meta:
+        db_table = "categories"
+        ordering = ["name"]
+        verbose_name_plural = "categories"
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Product(models.Model):
     name = models.CharField(max_length=128)
+    # Optional: an uncategorised product is in no category's scope. PROTECT, so a category
+    # that products (and coupons, by id) still name is not lost by accident.
+    category = models.ForeignKey(
+        Category, on_delete=models.PROTECT, null=True, blank=True, related_name="products"
+    )
     price = models.BigIntegerField(
         help_text="Unit price in cents.",
         validators=[MinValueValidator(0), MaxValueValidator(MAX_PRICE)],
@@ -130,6 +149,8 @@ class OrderItem(models.Model):
     title = models.CharField(max_length=128)
     unit_price = models.BigIntegerField()
     quantity = models.IntegerField()
+    # This line's part of the order's coupon discount (largest remainder split), for refunds.
+    discount_amount = models.BigIntegerField(default=0)
 
     class Meta:
         db_table = "order_items"
@@ -145,6 +166,11 @@ class OrderItem(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["order", "product"], name="order_item_one_line_per_product"
+            ),
+            models.CheckConstraint(
+                condition=Q(discount_amount__gte=0)
+                & Q(discount_amount__lte=F("unit_price") * F("quantity")),
+                name="order_item_discount_within_line",
             ),
         ]
 

@@ -1,5 +1,6 @@
 """Every read of orders that is more than one line."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db.models import QuerySet
@@ -7,8 +8,9 @@ from django.urls import reverse
 
 from config import clock
 from coupons import ports
-from orders.errors import OrderNotFound
-from orders.models import Order
+from orders.errors import OrderNotFound, ProductNotFound
+from orders.models import Order, Product
+from orders.services import OrderLine, cart_lines, order_lines_validate
 
 
 def orders_for_user(*, user_id: int) -> QuerySet[Order]:
@@ -29,31 +31,41 @@ class CouponOption:
     coupon: ports.UsableCoupon
     usable: bool
     discount: int
-    reason: str | None  # "not_started" or "threshold_not_met" when not usable
-    shortfall: int | None  # cents still to spend, for threshold_not_met
+    # When not usable: not_started, threshold_not_met, not_applicable (no line of the cart in
+    # scope) or cart_required (a scoped coupon asked about a bare amount).
+    reason: str | None
+    shortfall: int | None  # eligible cents still to spend, for threshold_not_met
+    eligible_subtotal: int | None  # None when judged on a bare amount
 
 
-def coupon_options(*, user_id: int, amount: int) -> list[CouponOption]:
-    """The user's unused, unexpired coupons judged against an order total of `amount` cents:
+# Unusable options come after the usable ones in this order: the nearest to usable first.
+REASON_RANK = {
+    None: 0,
+    "not_started": 1,
+    "threshold_not_met": 2,
+    "not_applicable": 3,
+    "cart_required": 4,
+}
+
+
+def coupon_options(
+    *, user_id: int, amount: int | None = None, items: Sequence[OrderLine] | None = None
+) -> list[CouponOption]:
+    """The user's unused, unexpired coupons judged against a cart (`items`, as for checkout:
+    scope, type, cap and threshold) or a bare order total (`amount`: store-wide coupons only):
     usable ones by the discount they give, best first, then the unusable ones, closest first."""
     now = clock.now()
+    cart = None if items is None else _cart_for_items(items)
     options = []
-    for coupon in ports.list_unused(user_id):
-        if now < coupon.valid_from:
-            options.append(CouponOption(coupon, False, 0, "not_started", None))
-        elif amount < coupon.min_amount:
-            shortfall = coupon.min_amount - amount
-            options.append(CouponOption(coupon, False, 0, "threshold_not_met", shortfall))
-        else:
-            options.append(CouponOption(coupon, True, min(coupon.value, amount), None, None))
+    for coupon in ports.list_unused(user_id=user_id):
+        options.append(_option(coupon, cart=cart, amount=amount or 0, now=now))
     # Among equal discounts, the one that expires first is the one to spend first.
     return sorted(
         options,
         key=lambda option: (
-            not option.usable,
+            REASON_RANK[option.reason],
             -option.discount,
             option.shortfall or 0,
-            -option.coupon.value,
             option.coupon.valid_until,
             option.coupon.coupon_id,
         ),
@@ -84,3 +96,32 @@ def orders_using_coupons(
         )
         for order in orders.order_by("-id")[:limit]
     ]
+
+
+def _option(
+    coupon: ports.UsableCoupon, *, cart: list[ports.CartLine] | None, amount: int, now
+) -> CouponOption:
+    if now < coupon.valid_from:
+        return CouponOption(coupon, False, 0, "not_started", None, None)
+    if cart is None:
+        if coupon.scope != "all":
+            return CouponOption(coupon, False, 0, "cart_required", None, None)
+        # A bare amount is one store-wide line.
+        cart_of_amount = [ports.CartLine(product_id=0, category_id=None, amount=amount)]
+        judged = ports.judge_cart(coupon, cart_of_amount)
+    else:
+        judged = ports.judge_cart(coupon, cart)
+    eligible = judged.eligible_subtotal if cart is not None else None
+    if judged.reason is not None:
+        return CouponOption(coupon, False, 0, judged.reason, judged.shortfall, eligible)
+    return CouponOption(coupon, True, judged.discount, None, None, eligible)
+
+
+def _cart_for_items(items: Sequence[OrderLine]) -> list[ports.CartLine]:
+    """The cart priced at today's prices, without taking stock. Unknown products are 404."""
+    lines = order_lines_validate(items)
+    products = Product.objects.in_bulk([product_id for product_id, _ in lines])
+    missing = [product_id for product_id, _ in lines if product_id not in products]
+    if missing:
+        raise ProductNotFound(f"Product {missing[0]} not found.")
+    return cart_lines(lines, products)

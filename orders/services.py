@@ -17,6 +17,7 @@ from coupons import ports
 from orders.errors import (
     AmountMismatch,
     CouponNotAllowed,
+    CouponNotApplicable,
     OrderInvalid,
     OrderInvalidState,
     OrderNotFound,
@@ -37,11 +38,14 @@ def order_checkout(
 ) -> Order:
     """Create a normal order: take stock, price it from the products, use the coupon if any.
     Runs in its own transaction; on any error nothing is left behind."""
-    lines = _lines_validate(items)
-    # Checked before any lock, so a bad coupon fails fast. Its terms (type, value, min_amount)
-    # cannot change once claimed, and use_coupon re-checks status and window under the lock.
-    coupon = ports.get_usable(user_id, coupon_id) if coupon_id is not None else None
-    return _order_place(user_id=user_id, order_type=Order.Type.NORMAL, lines=lines, coupon=coupon)
+    lines = order_lines_validate(items)
+    # Checked before any lock, so a missing, used or expired coupon fails fast. The order is
+    # priced with the terms use_coupon returns under the row lock, not with these.
+    if coupon_id is not None:
+        ports.get_usable(user_id=user_id, coupon_id=coupon_id)
+    return _order_place(
+        user_id=user_id, order_type=Order.Type.NORMAL, lines=lines, coupon_id=coupon_id
+    )
 
 
 def seckill_order_create(
@@ -51,8 +55,8 @@ def seckill_order_create(
     its own transaction; on any error nothing is left behind."""
     if coupon_id is not None:
         raise CouponNotAllowed()
-    lines = _lines_validate(items)
-    return _order_place(user_id=user_id, order_type=Order.Type.SECKILL, lines=lines, coupon=None)
+    lines = order_lines_validate(items)
+    return _order_place(user_id=user_id, order_type=Order.Type.SECKILL, lines=lines, coupon_id=None)
 
 
 def _order_place(
@@ -60,32 +64,55 @@ def _order_place(
     user_id: int,
     order_type: str,
     lines: list[tuple[int, int]],
-    coupon: ports.UsableCoupon | None,
+    coupon_id: int | None,
 ) -> Order:
     """One transaction: take stock, price the lines, redeem the coupon if any, write the
     order. Any error rolls all of it back."""
     with transaction.atomic():
         now = clock.now()
         products = _stock_take(lines)
-        total = sum(products[product_id].price * quantity for product_id, quantity in lines)
-        discount = 0
-        if coupon is not None:
-            if total < coupon.min_amount:
-                raise ThresholdNotMet(
-                    f"The total {total} is below the coupon's threshold {coupon.min_amount}."
-                )
-            ports.use_coupon(user_id, coupon.coupon_id)
-            discount = min(coupon.value, total)
+        cart = cart_lines(lines, products)
+        total = sum(line.amount for line in cart)
+        line_discounts = [0] * len(cart)
+        if coupon_id is not None:
+            # The terms as read under the coupon's row lock price the order.
+            coupon = ports.use_coupon(user_id=user_id, coupon_id=coupon_id)
+            judged = ports.judge_cart(coupon, cart)
+            raise_if_not_applied(judged)
+            line_discounts = list(judged.line_discounts)
         return _order_create(
             user_id=user_id,
             order_type=order_type,
             lines=lines,
             products=products,
             total=total,
-            discount=discount,
-            coupon_id=coupon.coupon_id if coupon is not None else None,
+            line_discounts=line_discounts,
+            coupon_id=coupon_id,
             now=now,
         )
+
+
+def cart_lines(lines: list[tuple[int, int]], products: dict[int, Product]) -> list[ports.CartLine]:
+    """The order's lines as the coupon rules see them: product, category, amount."""
+    return [
+        ports.CartLine(
+            product_id=product_id,
+            category_id=products[product_id].category_id,
+            amount=products[product_id].price * quantity,
+        )
+        for product_id, quantity in lines
+    ]
+
+
+def raise_if_not_applied(judged: ports.CartJudgement) -> None:
+    match judged.reason:
+        case "not_applicable":
+            raise CouponNotApplicable()
+        case "threshold_not_met":
+            raise ThresholdNotMet(
+                f"The eligible subtotal {judged.eligible_subtotal} is {judged.shortfall} short"
+                " of the coupon's threshold."
+            )
 
 
 def order_cancel(*, user_id: int, order_id: int) -> Order:
@@ -132,7 +159,7 @@ def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
     return order
 
 
-def _lines_validate(items: Sequence[OrderLine]) -> list[tuple[int, int]]:
+def order_lines_validate(items: Sequence[OrderLine]) -> list[tuple[int, int]]:
     """(product_id, quantity) pairs sorted by product id: the lock order of _stock_take."""
     if not 1 <= len(items) <= MAX_LINES:
         raise OrderInvalid(fields={"items": [f"Between 1 and {MAX_LINES} lines are required."]})
@@ -173,10 +200,11 @@ def _order_create(
     lines: list[tuple[int, int]],
     products: dict[int, Product],
     total: int,
-    discount: int,
+    line_discounts: list[int],
     coupon_id: int | None,
     now: datetime,
 ) -> Order:
+    discount = sum(line_discounts)
     order = Order.objects.create(
         user_id=user_id,
         order_type=order_type,
@@ -195,28 +223,38 @@ def _order_create(
             title=products[product_id].name,
             unit_price=products[product_id].price,
             quantity=quantity,
+            discount_amount=line_discount,
         )
-        for product_id, quantity in lines
+        for (product_id, quantity), line_discount in zip(lines, line_discounts, strict=True)
     )
     return order
 
 
 def _cancel_pending(orders: QuerySet[Order]) -> Order | None:
-    """Cancel the one order in `orders` if it is pending payment, returning it; None when no
-    row changed. The conditional UPDATE on status is what lets exactly one of any number of
-    concurrent cancels (user or expiry) win. Inside a transaction."""
+    """Cancel the one order in `orders` if it is pending payment, returning it; None when it
+    is not (any more). The status re-read under the row lock is what lets exactly one of any
+    number of concurrent cancels (user or expiry) and payments win. Inside a transaction."""
     now = clock.now()
     order = orders.filter(status=Order.Status.PENDING_PAYMENT).first()
     if order is None:
         return None
-    changed = Order.objects.filter(pk=order.pk, status=Order.Status.PENDING_PAYMENT).update(
+    # Lock the row by primary key first, as order_pay does. An UPDATE filtered on status may be
+    # served through the (status, expire_at) index, locking that entry before the row; with a
+    # payment holding the row and updating the same entry, MariaDB reported a deadlock.
+    status = (
+        Order.objects.select_for_update()
+        .filter(pk=order.pk)
+        .values_list("status", flat=True)
+        .first()
+    )
+    if status != Order.Status.PENDING_PAYMENT:
+        return None  # another cancel or a payment committed between the read and the lock
+    Order.objects.filter(pk=order.pk).update(
         status=Order.Status.CANCELLED, cancelled_at=now, updated_at=now
     )
-    if not changed:
-        return None  # another cancel or a payment committed between the read and the UPDATE
     _stock_return(order)
     if order.coupon_id is not None:
-        ports.rollback_coupon(order.user_id, order.coupon_id)
+        ports.rollback_coupon(user_id=order.user_id, coupon_id=order.coupon_id)
     # What the UPDATE wrote, without reading the row back.
     order.status, order.cancelled_at, order.updated_at = Order.Status.CANCELLED, now, now
     return order

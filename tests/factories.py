@@ -50,6 +50,9 @@ class UserCouponFactory(factory.django.DjangoModelFactory):
         template = kwargs["template"]
         CouponTemplate.objects.filter(pk=template.pk).update(claimed_count=F("claimed_count") + 1)
         template.refresh_from_db(fields=["claimed_count"])
+        if "valid_from" not in kwargs:  # stamped at issue, as the issuing core does
+            window = template.use_window_at(clock.now())
+            kwargs["valid_from"], kwargs["valid_until"] = window.valid_from, window.valid_until
         if "slot" not in kwargs:
             held = UserCoupon.objects.filter(template=template, user=kwargs["user"]).count()
             kwargs["slot"] = held + 1

@@ -90,6 +90,10 @@ TEMPLATES = [
 # Without it, an embedded SQLite file so that `make run` works on a bare machine.
 
 
+# A row lock waited on longer than this (seconds) is MySQL error 1205, answered 503.
+DATABASE_LOCK_WAIT_TIMEOUT = int(os.environ.get("DB_LOCK_WAIT_TIMEOUT", "5"))
+
+
 def database_from_env() -> dict:
     url = os.environ.get("DATABASE_URL", "")
     if not url:
@@ -114,7 +118,7 @@ def database_from_env() -> dict:
             "isolation_level": "read committed",
             # A row lock held too long is an error after this many seconds, not a hung worker.
             "init_command": "SET sql_mode='STRICT_TRANS_TABLES', innodb_lock_wait_timeout="
-            + str(int(os.environ.get("DB_LOCK_WAIT_TIMEOUT", "3"))),
+            + str(DATABASE_LOCK_WAIT_TIMEOUT),
             **database_timeouts(),
         }
         config["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
@@ -128,8 +132,8 @@ def database_timeouts() -> dict[str, int]:
     lost connection. 0 turns one off (e.g. for a long manual migration)."""
     timeouts = {
         "connect_timeout": int(os.environ.get("DB_CONNECT_TIMEOUT", "2")),
-        "read_timeout": int(os.environ.get("DB_READ_TIMEOUT", "6")),
-        "write_timeout": int(os.environ.get("DB_WRITE_TIMEOUT", "6")),
+        "read_timeout": int(os.environ.get("DB_READ_TIMEOUT", "8")),
+        "write_timeout": int(os.environ.get("DB_WRITE_TIMEOUT", "8")),
     }
     return {name: seconds for name, seconds in timeouts.items() if seconds > 0}
 
@@ -159,6 +163,9 @@ COUPON_REDIS_PREFIX = os.environ.get("COUPON_REDIS_PREFIX", "")
 # Every counter call is on a request's path, so one timeout (connect and read) bounds each.
 COUPON_COUNTER_CLAIM_TIMEOUT = float(os.environ.get("COUPON_COUNTER_CLAIM_TIMEOUT", "0.25"))
 COUPON_COUNTER_BACKOFF = float(os.environ.get("COUPON_COUNTER_BACKOFF", "5"))
+# Wiring, not configuration: which callable tells coupons which category and product ids exist
+# (coupons.catalog). The orders app provides it; coupons never imports orders.
+COUPON_SCOPE_CATALOG = "orders.catalog.OrdersCatalog"
 
 CACHES = {
     "default": {

@@ -7,7 +7,12 @@ from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 
 from coupons import selectors, services
-from coupons.api.serializers import AdminTemplateSerializer, TemplateInputSerializer
+from coupons.api.serializers import (
+    AdminTemplateSerializer,
+    GrantInputSerializer,
+    GrantResultSerializer,
+    TemplateInputSerializer,
+)
 from coupons.errors import TemplateNotFound
 from coupons.models import CouponTemplate
 
@@ -57,3 +62,27 @@ class AdminTemplateDetailView(GenericAPIView):
         payload.is_valid(raise_exception=True)
         services.coupon_template_edit(template_id=template_id, changes=payload.validated_data)
         return Response(AdminTemplateSerializer(selectors.template_for_admin(template_id)).data)
+
+
+class AdminTemplateGrantView(GenericAPIView):
+    permission_classes = [IsAuthenticated, IsAdminUser]
+    serializer_class = GrantResultSerializer
+
+    @extend_schema(
+        request=GrantInputSerializer,
+        responses={200: GrantResultSerializer},
+        description="Issue the template to these users (at most 1,000, taken in the order "
+        "given) under the claim's rules: total and per-user limit, allowed before the claim "
+        "window opens, 409 not_in_window once it has ended. Idempotent per (template, user, "
+        "reason): sending the same grant again issues nothing twice.",
+    )
+    def post(self, request, template_id: int):
+        # 404 before validation, like the other routes of one template.
+        if not CouponTemplate.objects.filter(pk=template_id).exists():
+            raise TemplateNotFound()
+        payload = GrantInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        result = services.coupon_grant(
+            template_id=template_id, granted_by_id=request.user.pk, **payload.validated_data
+        )
+        return Response(GrantResultSerializer(result).data)

@@ -1,8 +1,10 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.limits import MAX_BIGINT
 from config.serializers import AwareDateTimeField, StrictSerializer
 from coupons import selectors, services
-from coupons.models import CouponTemplate, UserCoupon
+from coupons.models import CODE_PATTERN, GRANT_REASON_MAX_LENGTH, CouponTemplate, UserCoupon
 
 
 class TemplateInputSerializer(StrictSerializer):
@@ -16,6 +18,12 @@ class TemplateInputSerializer(StrictSerializer):
     per_user_limit = serializers.IntegerField(default=1)
     valid_from = AwareDateTimeField()
     valid_until = AwareDateTimeField()
+    max_discount = serializers.IntegerField(allow_null=True, default=None)
+    valid_days = serializers.IntegerField(allow_null=True, default=None)
+    scope = serializers.CharField(default=CouponTemplate.Scope.ALL)
+    scope_ids = serializers.ListField(child=serializers.IntegerField(), default=list)
+    code = serializers.CharField(allow_null=True, default=None, trim_whitespace=False)
+    visibility = serializers.CharField(default=CouponTemplate.Visibility.PUBLIC)
 
 
 class TemplateSerializer(serializers.ModelSerializer):
@@ -41,7 +49,15 @@ class ShopperTemplateSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = CouponTemplate
-        fields = ["id", *services.TEMPLATE_TERMS, "claimed_count", "claimed_by_me", "state"]
+        # No code or visibility: a shopper sees only public templates, and codes are handed
+        # out, not listed.
+        fields = [
+            "id",
+            *(term for term in services.TEMPLATE_TERMS if term not in ("code", "visibility")),
+            "claimed_count",
+            "claimed_by_me",
+            "state",
+        ]
         read_only_fields = fields
 
     def get_state(self, template: CouponTemplate) -> str:
@@ -60,7 +76,10 @@ class TemplateTermsSerializer(serializers.Serializer):
     type = serializers.CharField(read_only=True)
     value = serializers.IntegerField(read_only=True)
     min_amount = serializers.IntegerField(read_only=True)
-    valid_from = serializers.DateTimeField(read_only=True)
+    max_discount = serializers.IntegerField(read_only=True, allow_null=True)
+    scope = serializers.CharField(read_only=True)
+    scope_ids = serializers.ListField(child=serializers.IntegerField(), read_only=True)
+    valid_from = serializers.DateTimeField(read_only=True, help_text="The claim window.")
     valid_until = serializers.DateTimeField(read_only=True)
 
 
@@ -73,10 +92,16 @@ class UserCouponSerializer(serializers.Serializer):
     template_id = serializers.IntegerField(read_only=True)
     status = serializers.SerializerMethodField()
     used_at = serializers.DateTimeField(read_only=True)
+    valid_from = serializers.DateTimeField(
+        read_only=True, help_text="The coupon's own use window, stamped when it was issued."
+    )
+    valid_until = serializers.DateTimeField(read_only=True)
+    source = serializers.ChoiceField(choices=UserCoupon.Source.choices, read_only=True)
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
     template = TemplateTermsSerializer(read_only=True)
 
+    @extend_schema_field(serializers.ChoiceField(choices=selectors.MINE_STATUSES))
     def get_status(self, coupon: UserCoupon) -> str:
         return selectors.derived_status(coupon, now=self.context["now"])
 
@@ -85,3 +110,35 @@ class MineQuerySerializer(StrictSerializer):
     status = serializers.ChoiceField(choices=selectors.MINE_STATUSES, required=False)
     page = serializers.CharField(required=False)  # checked by the paginator
     page_size = serializers.CharField(required=False)
+
+
+class RedeemInputSerializer(StrictSerializer):
+    code = serializers.RegexField(
+        CODE_PATTERN,
+        error_messages={"invalid": "A code is 4 to 32 characters of A-Z, a-z, 0-9, _ and -."},
+    )
+
+
+class GrantInputSerializer(StrictSerializer):
+    """Types and sizes; the reason's trimmed length is checked by services.coupon_grant."""
+
+    user_ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_BIGINT),
+        min_length=1,
+        max_length=services.MAX_GRANT_USERS,
+    )
+    reason = serializers.CharField(max_length=GRANT_REASON_MAX_LENGTH)
+
+
+class GrantResultSerializer(serializers.Serializer):
+    granted = serializers.ListField(child=serializers.IntegerField())
+    limit_reached = serializers.ListField(child=serializers.IntegerField())
+    sold_out = serializers.ListField(child=serializers.IntegerField())
+    unknown_user = serializers.ListField(child=serializers.IntegerField())
+    already_granted = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="Granted this template for this reason before: nothing issued twice.",
+    )
+    ended = serializers.ListField(
+        child=serializers.IntegerField(), help_text="The template ended during the grant."
+    )

@@ -5,11 +5,17 @@ from coupons.api import admin_views, views
 urlpatterns = [
     path("coupons", views.CouponListView.as_view(), name="coupons"),
     path("coupons/mine", views.MyCouponListView.as_view(), name="my-coupons"),
+    path("coupons/redeem", views.CouponRedeemView.as_view(), name="coupon-redeem"),
     path("coupons/<id:template_id>/claim", views.CouponClaimView.as_view(), name="coupon-claim"),
     path("admin/coupons", admin_views.AdminTemplateListView.as_view(), name="admin-coupons"),
     path(
         "admin/coupons/<id:template_id>",
         admin_views.AdminTemplateDetailView.as_view(),
         name="admin-coupon",
+    ),
+    path(
+        "admin/coupons/<id:template_id>/grants",
+        admin_views.AdminTemplateGrantView.as_view(),
+        name="admin-coupon-grants",
     ),
 ]

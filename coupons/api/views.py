@@ -11,6 +11,7 @@ from core.idempotency import idempotent
 from coupons import selectors, services
 from coupons.api.serializers import (
     MineQuerySerializer,
+    RedeemInputSerializer,
     ShopperTemplateSerializer,
     UserCouponSerializer,
 )
@@ -34,6 +35,25 @@ class CouponClaimView(GenericAPIView):
     @idempotent
     def post(self, request, template_id: int):
         coupon = services.coupon_claim(template_id=template_id, user_id=request.user.pk)
+        data = UserCouponSerializer(coupon, context={"now": clock.now()}).data
+        return Response(data, status=status.HTTP_201_CREATED)
+
+
+class CouponRedeemView(GenericAPIView):
+    serializer_class = UserCouponSerializer
+
+    @extend_schema(
+        request=RedeemInputSerializer,
+        responses={201: UserCouponSerializer},
+        description="Claim the coupon that has this code (public or hidden), through the same "
+        "path as a claim: 409 not_in_window / sold_out / limit_reached; an unknown code is 404.",
+    )
+    def post(self, request):
+        payload = RedeemInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        coupon = services.coupon_redeem(
+            code=payload.validated_data["code"], user_id=request.user.pk
+        )
         data = UserCouponSerializer(coupon, context={"now": clock.now()}).data
         return Response(data, status=status.HTTP_201_CREATED)
 

@@ -30,10 +30,14 @@ class CouponOptionsQuerySerializer(StrictSerializer):
     page_size = serializers.CharField(required=False)
 
 
+class CouponOptionsCartInputSerializer(StrictSerializer):
+    items = OrderLineInputSerializer(many=True, allow_empty=True)
+
+
 class OrderItemSerializer(serializers.ModelSerializer):
     class Meta:
         model = OrderItem
-        fields = ["product_id", "title", "unit_price", "quantity"]
+        fields = ["product_id", "title", "unit_price", "quantity", "discount_amount"]
         read_only_fields = fields
 
 
@@ -67,11 +71,24 @@ class CouponOptionSerializer(serializers.Serializer):
     type = serializers.CharField(source="coupon.type")
     value = serializers.IntegerField(source="coupon.value")
     min_amount = serializers.IntegerField(source="coupon.min_amount")
-    valid_from = serializers.DateTimeField(source="coupon.valid_from")
+    max_discount = serializers.IntegerField(source="coupon.max_discount", allow_null=True)
+    scope = serializers.ChoiceField(
+        source="coupon.scope", choices=["all", "categories", "products"]
+    )
+    scope_ids = serializers.ListField(source="coupon.scope_ids", child=serializers.IntegerField())
+    valid_from = serializers.DateTimeField(
+        source="coupon.valid_from", help_text="The coupon's own use window."
+    )
     valid_until = serializers.DateTimeField(source="coupon.valid_until")
     usable = serializers.BooleanField()
-    discount = serializers.IntegerField(help_text="Cents off an order of `amount`.")
-    reason = serializers.ChoiceField(choices=["not_started", "threshold_not_met"], allow_null=True)
+    discount = serializers.IntegerField(help_text="Cents off this cart (or `amount`).")
+    reason = serializers.ChoiceField(
+        choices=["not_started", "threshold_not_met", "not_applicable", "cart_required"],
+        allow_null=True,
+    )
     shortfall = serializers.IntegerField(
-        allow_null=True, help_text="Cents still to spend, for threshold_not_met."
+        allow_null=True, help_text="Eligible cents still to spend, for threshold_not_met."
+    )
+    eligible_subtotal = serializers.IntegerField(
+        allow_null=True, help_text="The cart's lines in the coupon's scope; null for `amount`."
     )

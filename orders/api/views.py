@@ -10,6 +10,7 @@ from core.idempotency import idempotent
 from orders import selectors, services
 from orders.api.serializers import (
     CheckoutInputSerializer,
+    CouponOptionsCartInputSerializer,
     CouponOptionSerializer,
     CouponOptionsQuerySerializer,
     OrderSerializer,
@@ -90,6 +91,25 @@ class CouponOptionsView(GenericAPIView):
         query.is_valid(raise_exception=True)
         options = selectors.coupon_options(
             user_id=request.user.pk, amount=query.validated_data["amount"]
+        )
+        page = self.paginate_queryset(options)
+        return self.get_paginated_response(CouponOptionSerializer(page, many=True).data)
+
+    @extend_schema(
+        request=CouponOptionsCartInputSerializer,
+        parameters=[
+            OpenApiParameter("page", OpenApiTypes.INT, required=False),
+            OpenApiParameter("page_size", OpenApiTypes.INT, required=False),
+        ],
+        responses=CouponOptionSerializer(many=True),
+        description="Judge each of my unused coupons against this cart: scope, type, cap and "
+        "threshold on the eligible subtotal, as checkout would.",
+    )
+    def post(self, request):
+        payload = CouponOptionsCartInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        options = selectors.coupon_options(
+            user_id=request.user.pk, items=payload.validated_data["items"]
         )
         page = self.paginate_queryset(options)
         return self.get_paginated_response(CouponOptionSerializer(page, many=True).data)

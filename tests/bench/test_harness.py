@@ -1,10 +1,157 @@
-"""The benchmark harness's pure parts: percentiles, phases and target verdicts. Nothing here
-measures or depends on speed; the figures are made up."""
+"""The benchmark harness's own logic: wrk sends each request exactly once with its own token,
+the figures are parsed and pooled right, exactness is judged in one place, targets are
+ratios to the same run's baseline. Nothing here measures or depends on speed; the figures in
+the verdict tests are made up."""
 
+import json
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from bench.load import Outcome, percentile, summarize
+import pytest
+
+from bench import exactness, wrk
+from bench.load import percentile, to_load
 from bench.report import MISS, NOT_RUN, PASS, evaluate_targets, render
+from bench.results import (
+    ClaimFacts,
+    ClaimRow,
+    Exactness,
+    Load,
+    ReadRow,
+    Reads,
+    Results,
+    ScaleRow,
+)
+
+# --- wrk against a real HTTP server ---------------------------------------------------------
+
+
+class RecordingHandler(BaseHTTPRequestHandler):
+    """Answers 201 to tokens ending in an even digit, 409 sold_out to the others, and records
+    every request's method, path and Authorization header."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive, as gunicorn's gthread workers
+    disable_nagle_algorithm = True
+    seen: list[tuple[str, str, str]]
+    seen_lock = threading.Lock()
+
+    def answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        authorization = self.headers.get("Authorization", "")
+        with self.seen_lock:
+            self.seen.append((self.command, self.path, authorization))
+        if int(authorization[-1]) % 2 == 0:
+            status, body = 201, b'{"id": 1}'
+        else:
+            status, body = 409, b'{"code": "sold_out", "detail": "gone", "fields": {}}'
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = answer
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def recording_server() -> Iterator[tuple[str, list[tuple[str, str, str]]]]:
+    seen: list[tuple[str, str, str]] = []
+    handler = type("Handler", (RecordingHandler,), {"seen": seen})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_wrk_sends_every_token_exactly_once_and_counts_every_answer(recording_server, tmp_path):
+    # given: one token per request
+    base_url, seen = recording_server
+    tokens = [f"token-{index}" for index in range(300)]
+
+    # when
+    load = wrk.run(
+        base_url + "/api/coupons/7/claim",
+        method="POST",
+        tokens=tokens,
+        requests=300,
+        concurrency=8,
+        workdir=tmp_path,
+    )
+
+    # then: 300 requests reached the server, one per token, and wrk saw every answer
+    assert len(seen) == 300
+    assert Counter(seen) == Counter(
+        ("POST", "/api/coupons/7/claim", f"Bearer {token}") for token in tokens
+    )
+    assert load.generator == "wrk"
+    assert (load.requests, load.answered, load.missing) == (300, 300, 0)
+    assert load.statuses == {"201": 150, "409": 150}
+    assert load.codes == {"sold_out": 150}
+    assert load.concurrency == 8
+    assert load.seconds > 0 and load.seconds_to_last_2xx is not None
+    assert 0 < load.p50_ms <= load.p99_ms <= load.max_ms
+    assert list(tmp_path.iterdir()) == []  # the tokens file and the marker are cleaned up
+
+
+def test_wrk_cycles_through_fewer_tokens_than_requests(recording_server, tmp_path):
+    base_url, seen = recording_server
+    tokens = ["a0", "b2", "c4"]
+
+    load = wrk.run(
+        base_url + "/api/auth/me",
+        method="GET",
+        tokens=tokens,
+        requests=30,
+        concurrency=4,
+        workdir=tmp_path,
+    )
+
+    assert Counter(auth for _, _, auth in seen) == {
+        "Bearer a0": 10,
+        "Bearer b2": 10,
+        "Bearer c4": 10,
+    }
+    assert {method for method, _, _ in seen} == {"GET"}
+    assert load.answered == 30 and load.statuses == {"201": 30}
+
+
+def test_parse_output_reads_plan_lua_figures():
+    stdout = (
+        "Running 1m test @ http://127.0.0.1:1/x\n"
+        '{"answered": 4, "seconds": 2.0, "seconds_to_last_2xx": -1.000000, "statuses":'
+        ' {"409": 3, "500": 1}, "codes": {"sold_out": 3}, "errors": {"connect": 0, "read": 0,'
+        ' "write": 0, "timeout": 0}, "latency_us": {"p50": 1500, "p90": 2000, "p99": 2500,'
+        ' "max": 3000, "mean": 1800.0}}\n'
+    )
+
+    load = wrk.parse_output(stdout, requests=5, concurrency=2)
+
+    assert load.rps == 2.0
+    assert (load.p50_ms, load.p90_ms, load.p99_ms, load.max_ms) == (1.5, 2.0, 2.5, 3.0)
+    assert load.missing == 1
+    assert load.server_errors == 1
+    assert load.seconds_to_last_2xx is None
+    assert load.rps_to_last_2xx is None
+
+
+def test_parse_output_without_figures_says_what_wrk_printed():
+    with pytest.raises(RuntimeError, match="unable to connect"):
+        wrk.parse_output("", requests=1, concurrency=1, stderr="unable to connect to 127.0.0.1")
+
+
+# --- pooling the aiohttp process's raw runs -------------------------------------------------
 
 
 def test_percentile_is_nearest_rank():
@@ -17,101 +164,194 @@ def test_percentile_is_nearest_rank():
     assert percentile([], 0.5) == 0.0
 
 
-def test_summarize_counts_statuses_and_splits_a_storm_at_the_last_success():
-    # given: two successes, then three refusals, one server error and one transport error
-    outcome = Outcome(
-        latencies_ms=[10.0, 20.0, 5.0, 5.0, 5.0, 30.0, 40.0],
-        finished_at=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7],
-        success=[True, True, False, False, False, False, False],
-        statuses=Counter({"201": 2, "409": 3, "500": 1, "error:ClientOSError": 1}),
-        codes=Counter({"sold_out": 3}),
-    )
-
-    # when
-    summary = summarize(outcome, elapsed=1.0, concurrency=4)
-
-    # then
-    assert summary["requests"] == 7
-    assert summary["rps"] == 7.0
-    assert summary["5xx"] == 1
-    assert summary["transport_errors"] == 1
-    assert summary["codes"] == {"sold_out": 3}
-    assert summary["phases"]["until_last_2xx"]["requests"] == 2
-    assert summary["phases"]["until_last_2xx"]["seconds"] == 0.2
-    assert summary["phases"]["after_last_2xx"]["requests"] == 5
-
-
-def test_summarize_has_no_phases_when_every_answer_is_alike():
-    outcome = Outcome(
-        latencies_ms=[1.0, 2.0],
-        finished_at=[0.1, 0.2],
-        success=[True, True],
-        statuses=Counter({"200": 2}),
-    )
-
-    assert summarize(outcome, elapsed=0.2, concurrency=1)["phases"] is None
-
-
-def load(rps: float, *, p50: float = 10.0, p99: float = 20.0, **extra) -> dict:
-    return {
-        "requests": 100,
-        "concurrency": 64,
-        "rps": rps,
-        "p50_ms": p50,
-        "p99_ms": p99,
-        "statuses": {"201": 100},
-        "codes": {},
-        "5xx": 0,
-        "transport_errors": 0,
-        **extra,
+def test_to_load_pools_rounds_and_counts_transport_errors_as_missing():
+    first = {"latencies_ms": [1.0, 3.0], "seconds": 1.0, "statuses": {"201": 2}, "codes": {}}
+    second = {
+        "latencies_ms": [2.0, 4.0, 9.0],
+        "seconds": 1.5,
+        "statuses": {"201": 1, "409": 1, "error:ClientOSError": 1},
+        "codes": {"sold_out": 1},
     }
 
+    load = to_load([first, second], requests=5, concurrency=16)
 
-def exact_checks() -> dict:
-    return {"checks": {"exact": True, "redis_counter": 1000}}
+    assert load.generator == "aiohttp"
+    assert (load.requests, load.answered, load.missing) == (5, 4, 1)
+    assert load.seconds == 2.5
+    assert load.rps == 2.0  # 5 latencies in 2.5 s
+    assert (load.p50_ms, load.max_ms) == (3.0, 9.0)
+    assert load.statuses == {"201": 3, "409": 1}
+    assert load.codes == {"sold_out": 1}
 
 
-def verdicts(targets: list[dict]) -> dict[str, str]:
-    return {target["target"]: target["verdict"] for target in targets}
+# --- exactness ------------------------------------------------------------------------------
 
 
-def test_targets_are_ratios_to_the_baseline_and_to_the_redis_up_storm():
-    results = {
-        "baseline": load(1000.0),
-        "storm": load(300.0, p99=251.0, **exact_checks()),
-        "sold_out": load(500.0),
-        "storm_redis_stopped": load(239.0, **exact_checks()),
-        "scale": [
-            {
-                "existing_claims": 0,
-                "sequential": load(1, p50=4.0),
-                "concurrent": load(1, p50=40.0),
-                "checks": {"all_201": True, "exact": True},
-            },
-            {
-                "existing_claims": 1_000_000,
-                "sequential": load(1, p50=5.0),
-                "concurrent": load(1, p50=50.1),
-                "checks": {"all_201": True, "exact": True},
-            },
-        ],
-        "reads": {
-            "templates": 1000,
-            "coupons_held": 10000,
-            "page_size": 20,
-            "last_page": 500,
-            "list": load(100.0, p50=49.9, queries=3, queries_small_data=3),
-            "mine_first": load(100.0, p50=50.0, queries=3, queries_small_data=3),
-            "mine_last": load(100.0, p50=10.0, queries=4, queries_small_data=3),
-        },
-    }
+def answers(statuses: dict[str, int], codes: dict[str, int] | None = None, **extra) -> Load:
+    answered = sum(statuses.values())
+    return Load(
+        generator="wrk",
+        requests=extra.pop("requests", answered),
+        answered=answered,
+        concurrency=64,
+        seconds=1.0,
+        rps=extra.pop("rps", float(answered)),
+        p50_ms=extra.pop("p50", 10.0),
+        p90_ms=15.0,
+        p99_ms=extra.pop("p99", 20.0),
+        max_ms=30.0,
+        statuses=statuses,
+        codes=codes or {},
+    )
 
-    result = verdicts(evaluate_targets(results))
 
-    assert result["claim storm throughput"] == PASS  # 0.30 x
-    assert result["claim storm p99"] == MISS  # 251 ms
-    assert result["sold-out rejection throughput"] == PASS  # 0.50 x
-    assert result["Redis stopped storm throughput"] == MISS  # 0.797 x
+def facts(rows: int, *, claimed: int | None = None, redis: int | None = None) -> ClaimFacts:
+    return ClaimFacts(
+        rows=rows,
+        distinct_users=rows,
+        claimed_count=rows if claimed is None else claimed,
+        total=1000,
+        redis_counter=rows if redis is None else redis,
+    )
+
+
+def test_a_storm_whose_answers_rows_and_counters_agree_is_exact():
+    verdict = exactness.check(
+        load=answers({"201": 1000, "409": 4000}, {"sold_out": 4000}),
+        facts=facts(1000),
+        rows_before=0,
+        expected_201=1000,
+        redis_checked=True,
+    )
+
+    assert verdict.exact
+    assert verdict.mismatches == ()
+    assert verdict.expected_rows == 1000
+
+
+def test_exactness_names_every_disagreement():
+    # given: one request unanswered, one 409 that is not sold_out, a claimed_count and a Redis
+    # counter one over, and the sold-out row's rows_before counted in
+    verdict = exactness.check(
+        load=answers(
+            {"201": 0, "409": 4},
+            {"sold_out": 3, "limit_reached": 1},
+            requests=5,
+        ),
+        facts=facts(1000, claimed=1001, redis=1001),
+        rows_before=1000,
+        expected_201=0,
+        redis_checked=True,
+    )
+
+    assert not verdict.exact
+    assert verdict.mismatches == (
+        "unanswered requests 1 != 0",
+        "409 codes {'sold_out': 3, 'limit_reached': 1} != {'sold_out': 4}",
+        "claimed_count 1001 != 1000",
+        "Redis counter 1001 != 1000",
+    )
+
+
+def test_exactness_skips_the_redis_counter_when_not_checked():
+    verdict = exactness.check(
+        load=answers({"201": 10}),
+        facts=facts(15, redis=0),
+        rows_before=5,
+        expected_201=10,
+        redis_checked=False,
+    )
+
+    assert verdict.exact
+
+
+def test_a_selling_phase_with_a_refusal_is_not_exact():
+    verdict = exactness.check(
+        load=answers({"201": 9, "409": 1}, {"sold_out": 1}),
+        facts=facts(9),
+        rows_before=0,
+        expected_201=10,
+        redis_checked=True,
+    )
+
+    assert verdict.mismatches == (
+        "201 answers 9 != 10",
+        "rows 9 != 10",
+        "distinct users 9 != 10",
+        "claimed_count 9 != 10",
+        "Redis counter 9 != 10",
+    )
+
+
+# --- targets and the table ------------------------------------------------------------------
+
+
+def claim_row(load: Load, *, exact: bool = True) -> ClaimRow:
+    verdict = Exactness(
+        expected_rows=1000,
+        expected_201=1000,
+        facts=facts(1000),
+        mismatches=() if exact else ("rows 999 != 1000",),
+    )
+    return ClaimRow(template_id=1, total=1000, redis_up=True, load=load, exactness=verdict)
+
+
+def scale_row(existing: int, sequential_p50: float, concurrent_p50: float) -> ScaleRow:
+    return ScaleRow(
+        existing_claims=existing,
+        template_id=2,
+        sequential=answers({"201": 100}, p50=sequential_p50),
+        concurrent=answers({"201": 100}, p50=concurrent_p50),
+        exactness=Exactness(expected_rows=1, expected_201=1, facts=facts(1), mismatches=()),
+    )
+
+
+def read_row(name: str, p50: float, queries: int, small: int) -> ReadRow:
+    return ReadRow(
+        name=name,
+        path="/",
+        load=answers({"200": 300}, p50=p50),
+        queries=queries,
+        queries_small_data=small,
+    )
+
+
+def full_results() -> Results:
+    return Results(
+        baseline=answers({"200": 1000}, rps=1000.0),
+        selling=claim_row(answers({"201": 5000}, rps=499.0)),
+        storm=claim_row(answers({"201": 1000, "409": 4000}, rps=300.0, p99=200.0)),
+        sold_out=claim_row(answers({"409": 5000}, rps=850.0), exact=False),
+        storm_redis_stopped=claim_row(answers({"201": 1000, "409": 4000}, rps=239.0)),
+        scale=(scale_row(0, 4.0, 40.0), scale_row(1_000_000, 5.0, 50.1)),
+        reads=Reads(
+            templates=1000,
+            coupons_held=10000,
+            page_size=20,
+            last_page=500,
+            rows=(
+                read_row("list", 49.9, 3, 3),
+                read_row("mine_first", 50.0, 3, 3),
+                read_row("mine_last", 10.0, 4, 3),
+            ),
+        ),
+    )
+
+
+def verdicts(results: Results) -> dict[str, str]:
+    return {target.target: target.verdict for target in evaluate_targets(results)}
+
+
+def test_targets_are_ratios_to_the_same_runs_baseline():
+    result = verdicts(full_results())
+
+    assert result["selling phase claims/s"] == MISS  # 0.499 x
+    assert result["selling phase"] == PASS
+    assert result["mixed claim storm throughput"] == PASS  # 0.30 x
+    assert result["mixed claim storm p99"] == PASS  # 200 ms
+    assert result["sold-out rejection throughput"] == PASS  # 0.85 x
+    assert result["sold-out: all 409 sold_out, nothing changed"] == MISS  # not exact
+    assert result["Redis stopped storm throughput"] == MISS  # 0.797 x the storm
     assert result["claim p50 at 1,000,000 vs 0 claims (sequential)"] == PASS  # 1.25 x
     assert result["claim p50 at 1,000,000 vs 0 claims (16 connections)"] == MISS  # 1.2525 x
     assert result["GET /api/coupons first page p50"] == PASS
@@ -120,14 +360,32 @@ def test_targets_are_ratios_to_the_baseline_and_to_the_redis_up_storm():
     assert result["mine queries per request independent of data size"] == MISS  # 3 vs 4
 
 
+def test_a_storm_with_a_server_error_misses_even_when_the_rows_agree():
+    results = full_results()
+    storm = results.storm
+    assert storm is not None
+    failing = replace(storm, load=answers({"201": 1000, "409": 3999, "503": 1}))
+
+    result = verdicts(replace(results, storm=failing))
+
+    assert result["mixed claim storm (rows, claimed_count, Redis)"] == MISS
+    assert result["mixed claim storm p99"] == PASS
+
+
 def test_missing_scenarios_are_not_run_rather_than_passed():
-    result = verdicts(evaluate_targets({"baseline": load(1000.0)}))
+    result = verdicts(Results(baseline=answers({"200": 1000})))
 
-    assert result["claim storm throughput"] == NOT_RUN
+    assert result["selling phase claims/s"] == NOT_RUN
+    assert result["mixed claim storm throughput"] == NOT_RUN
     assert result["GET /api/coupons first page p50"] == NOT_RUN
+    assert set(result.values()) == {NOT_RUN}
 
 
-def test_render_prints_every_target_with_its_verdict():
+def test_render_prints_every_row_and_every_target_and_the_json_round_trips():
+    from dataclasses import asdict
+
+    results = full_results()
+    targets = evaluate_targets(results)
     document = {
         "mode": "quick",
         "started_at": "2026-01-01T00:00:00+00:00",
@@ -139,18 +397,27 @@ def test_render_prints_every_target_with_its_verdict():
             "mariadb": "10.11",
             "redis": "7",
             "python": "3.11",
+            "wrk": "wrk 4.1.0",
         },
         "server": {
             "gunicorn": "2 gthread workers",
             "settings": "production",
             "primary_worker_class": "gthread",
         },
-        "results": {"baseline": load(1000.0)},
     }
-    document["targets"] = evaluate_targets(document["results"])
 
-    text = render(document)
+    text = render(results, targets, document)
 
-    assert "baseline GET /api/auth/me" in text
-    for target in document["targets"]:
-        assert target["target"] in text
+    for label in (
+        "baseline GET /api/auth/me",
+        "selling phase (all new users, room left)",
+        "mixed claim storm, Redis up",
+        "claims on the sold-out template",
+        "mixed claim storm, Redis stopped",
+        "1,000,000 existing claims",
+        "GET /api/coupons/mine p500 (last)",
+    ):
+        assert label in text
+    for target in targets:
+        assert target.target in text
+    assert json.loads(json.dumps(asdict(results)))["selling"]["load"]["rps"] == 499.0

@@ -121,7 +121,7 @@ def test_the_operator_journey(page: Page, live_server):
     services.coupon_claim(template_id=template.pk, user_id=shopper.pk)
     page.goto(f"{admin}coupons/coupontemplate/{template.pk}/change/")
     expect(page.locator("#id_value")).to_have_count(0)
-    expect(page.locator(".form-row.field-value_money .readonly")).to_have_text("¥50.00")
+    expect(page.locator(".form-row.field-value_shown .readonly")).to_have_text("¥50.00")
     expect(page.locator(".frozen-note")).to_be_visible()
     expect(page.locator(".funnel-claimed")).to_have_text("1 / 200")
     expect(page.locator(".funnel-rate")).to_have_text("0.0%")

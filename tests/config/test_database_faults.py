@@ -20,8 +20,9 @@ from tests.factories import CouponTemplateFactory, UserFactory
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_claim_stuck_behind_a_held_row_lock_is_503_after_the_lock_wait_timeout():
-    """innodb_lock_wait_timeout comes from the connection's init_command (3 s by default)."""
+def test_a_claim_stuck_behind_a_held_row_lock_is_503_after_the_lock_wait_timeout(settings):
+    """innodb_lock_wait_timeout comes from the connection's init_command (5 s by default,
+    checked below); here this connection's is lowered to 1 s to keep the test short."""
     template = CouponTemplateFactory(total=5)
     client = bearer_client(UserFactory())
     locked, release = threading.Event(), threading.Event()
@@ -38,6 +39,8 @@ def test_a_claim_stuck_behind_a_held_row_lock_is_503_after_the_lock_wait_timeout
     holder = threading.Thread(target=hold_the_lock)
     holder.start()
     locked.wait(timeout=10)
+    with connection.cursor() as cursor:  # the test client's requests run on this connection
+        cursor.execute("SET SESSION innodb_lock_wait_timeout = 1")
     try:
         started = time.monotonic()
         response = client.post(claim_url(template))
@@ -45,6 +48,10 @@ def test_a_claim_stuck_behind_a_held_row_lock_is_503_after_the_lock_wait_timeout
     finally:
         release.set()
         holder.join()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SET SESSION innodb_lock_wait_timeout = %s", [settings.DATABASE_LOCK_WAIT_TIMEOUT]
+            )
 
     assert response.status_code == 503
     assert response.json() == {
@@ -52,7 +59,7 @@ def test_a_claim_stuck_behind_a_held_row_lock_is_503_after_the_lock_wait_timeout
         "detail": "The service is temporarily unavailable. Retry shortly.",
     }
     assert response["Retry-After"] == "5"
-    assert 2.5 < waited < 6
+    assert 1 <= waited < 4
     assert UserCoupon.objects.count() == 0
     template.refresh_from_db()
     assert template.claimed_count == 0
@@ -64,13 +71,13 @@ def test_the_session_lock_wait_timeout_is_set_on_every_connection(db):
     with connection.cursor() as cursor:
         cursor.execute("SELECT @@SESSION.innodb_lock_wait_timeout, @@SESSION.sql_mode")
         lock_wait, sql_mode = cursor.fetchone()
-    assert lock_wait == 3
+    assert lock_wait == 5
     assert "STRICT_TRANS_TABLES" in sql_mode
     options = connection.settings_dict["OPTIONS"]
     assert (options["connect_timeout"], options["read_timeout"], options["write_timeout"]) == (
         2,
-        6,
-        6,
+        8,
+        8,
     )
     assert connection.settings_dict["CONN_HEALTH_CHECKS"] is True
 
@@ -118,6 +125,7 @@ def test_outage_logs_are_one_line_per_kind_per_interval_without_traceback(settin
 
 
 def test_an_open_breaker_answers_503_at_once_but_not_healthz(db, settings):
+    """While it is open, API paths get the JSON 503, pages the HTML one."""
     settings.DATABASE_BREAKER_SECONDS = 30
     breaker.trip()
     client = bearer_client(UserFactory())
@@ -131,6 +139,8 @@ def test_an_open_breaker_answers_503_at_once_but_not_healthz(db, settings):
         "5",
     )
     assert (health.status_code, health.json()["database"]) == (200, "ok")
+    admin = Client().get("/admin/login/")
+    assert (admin.status_code, admin["Content-Type"][:9]) == (503, "text/html")
     breaker.reset()
     assert client.post("/api/coupons/1/claim").status_code == 404
 
@@ -150,12 +160,8 @@ def test_non_api_paths_answer_503_too_through_handler500(db, monkeypatch, caplog
     with caplog.at_level(logging.INFO):
         response = client.get("/admin/")
 
-    # An admin page, not JSON (SPEC section 13), rendered without the database.
-    assert (response.status_code, response["Content-Type"], response["Retry-After"]) == (
-        503,
-        "text/html; charset=utf-8",
-        "5",
-    )
-    assert "The service is temporarily unavailable. Retry shortly." in response.content.decode()
+    assert (response.status_code, response["Retry-After"]) == (503, "5")
+    assert response["Content-Type"].startswith("text/html")  # an admin page is never JSON
+    assert b"Temporarily unavailable" in response.content
     assert [r.name for r in caplog.records] == ["config.database"]
     assert caplog.records[0].exc_info is None

@@ -257,7 +257,7 @@ def test_claims_survive_a_stopped_a_frozen_and_a_killed_database(app_on_own_data
     # /healthz answers "down" within a second even while the database hangs.
     for answer in outage_health:
         assert (answer.status, answer.seconds < 1) == (503, True), answer
-    assert {(answer.status, answer.code) for answer in outage_admin} == {(503, "unavailable")}
+    assert {(answer.status, answer.retry_after) for answer in outage_admin} == {(503, "5")}
 
     # Nothing lost: every 201 is a row. Nothing half-written: claimed_count is the row count.
     # A 503 may still have committed (the answer was lost with the connection), but only a

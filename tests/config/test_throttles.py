@@ -25,7 +25,8 @@ SPEC_DEFAULTS = {
 
 
 @pytest.fixture
-def spec_rates(settings):
+def spec_rates(settings, frozen_now):
+    """The SPEC's rates, with the clock frozen so that no run straddles a window's end."""
     settings.THROTTLE_RATES = dict(SPEC_DEFAULTS)
     return settings
 

@@ -7,6 +7,7 @@ import threading
 import pytest
 from django.db import connection
 
+from coupons.counter import UnavailableCounter, coupon_counter, install_coupon_counter
 from coupons.models import UserCoupon
 from tests.concurrency import run_together
 from tests.conftest import bearer_client
@@ -161,3 +162,22 @@ def test_a_hanging_redis_costs_a_fast_rejection_one_claim_timeout(redis_namespac
     assert (response.status_code, response.json()["code"]) == (409, "sold_out")
     assert len(server.accepted) == 1
     assert elapsed < 2  # 0.25 s for Redis, the rest is the request itself
+
+
+def test_a_redis_cluster_that_cannot_be_reached_at_start_costs_claims_nothing(settings):
+    """A cluster client asks for the slots when it is built; with no node answering, the
+    counter stands aside for the back-off and claims are decided by the database alone."""
+    settings.COUPON_COUNTER_REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    settings.COUPON_REDIS_CLUSTER = True
+    settings.COUPON_COUNTER_BACKOFF = 60
+    install_coupon_counter(None)
+    template = CouponTemplateFactory(total=2)
+    users = UserFactory.create_batch(3)
+
+    statuses = [bearer_client(user).post(claim_url(template)).status_code for user in users]
+
+    assert statuses == [201, 201, 409]
+    assert isinstance(coupon_counter(), UnavailableCounter)
+    assert UserCoupon.objects.count() == 2
+    health = bearer_client(users[0]).get("/healthz").json()
+    assert (health["status"], health["redis"]) == ("degraded", "down")

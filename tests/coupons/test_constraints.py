@@ -2,7 +2,7 @@
 straight to the database past all Python validation."""
 
 import pytest
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 
 from tests.factories import CouponTemplateFactory, UserCouponFactory
 
@@ -13,7 +13,26 @@ pytestmark = pytest.mark.django_db
     ("assignment", "constraint"),
     [
         ("name = '   '", "coupon_template_name_not_blank"),
-        ("type = 'percent'", "coupon_template_type_known"),
+        ("type = 'coupon'", "coupon_template_type_known"),
+        ("type = 'percent', value = 100", "coupon_template_percent_in_range"),
+        ("max_discount = 100", "coupon_template_max_discount_percent_only"),  # on a direct
+        (
+            "type = 'percent', value = 10, max_discount = 0",
+            "coupon_template_max_discount_percent_only",
+        ),
+        ("valid_days = 0", "coupon_template_valid_days_in_range"),
+        ("valid_days = 3651", "coupon_template_valid_days_in_range"),
+        ("scope = 'categories'", "coupon_template_scope_ids_fit_scope"),  # no ids
+        ("scope_ids = '[1]'", "coupon_template_scope_ids_fit_scope"),  # ids on scope all
+        ("scope = 'brands', scope_ids = '[1]'", "coupon_template_scope_ids_fit_scope"),
+        (
+            f"scope = 'products', scope_ids = '{list(range(1, 502))}'",
+            "coupon_template_scope_ids_fit_scope",
+        ),
+        ("code = 'abc'", "coupon_template_code_format"),
+        ("code = 'no spaces'", "coupon_template_code_format"),
+        ("code = 'CAFÉ1'", "coupon_template_code_format"),
+        ("visibility = 'secret'", "coupon_template_visibility_known"),
         ("value = 0", "coupon_template_value_positive"),
         ("min_amount = 100", "coupon_template_min_amount_fits_type"),  # direct with a threshold
         ("type = 'threshold', min_amount = 499", "coupon_template_min_amount_fits_type"),
@@ -46,6 +65,50 @@ def test_user_coupon_used_at_must_match_status(assignment):
     with pytest.raises(DatabaseError, match="user_coupon_used_at_matches_status"):
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"UPDATE user_coupons SET {assignment} WHERE id = %s", [coupon.pk])
+
+
+@pytest.mark.parametrize(
+    ("assignment", "constraint"),
+    [
+        ("valid_until = valid_from", "user_coupon_window_ordered"),
+        ("source = 'grant'", "user_coupon_grant_reason_matches_source"),  # a grant says why
+        ("grant_reason = 'because'", "user_coupon_grant_reason_matches_source"),  # a claim
+        ("source = 'gift', grant_reason = 'x'", "user_coupon_grant_reason_matches_source"),
+        ("granted_by_id = user_id", "user_coupon_granted_by_only_for_grants"),
+    ],
+)
+def test_user_coupon_check_constraints_reject_bad_rows(assignment, constraint):
+    coupon = UserCouponFactory()
+
+    with pytest.raises(DatabaseError, match=constraint), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE user_coupons SET {assignment} WHERE id = %s", [coupon.pk])
+
+
+def test_codes_are_unique_without_regard_to_case():
+    CouponTemplateFactory(code="Spring26")
+
+    with pytest.raises(IntegrityError, match="coupon_template_code_unique"):
+        with transaction.atomic():
+            CouponTemplateFactory(code="SPRING26")
+
+
+def test_one_grant_per_user_and_reason():
+    first = UserCouponFactory(source="grant", grant_reason="late delivery")
+
+    with pytest.raises(IntegrityError, match="user_coupon_one_grant_per_reason"):
+        with transaction.atomic():
+            UserCouponFactory(
+                user=first.user,
+                template=first.template,
+                source="grant",
+                grant_reason="late delivery",
+            )
+    # the same user may hold a second claim of the template, and a grant for another reason
+    UserCouponFactory(user=first.user, template=first.template)
+    UserCouponFactory(
+        user=first.user, template=first.template, source="grant", grant_reason="birthday"
+    )
 
 
 def test_unsigned_columns_refuse_negative_values():

@@ -27,6 +27,8 @@ def form_data(**overrides):
         "valid_from_1": start.strftime("%H:%M:%S"),
         "valid_until_0": end.strftime("%Y-%m-%d"),
         "valid_until_1": end.strftime("%H:%M:%S"),
+        "scope": "all",
+        "visibility": "public",
     }
     return data | overrides
 
@@ -57,7 +59,15 @@ def test_frozen_terms_are_read_only_once_claimed(admin_site):
     response = admin_site.get(url)
 
     form = response.context["adminform"].form
-    assert set(form.fields) == {"name", "total", "per_user_limit", "valid_from", "valid_until"}
+    assert set(form.fields) == {
+        "name",
+        "total",
+        "per_user_limit",
+        "valid_from",
+        "valid_until",
+        "code",
+        "visibility",
+    }
     page = response.content.decode()
     assert '<div class="readonly">¥5.00</div>' in page  # the value, as money
     assert 'name="value"' not in page

@@ -56,21 +56,27 @@ def test_an_issue_before_the_window_opens_passes_only_the_start(user, frozen_now
     )
 
     with pytest.raises(ClaimNotInWindow):
-        services.coupon_issue(template_id=template.pk, user_id=user.pk)
+        services.coupon_issue(template_id=template.pk, user_id=user.pk, source="claim")
     coupon = services.coupon_issue(
-        template_id=template.pk, user_id=user.pk, before_window_opens=True
+        template_id=template.pk, user_id=user.pk, before_window_opens=True, source="claim"
     )
     assert (coupon.template_id, coupon.user_id, coupon.slot) == (template.pk, user.pk, 1)
     with pytest.raises(ClaimSoldOut):  # total and limit still hold
         services.coupon_issue(
-            template_id=template.pk, user_id=UserFactory().pk, before_window_opens=True
+            template_id=template.pk,
+            user_id=UserFactory().pk,
+            before_window_opens=True,
+            source="claim",
         )
 
     frozen_now(now + timedelta(days=2, milliseconds=1))
     CouponTemplate.objects.filter(pk=template.pk).update(total=5)
     with pytest.raises(ClaimNotInWindow):  # never after the end
         services.coupon_issue(
-            template_id=template.pk, user_id=UserFactory().pk, before_window_opens=True
+            template_id=template.pk,
+            user_id=UserFactory().pk,
+            before_window_opens=True,
+            source="claim",
         )
     assert UserCoupon.objects.count() == 1
 

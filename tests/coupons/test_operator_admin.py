@@ -8,10 +8,11 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from config.money import MoneyInvalid, format_money, parse_money
 from coupons import selectors
-from coupons.models import UserCoupon
+from coupons.models import CouponTemplate, UserCoupon
 from orders import services as order_services
 from tests.factories import CouponTemplateFactory, ProductFactory, UserCouponFactory, UserFactory
 
@@ -85,8 +86,8 @@ def make_funnel_template(*, name: str, claimed: int, used: int, ended: bool = Fa
         UserCoupon.objects.filter(pk=coupon.pk).update(
             status=UserCoupon.Status.USED, used_at=coupon.created_at
         )
-    if ended:
-        type(template).objects.filter(pk=template.pk).update(
+    if ended:  # the coupons' own use windows decide what expired (SPEC section 10)
+        UserCoupon.objects.filter(template=template).update(
             valid_from=template.valid_from - timedelta(days=5),
             valid_until=template.valid_from - timedelta(days=1),
         )
@@ -231,14 +232,26 @@ def test_export_streams_every_coupon_as_csv(admin_site, frozen_now, settings):
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert rows == [
-        ["coupon_id", "user_id", "username", "status", "claimed_at", "used_at", "order_id"],
+        [
+            "coupon_id",
+            "user_id",
+            "username",
+            "source",
+            "status",
+            "claimed_at",
+            "valid_until",
+            "used_at",
+            "order_id",
+        ],
         *[
             [
                 str(coupon.pk),
                 str(coupon.user_id),
                 coupon.user.username,
+                "claim",
                 "used" if coupon == coupons[1] else "unused",
                 "2026-06-10T20:00:00+08:00",
+                timezone.localtime(coupon.valid_until).isoformat(),
                 "2026-06-10T20:00:00+08:00" if coupon == coupons[1] else "",
                 str(order.pk) if coupon == coupons[1] else "",
             ]
@@ -386,3 +399,96 @@ def test_view_site_leads_to_the_api_docs(admin_site):
     page = admin_site.get("/admin/").content.decode()
 
     assert '<a href="/api/docs/">' in page
+
+
+# --- Grants from the template page and the user list --------------------------------------------
+
+
+def test_grant_from_the_template_page(admin_site, staff):
+    template = CouponTemplateFactory(total=5)
+    alice, bob = UserFactory(username="g-alice"), UserFactory(username="g-bob")
+    url = f"{LIST_URL}{template.pk}/grant/"
+
+    page = admin_site.get(url)
+    response = admin_site.post(
+        url,
+        {
+            "users": f"g-alice\n{bob.pk}\nnobody",
+            "reason": "apology",
+            "action": "grant_to_users",
+            "apply": "1",
+        },
+    )
+
+    assert page.status_code == 200
+    assert response.status_code == 302
+    assert response["Location"] == f"{LIST_URL}{template.pk}/change/"
+    granted = UserCoupon.objects.filter(template=template).order_by("user_id")
+    assert [(c.user_id, c.source, c.grant_reason, c.granted_by_id) for c in granted] == [
+        (alice.pk, "grant", "apology", staff.pk),
+        (bob.pk, "grant", "apology", staff.pk),
+    ]
+    change_page = admin_site.get(f"{LIST_URL}{template.pk}/change/").content.decode()
+    assert f'href="{url}"' in change_page
+
+
+def test_grant_from_the_user_list(admin_site, staff):
+    template = CouponTemplateFactory(total=1)
+    first, second = UserFactory(), UserFactory()
+    data = {"action": "grant_coupon_to_users", "_selected_action": [first.pk, second.pk]}
+
+    form_page = admin_site.post("/admin/auth/user/", data)
+    done = admin_site.post(
+        "/admin/auth/user/",
+        data | {"apply": "1", "template": template.pk, "reason": "launch"},
+        follow=True,
+    )
+
+    assert form_page.status_code == 200
+    assert "Grant a coupon to 2 users" in form_page.content.decode()
+    messages = [str(message) for message in done.context["messages"]]
+    assert messages == [f"Grant of {template.name}: granted: {first.pk}; sold out: {second.pk}."]
+    assert list(UserCoupon.objects.filter(template=template).values_list("user_id", "source")) == [
+        (first.pk, "grant")
+    ]
+
+
+def test_a_grant_without_a_reason_is_a_form_error_and_grants_nothing(admin_site):
+    template = CouponTemplateFactory()
+    user = UserFactory()
+
+    response = admin_site.post(
+        "/admin/auth/user/",
+        {
+            "action": "grant_coupon_to_users",
+            "_selected_action": [user.pk],
+            "apply": "1",
+            "template": template.pk,
+            "reason": "",
+        },
+    )
+
+    assert response.status_code == 200
+    assert response.context["form"].errors == {"reason": ["This field is required."]}
+    assert UserCoupon.objects.count() == 0
+
+
+def test_a_percent_coupon_takes_its_value_as_a_percent_and_its_cap_as_money(admin_site):
+    from tests.coupons.test_django_admin import form_data
+
+    bad = admin_site.post(
+        LIST_URL + "add/", form_data(type="percent", value="15.5", min_amount="", name="Bad")
+    )
+    response = admin_site.post(
+        LIST_URL + "add/",
+        form_data(type="percent", value="15", min_amount="", max_discount="20.00", name="Pct"),
+    )
+
+    assert bad.context["adminform"].form.errors["value"] == ["A whole percent, 1 to 99."]
+    assert response.status_code == 302
+    template = CouponTemplate.objects.get()
+    assert (template.type, template.value, template.max_discount) == ("percent", 15, 2000)
+    listed = admin_site.get(LIST_URL).content.decode()
+    assert '<td class="field-terms">15% off, at most ¥20.00</td>' in listed
+    shown = admin_site.get(f"{LIST_URL}{template.pk}/change/")
+    assert shown.context["adminform"].form.initial["value"] == "15"

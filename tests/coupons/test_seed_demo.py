@@ -4,12 +4,13 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from coupons.models import CouponTemplate
+from coupons.models import CouponTemplate, UserCoupon
 
 pytestmark = pytest.mark.django_db
 
 
 def test_demo_data_is_created_once_with_templates_in_different_states():
+    call_command("seed_demo_products", stdout=StringIO())
     call_command("seed_demo", stdout=StringIO())
     out = StringIO()
     call_command("seed_demo", stdout=out)
@@ -21,7 +22,21 @@ def test_demo_data_is_created_once_with_templates_in_different_states():
         ("bob", False),
     ]
     assert users[0].check_password("demo-pass-123")
-    assert CouponTemplate.objects.count() == 4
+    kinds = CouponTemplate.objects.values_list("type", "scope", "visibility")
+    assert sorted(set(kinds)) == [
+        ("direct", "all", "hidden"),
+        ("direct", "all", "public"),
+        ("percent", "all", "hidden"),
+        ("percent", "all", "public"),
+        ("percent", "categories", "public"),
+        ("threshold", "all", "public"),
+        ("threshold", "categories", "public"),
+    ]
+    assert CouponTemplate.objects.count() == 10
+    assert CouponTemplate.objects.filter(valid_days=7, code="WELCOME7").count() == 1
+    assert CouponTemplate.objects.filter(max_discount__isnull=False).count() == 2
+    granted = UserCoupon.objects.get(source="grant")
+    assert (granted.user.username, granted.granted_by.username) == ("bob", "admin")
     assert out.getvalue().startswith("Demo data already present.")
 
 
@@ -57,6 +72,6 @@ def test_the_printed_curl_lines_work_on_the_real_port_and_match_the_readme(
         ["bash", "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     listed, claimed, mine = (json.loads(line) for line in result.stdout.splitlines() if line)
-    assert listed["count"] == 4
+    assert listed["count"] == CouponTemplate.objects.filter(visibility="public").count()
     assert claimed["template_id"] == claimable
     assert [coupon["id"] for coupon in mine["results"]] == [claimed["id"]]

@@ -120,12 +120,16 @@ def test_coupon_options_ranks_and_explains(user, shopper_client, now):
         "type",
         "value",
         "min_amount",
+        "max_discount",
+        "scope",
+        "scope_ids",
         "valid_from",
         "valid_until",
         "usable",
         "discount",
         "reason",
         "shortfall",
+        "eligible_subtotal",
     }
 
 
@@ -141,12 +145,16 @@ def test_coupon_options_at_the_threshold_exactly(user, shopper_client, now):
             "type": "threshold",
             "value": 5000,
             "min_amount": 20000,
+            "max_discount": None,
+            "scope": "all",
+            "scope_ids": [],
             "valid_from": (now - timedelta(days=1)).isoformat().replace("+00:00", "Z"),
             "valid_until": (now + timedelta(days=1)).isoformat().replace("+00:00", "Z"),
             "usable": True,
             "discount": 5000,
             "reason": None,
             "shortfall": None,
+            "eligible_subtotal": None,
         }
     ]
 

@@ -48,7 +48,9 @@ def test_cancel_returns_stock_and_coupon(shopper_client, order_with_coupon, now)
     order_with_coupon.coupon.refresh_from_db()
     assert (order_with_coupon.coupon.status, order_with_coupon.coupon.used_at) == ("unused", None)
     # The coupon is usable again.
-    assert ports.get_usable(order_with_coupon.user_id, order_with_coupon.coupon_id)
+    assert ports.get_usable(
+        user_id=order_with_coupon.user_id, coupon_id=order_with_coupon.coupon_id
+    )
 
 
 @pytest.mark.parametrize("failing_step", ["rollback_coupon", "stock_return"])

@@ -40,8 +40,20 @@ def test_checkout_without_coupon_takes_stock_and_snapshots_prices(user, shopper_
         "pay_amount": 24300,
         "coupon_id": None,
         "items": [
-            {"product_id": shirt.pk, "title": "Shirt", "unit_price": 9900, "quantity": 2},
-            {"product_id": socks.pk, "title": "Socks", "unit_price": 1500, "quantity": 3},
+            {
+                "product_id": shirt.pk,
+                "title": "Shirt",
+                "unit_price": 9900,
+                "quantity": 2,
+                "discount_amount": 0,
+            },
+            {
+                "product_id": socks.pk,
+                "title": "Socks",
+                "unit_price": 1500,
+                "quantity": 3,
+                "discount_amount": 0,
+            },
         ],
         "expire_at": (now + timedelta(minutes=15)).isoformat().replace("+00:00", "Z"),
         "paid_at": None,
@@ -168,8 +180,8 @@ def test_a_coupon_used_between_check_and_use_is_409_and_stock_is_back(user, monk
     coupon = UserCouponFactory(user=user)
     real_get_usable = ports.get_usable
 
-    def get_usable_then_lose_race(user_id, coupon_id):
-        usable = real_get_usable(user_id, coupon_id)
+    def get_usable_then_lose_race(*, user_id, coupon_id):
+        usable = real_get_usable(user_id=user_id, coupon_id=coupon_id)
         UserCoupon.objects.filter(pk=coupon_id).update(status="used", used_at=now)
         return usable
 

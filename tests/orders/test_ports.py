@@ -19,7 +19,7 @@ def test_get_usable_returns_a_frozen_summary_of_the_coupon(now):
     template = CouponTemplateFactory(type="threshold", value=5000, min_amount=20000)
     coupon = UserCouponFactory(template=template)
 
-    usable = ports.get_usable(coupon.user_id, coupon.pk)
+    usable = ports.get_usable(user_id=coupon.user_id, coupon_id=coupon.pk)
 
     assert usable == ports.UsableCoupon(
         coupon_id=coupon.pk,
@@ -27,6 +27,9 @@ def test_get_usable_returns_a_frozen_summary_of_the_coupon(now):
         type="threshold",
         value=5000,
         min_amount=20000,
+        max_discount=None,
+        scope="all",
+        scope_ids=(),
         valid_from=now - timedelta(days=1),
         valid_until=now + timedelta(days=1),
     )
@@ -39,15 +42,15 @@ def test_get_usable_refuses_another_users_or_a_missing_coupon(now):
     stranger = UserFactory()
 
     with pytest.raises(CouponNotFound):
-        ports.get_usable(stranger.pk, coupon.pk)
+        ports.get_usable(user_id=stranger.pk, coupon_id=coupon.pk)
     with pytest.raises(CouponNotFound):
-        ports.get_usable(coupon.user_id, coupon.pk + 1000)
+        ports.get_usable(user_id=coupon.user_id, coupon_id=coupon.pk + 1000)
 
 
 def test_get_usable_refuses_a_used_coupon(now):
     coupon = UserCouponFactory(status="used", used_at=now)
     with pytest.raises(CouponUsed):
-        ports.get_usable(coupon.user_id, coupon.pk)
+        ports.get_usable(user_id=coupon.user_id, coupon_id=coupon.pk)
 
 
 @pytest.mark.parametrize(
@@ -64,23 +67,23 @@ def test_get_usable_checks_the_window_inclusively(now, starts_in, ends_in, usabl
     coupon = UserCouponFactory(template=template)
 
     if usable:
-        assert ports.get_usable(coupon.user_id, coupon.pk).coupon_id == coupon.pk
+        assert ports.get_usable(user_id=coupon.user_id, coupon_id=coupon.pk).coupon_id == coupon.pk
     else:
         with pytest.raises(CouponExpired):
-            ports.get_usable(coupon.user_id, coupon.pk)
+            ports.get_usable(user_id=coupon.user_id, coupon_id=coupon.pk)
 
 
 def test_use_coupon_marks_it_used_once(now):
     coupon = UserCouponFactory()
 
     with transaction.atomic():
-        used = ports.use_coupon(coupon.user_id, coupon.pk)
+        used = ports.use_coupon(user_id=coupon.user_id, coupon_id=coupon.pk)
 
     assert used.coupon_id == coupon.pk
     coupon.refresh_from_db()
     assert (coupon.status, coupon.used_at) == ("used", now)
     with pytest.raises(CouponUsed), transaction.atomic():
-        ports.use_coupon(coupon.user_id, coupon.pk)
+        ports.use_coupon(user_id=coupon.user_id, coupon_id=coupon.pk)
     coupon.refresh_from_db()
     assert (coupon.status, coupon.used_at) == ("used", now)
 
@@ -102,7 +105,7 @@ def test_use_coupon_refuses_and_changes_nothing(now, case, error):
     user_id = UserFactory().pk if case == "stranger" else coupon.user_id
 
     with pytest.raises(error), transaction.atomic():
-        ports.use_coupon(user_id, coupon.pk)
+        ports.use_coupon(user_id=user_id, coupon_id=coupon.pk)
 
     coupon.refresh_from_db()
     assert (coupon.status, coupon.used_at) == ("unused", None)
@@ -112,14 +115,14 @@ def test_rollback_coupon_returns_a_used_coupon_and_refuses_an_unused_one(now):
     coupon = UserCouponFactory(status="used", used_at=now)
 
     with transaction.atomic():
-        ports.rollback_coupon(coupon.user_id, coupon.pk)
+        ports.rollback_coupon(user_id=coupon.user_id, coupon_id=coupon.pk)
 
     coupon.refresh_from_db()
     assert (coupon.status, coupon.used_at) == ("unused", None)
     with pytest.raises(CouponRollbackFailed), transaction.atomic():
-        ports.rollback_coupon(coupon.user_id, coupon.pk)
+        ports.rollback_coupon(user_id=coupon.user_id, coupon_id=coupon.pk)
     with pytest.raises(CouponRollbackFailed), transaction.atomic():
-        ports.rollback_coupon(UserFactory().pk, coupon.pk)
+        ports.rollback_coupon(user_id=UserFactory().pk, coupon_id=coupon.pk)
 
 
 def test_list_unused_keeps_unused_unexpired_own_coupons_newest_first(now):
@@ -140,7 +143,7 @@ def test_list_unused_keeps_unused_unexpired_own_coupons_newest_first(now):
     )
     UserCouponFactory()  # someone else's
 
-    listed = ports.list_unused(user.pk)
+    listed = ports.list_unused(user_id=user.pk)
 
     assert [coupon.coupon_id for coupon in listed] == [not_started.pk, older.pk]
 
@@ -151,9 +154,9 @@ def test_writing_ports_refuse_to_run_outside_a_transaction(now):
     used = UserCouponFactory(status="used", used_at=now)
 
     with pytest.raises(ports.TransactionRequired):
-        ports.use_coupon(coupon.user_id, coupon.pk)
+        ports.use_coupon(user_id=coupon.user_id, coupon_id=coupon.pk)
     with pytest.raises(ports.TransactionRequired):
-        ports.rollback_coupon(used.user_id, used.pk)
+        ports.rollback_coupon(user_id=used.user_id, coupon_id=used.pk)
 
     assert list(UserCoupon.objects.order_by("pk").values_list("status", flat=True)) == [
         "unused",
@@ -169,7 +172,7 @@ def test_concurrent_use_coupon_has_exactly_one_winner(now):
     def use() -> str:
         try:
             with transaction.atomic():
-                ports.use_coupon(coupon.user_id, coupon.pk)
+                ports.use_coupon(user_id=coupon.user_id, coupon_id=coupon.pk)
             return "used"
         except CouponUsed:
             return "coupon_used"

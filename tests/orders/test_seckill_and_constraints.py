@@ -116,6 +116,12 @@ def test_order_check_constraints_reject_bad_rows(plain_order, assignment, constr
         ("order_items", "quantity = 0", "order_item_quantity_in_range"),
         ("order_items", "quantity = 1000", "order_item_quantity_in_range"),
         ("order_items", "unit_price = -1", "order_item_unit_price_in_range"),
+        ("order_items", "discount_amount = -1", "order_item_discount_within_line"),
+        (
+            "order_items",
+            "discount_amount = unit_price * quantity + 1",
+            "order_item_discount_within_line",
+        ),
         ("products", "stock = -1", "product_stock_not_negative"),
         ("products", "price = -1", "product_price_in_range"),
         ("products", "price = 100000000001", "product_price_in_range"),
@@ -134,8 +140,9 @@ def test_one_line_per_product_in_an_order(plain_order):
     with pytest.raises(IntegrityError, match="order_item_one_line_per_product"):
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
-                "INSERT INTO order_items (order_id, product_id, title, unit_price, quantity)"
-                " VALUES (%s, %s, 'x', 1, 1)",
+                "INSERT INTO order_items"
+                " (order_id, product_id, title, unit_price, quantity, discount_amount)"
+                " VALUES (%s, %s, 'x', 1, 1, 0)",
                 [plain_order.pk, item.product_id],
             )
 

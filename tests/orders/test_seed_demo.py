@@ -13,5 +13,11 @@ def test_demo_products_are_created_once():
     out = StringIO()
     call_command("seed_demo_products", stdout=out)
 
-    assert Product.objects.count() == 3
+    assert Product.objects.count() == 4
+    assert sorted(Product.objects.values_list("category__name", flat=True)) == [
+        "Kitchen",
+        "Kitchen",
+        "Tea",
+        "Tea",
+    ]
     assert out.getvalue().strip() == "Demo products already present."

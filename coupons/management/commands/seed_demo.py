@@ -9,6 +9,7 @@ from django.db import transaction
 
 from config import clock
 from coupons import services
+from coupons.catalog import scope_catalog
 from coupons.models import CouponTemplate
 
 DEMO_PASSWORD = "demo-pass-123"
@@ -45,6 +46,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         with transaction.atomic():
             created = self.seed()
+        if created:  # outside the transaction, as the issuing core asks
+            self.grant_demo()
         port = os.environ.get("PORT", "8000")
         claimable = CouponTemplate.objects.filter(name=CLAIMABLE_DEMO).order_by("pk").first()
         self.stdout.write(
@@ -95,4 +98,73 @@ class Command(BaseCommand):
                 valid_from=valid_from,
                 valid_until=valid_until,
             )
+        self.seed_kinds(now=now, day=day)
         return True
+
+    def seed_kinds(self, *, now, day) -> None:
+        """One template of each kind of SPEC sections 10-11, and a grant to bob."""
+        window = {"valid_from": now - day, "valid_until": now + 30 * day, "total": 100}
+        services.coupon_template_publish(
+            name="15% off over 100, at most 30",
+            type="percent",
+            value=15,
+            min_amount=10000,
+            max_discount=3000,
+            **window,
+        )
+        services.coupon_template_publish(
+            name="Welcome: 10 off, 7 days from claim, code WELCOME7",
+            type="direct",
+            value=1000,
+            valid_days=7,
+            code="WELCOME7",
+            **window,
+        )
+        services.coupon_template_publish(
+            name="VIP 30% off (hidden, code VIP-ONLY)",
+            type="percent",
+            value=30,
+            max_discount=5000,
+            code="VIP-ONLY",
+            visibility="hidden",
+            **window,
+        )
+        services.coupon_template_publish(
+            name="Sorry for the delay: 20 off (hidden, granted)",
+            type="direct",
+            value=2000,
+            visibility="hidden",
+            valid_days=14,
+            **window,
+        )
+        catalog = scope_catalog()
+        categories = {name: pk for pk, name in (catalog.categories() if catalog else {}).items()}
+        if "Tea" in categories:
+            services.coupon_template_publish(
+                name="20% off tea",
+                type="percent",
+                value=20,
+                scope="categories",
+                scope_ids=[categories["Tea"]],
+                **window,
+            )
+        if "Kitchen" in categories:
+            services.coupon_template_publish(
+                name="50 off kitchen over 250",
+                type="threshold",
+                value=5000,
+                min_amount=25000,
+                scope="categories",
+                scope_ids=[categories["Kitchen"]],
+                **window,
+            )
+
+    def grant_demo(self) -> None:
+        User = get_user_model()
+        sorry = CouponTemplate.objects.get(name__startswith="Sorry for the delay")
+        services.coupon_grant(
+            template_id=sorry.pk,
+            user_ids=[User.objects.get(username="bob").pk],
+            reason="Demo: order delivered late",
+            granted_by_id=User.objects.get(username="admin").pk,
+        )

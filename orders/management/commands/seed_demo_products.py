@@ -2,9 +2,15 @@
 
 from django.core.management.base import BaseCommand
 
-from orders.models import Product
+from orders.models import Category, Product
 
-DEMO_PRODUCTS = [("Tea set", 9900, 50), ("Rice cooker", 29700, 20), ("Chopsticks", 1500, 500)]
+# name, price in cents, stock, category (the scoped demo coupons name these categories)
+DEMO_PRODUCTS = [
+    ("Tea set", 9900, 50, "Tea"),
+    ("Green tea, 250 g", 4500, 200, "Tea"),
+    ("Rice cooker", 29700, 20, "Kitchen"),
+    ("Chopsticks", 1500, 500, "Kitchen"),
+]
 
 
 class Command(BaseCommand):
@@ -14,8 +20,15 @@ class Command(BaseCommand):
         if Product.objects.exists():
             self.stdout.write("Demo products already present.")
             return
+        categories = {
+            name: Category.objects.get_or_create(name=name)[0]
+            for name in sorted({category for *_, category in DEMO_PRODUCTS})
+        }
         Product.objects.bulk_create(
-            Product(name=name, price=price, stock=stock) for name, price, stock in DEMO_PRODUCTS
+            Product(name=name, price=price, stock=stock, category=categories[category])
+            for name, price, stock, category in DEMO_PRODUCTS
         )
-        listing = ", ".join(f"{name} ({price} cents)" for name, price, _ in DEMO_PRODUCTS)
+        listing = ", ".join(
+            f"{name} ({price} cents, {category})" for name, price, _, category in DEMO_PRODUCTS
+        )
         self.stdout.write(f"Demo products created: {listing}.")

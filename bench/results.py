@@ -1,0 +1,152 @@
+"""What one benchmark run measured, as frozen dataclasses: a load as the client saw it, the
+database facts read back after it, and each scenario's row. `asdict()` of `Results` is the
+JSON that `make bench` writes; bench.report renders and judges the same objects."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CpuShare:
+    """Average CPU cores each party used during one load (bench.cpu)."""
+
+    app: float
+    mariadb: float
+    redis: float
+    load_generator: float
+    machine: float
+    other: float  # the machine minus the parties above: other users of the machine
+
+
+@dataclass(frozen=True)
+class Load:
+    """One load run as the client saw it: `requests` planned, `answered` received."""
+
+    generator: str  # "wrk" or "aiohttp" (bench/README.md says which scenario uses which)
+    requests: int
+    answered: int
+    concurrency: int
+    seconds: float  # from the first request sent to the last answer received
+    rps: float  # answered / seconds
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+    statuses: Mapping[str, int]
+    codes: Mapping[str, int]  # the error "code" of 4xx JSON bodies
+    # From the first request to the last 2xx answer, when some answers were 2xx (wrk only).
+    seconds_to_last_2xx: float | None = None
+    cpu: CpuShare | None = None
+
+    @property
+    def server_errors(self) -> int:
+        return sum(count for status, count in self.statuses.items() if status.startswith("5"))
+
+    @property
+    def missing(self) -> int:
+        """Requests that got no HTTP answer (broken connections, timeouts)."""
+        return self.requests - self.answered
+
+    def count(self, status: int) -> int:
+        return self.statuses.get(str(status), 0)
+
+    @property
+    def rps_to_last_2xx(self) -> float | None:
+        """2xx answers per second until the last one: a storm's selling part."""
+        if not self.seconds_to_last_2xx:
+            return None
+        return sum(n for s, n in self.statuses.items() if s.startswith("2")) / (
+            self.seconds_to_last_2xx
+        )
+
+
+@dataclass(frozen=True)
+class ClaimFacts:
+    """What the database (and the bench's Redis) hold for one template after a load."""
+
+    rows: int
+    distinct_users: int
+    claimed_count: int
+    total: int
+    redis_counter: int | None  # None: not read (Redis stopped, or rows seeded behind its back)
+
+
+@dataclass(frozen=True)
+class Exactness:
+    """The verdict of bench.exactness.check: empty `mismatches` means exact."""
+
+    expected_rows: int
+    expected_201: int
+    facts: ClaimFacts
+    mismatches: tuple[str, ...]
+
+    @property
+    def exact(self) -> bool:
+        return not self.mismatches
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    """Claims sent at one template, and whether the database agrees with the answers."""
+
+    template_id: int
+    total: int
+    redis_up: bool
+    load: Load
+    exactness: Exactness
+    mariadb_counters: Mapping[str, int] = field(default_factory=dict)
+    profile: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ScaleRow:
+    """Claim latency on a template already holding `existing_claims` coupons."""
+
+    existing_claims: int
+    template_id: int
+    sequential: Load
+    concurrent: Load
+    exactness: Exactness
+
+
+@dataclass(frozen=True)
+class ReadRow:
+    name: str
+    path: str
+    load: Load
+    queries: int  # SQL statements per request with the large data
+    queries_small_data: int
+
+
+@dataclass(frozen=True)
+class Reads:
+    templates: int
+    coupons_held: int
+    page_size: int
+    last_page: int
+    rows: tuple[ReadRow, ...]
+
+    def row(self, name: str) -> ReadRow | None:
+        return next((row for row in self.rows if row.name == name), None)
+
+
+@dataclass(frozen=True)
+class WorkerComparison:
+    """The baseline and the mixed storm again under the other gunicorn worker class."""
+
+    worker_class: str
+    baseline: Load
+    storm: ClaimRow
+
+
+@dataclass(frozen=True)
+class Results:
+    baseline: Load
+    selling: ClaimRow | None = None
+    storm: ClaimRow | None = None
+    sold_out: ClaimRow | None = None
+    storm_redis_stopped: ClaimRow | None = None
+    scale: tuple[ScaleRow, ...] = ()
+    reads: Reads | None = None
+    comparison: WorkerComparison | None = None

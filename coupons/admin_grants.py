@@ -1,0 +1,79 @@
+"""The Django admin's "Grant to users" action: an intermediate page, then coupons.services
+.coupon_grant, the same service (and issuing core) as the admin API and grant_coupons."""
+
+from dataclasses import asdict
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+
+from config.errors import DomainError
+from coupons import selectors, services
+from coupons.models import GRANT_REASON_MAX_LENGTH, CouponTemplate
+
+
+class GrantForm(forms.Form):
+    users = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 8, "cols": 40}),
+        help_text="One username or user id per line (a line of digits is an id), "
+        f"at most {services.MAX_GRANT_USERS}.",
+    )
+    reason = forms.CharField(
+        max_length=GRANT_REASON_MAX_LENGTH,
+        help_text="Recorded on each coupon. The same grant again (same reason) issues nothing "
+        "twice.",
+    )
+
+    def clean_users(self) -> list[int | str]:
+        entries = [line.strip() for line in self.cleaned_data["users"].splitlines()]
+        entries = [entry for entry in entries if entry]
+        if not 1 <= len(entries) <= services.MAX_GRANT_USERS:
+            raise forms.ValidationError(f"1 to {services.MAX_GRANT_USERS} users, please.")
+        return entries
+
+
+@admin.action(description="Grant to users…")
+def grant_to_users(
+    modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[CouponTemplate]
+) -> HttpResponse | None:
+    if queryset.count() != 1:
+        modeladmin.message_user(request, "Select exactly one template to grant.", messages.ERROR)
+        return None
+    template = queryset.get()
+    form = GrantForm(request.POST if "apply" in request.POST else None)
+    if form.is_valid():
+        lookup = selectors.users_by_name_or_id(form.cleaned_data["users"])
+        unknown = f"unknown usernames: {', '.join(lookup.unknown_usernames)}"
+        if not lookup.user_ids:
+            form.add_error("users", f"Nobody to grant to; {unknown}.")
+        else:
+            try:
+                result = services.coupon_grant(
+                    template_id=template.pk,
+                    user_ids=lookup.user_ids,
+                    reason=form.cleaned_data["reason"],
+                    granted_by_id=request.user.pk,
+                )
+            except DomainError as error:
+                form.add_error(None, f"{error.detail} {error.fields or ''}".strip())
+            else:
+                outcomes = [
+                    f"{outcome.replace('_', ' ')}: {', '.join(map(str, ids))}"
+                    for outcome, ids in asdict(result).items()
+                    if ids
+                ]
+                if lookup.unknown_usernames:
+                    outcomes.append(unknown)
+                modeladmin.message_user(request, f"Grant of {template}: {'; '.join(outcomes)}.")
+                return None
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": f"Grant “{template}” to users",
+        "form": form,
+        "template": template,
+        "opts": modeladmin.model._meta,
+        "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+    }
+    return TemplateResponse(request, "admin/coupons/grant.html", context)

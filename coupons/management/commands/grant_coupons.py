@@ -1,0 +1,87 @@
+"""Grant a coupon template to the users listed in a file, through the same service (and so the
+same issuing core) as the admin API.
+
+Safe to re-run: a grant is idempotent per (template, user, reason), held by a unique index,
+so running the same command again (after a crash, or twice by mistake) issues nothing twice;
+the users already served are reported as "already granted". A new grant for another reason
+is a new --reason."""
+
+from dataclasses import asdict
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from config.errors import DomainError
+from coupons import selectors, services
+
+PROGRESS_EVERY = 100
+
+
+class Command(BaseCommand):
+    help = (
+        "Grant template TEMPLATE_ID to the users in --users-file (one per line: a line of "
+        "digits is a user id, anything else a username; blank lines and # comments skipped)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("template_id", type=int)
+        parser.add_argument("--users-file", required=True, type=Path)
+        parser.add_argument(
+            "--reason",
+            required=True,
+            help="Why (recorded on each coupon). Re-running with the same reason grants "
+            "nothing twice.",
+        )
+        parser.add_argument("--granted-by", help="username of the staff member granting")
+
+    def handle(self, *args, template_id, users_file, reason, granted_by=None, **options):
+        entries = self.read_entries(users_file)
+        granted_by_id = self.staff_id(granted_by) if granted_by else None
+        lookup = selectors.users_by_name_or_id(entries)
+        user_ids, unknown_names = lookup.user_ids, lookup.unknown_usernames
+        self.stdout.write(
+            f"Granting template {template_id} to {len(user_ids)} user(s)"
+            f" ({len(unknown_names)} unknown username(s)), reason: {reason!r}"
+        )
+        totals: dict[str, int] = {}
+        batch_size = services.MAX_GRANT_USERS
+        for start in range(0, len(user_ids), batch_size):
+            batch = user_ids[start : start + batch_size]
+
+            def progress(done: int, start: int = start, size: int = len(batch)) -> None:
+                if done % PROGRESS_EVERY == 0 or done == size:
+                    self.stdout.write(f"  {start + done}/{len(user_ids)}")
+
+            try:
+                result = services.coupon_grant(
+                    template_id=template_id,
+                    user_ids=batch,
+                    reason=reason,
+                    granted_by_id=granted_by_id,
+                    on_progress=progress,
+                )
+            except DomainError as error:
+                raise CommandError(f"{error.detail} {error.fields or ''}".strip()) from error
+            for outcome, ids in asdict(result).items():
+                totals[outcome] = totals.get(outcome, 0) + len(ids)
+                if ids and outcome not in ("granted", "already_granted"):
+                    self.stdout.write(f"  {outcome}: {', '.join(map(str, ids))}")
+        if unknown_names:
+            totals["unknown_user"] = totals.get("unknown_user", 0) + len(unknown_names)
+            self.stdout.write(f"  unknown usernames: {', '.join(unknown_names)}")
+        summary = ", ".join(f"{outcome} {count}" for outcome, count in totals.items())
+        self.stdout.write(self.style.SUCCESS(f"Done: {summary or 'nobody to grant'}."))
+
+    def read_entries(self, users_file: Path) -> list[str]:
+        try:
+            lines = users_file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as error:
+            raise CommandError(f"Cannot read {users_file}: {error}") from error
+        return [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
+
+    def staff_id(self, username: str) -> int:
+        staff = get_user_model().objects.filter(username=username, is_staff=True).first()
+        if staff is None:
+            raise CommandError(f"No staff user named {username!r}.")
+        return staff.pk
