@@ -104,6 +104,18 @@ class CouponTemplateForm(forms.ModelForm):
     class Meta:
         model = CouponTemplate
         fields = list(services.TEMPLATE_TERMS)
+        labels = {
+            "name": gettext_lazy("name"),
+            "type": gettext_lazy("type"),
+            "total": gettext_lazy("total"),
+            "per_user_limit": gettext_lazy("per user limit"),
+            "valid_from": gettext_lazy("valid from"),
+            "valid_until": gettext_lazy("valid until"),
+            "valid_days": gettext_lazy("days of use"),
+            "scope": gettext_lazy("scope"),
+            "code": gettext_lazy("code"),
+            "visibility": gettext_lazy("visibility"),
+        }
         help_texts = {
             "valid_from": gettext_lazy(
                 "Claim window. Editing it later changes who may still claim, never the use "
@@ -226,6 +238,26 @@ class StateFilter(admin.SimpleListFilter):
         return queryset.filter(template_state_where(state, now=clock.now()))
 
 
+TYPE_LABELS = {
+    CouponTemplate.Type.DIRECT: gettext_lazy("direct (flat amount off)"),
+    CouponTemplate.Type.THRESHOLD: gettext_lazy("threshold (spend X, get Y off)"),
+    CouponTemplate.Type.PERCENT: gettext_lazy("percent off"),
+}
+
+
+class TypeFilter(admin.SimpleListFilter):
+    title = gettext_lazy("type")
+    parameter_name = "type"
+
+    def lookups(self, request, model_admin):
+        return [(kind.value, label) for kind, label in TYPE_LABELS.items()]
+
+    def queryset(self, request, queryset):
+        if self.value() in CouponTemplate.Type.values:
+            return queryset.filter(type=self.value())
+        return queryset
+
+
 STATE_LABELS = {
     "not_started": gettext_lazy("not started"),
     "active": gettext_lazy("active"),
@@ -267,7 +299,7 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
     form = CouponTemplateForm
     change_form_template = "admin/coupons/coupontemplate/change_form.html"
     list_display = [
-        "name",
+        "template_name",
         "terms",
         "window",
         "claimed_of_total",
@@ -276,7 +308,7 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
         "redemption_rate",
         "state",
     ]
-    list_filter = ["type", StateFilter]
+    list_filter = [TypeFilter, StateFilter]
     search_fields = ["name"]
     readonly_fields = ["claimed_count", "created_at", "updated_at"]
     actions = [admin_grants.grant_to_users]
@@ -341,6 +373,10 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
     @admin.display(description=gettext_lazy("maximum discount"))
     def max_discount_money(self, template: CouponTemplate) -> str:
         return format_money(template.max_discount) or "–"
+
+    @admin.display(description=gettext_lazy("name"), ordering="name")
+    def template_name(self, template: CouponTemplate) -> str:
+        return template.name
 
     @admin.display(description=gettext_lazy("terms"))
     def terms(self, template: CouponTemplate) -> str:
