@@ -162,6 +162,8 @@ def throughput_row(label: str, load: Load, base: float, row: ClaimRow | None) ->
         "-" if row is None else fmt(row.exactness.exact),
         "-" if row is None else fmt(row.exactness.facts.redis_counter),
         cpu_split(load),
+        fmt(load.cpu_ms_per_answer("app"), 2),
+        fmt(load.cpu_ms_per_answer("mariadb"), 2),
     ]
 
 
@@ -189,6 +191,7 @@ def render(results: Results, targets: list[Target], document: dict[str, Any]) ->
             rows.append(throughput_row(label, row.load, base, row))
     headers = ["throughput (wrk)", "req", "conc", "req/s", "x base", "p50 ms", "p99 ms"]
     headers += ["2xx", "409", "5xx/lost", "exact", "redis", "cores app/db/load/other"]
+    headers += ["app CPU ms/req", "db CPU ms/req"]
     out.append(table(headers, rows))
     if results.storm and results.storm.load.rps_to_last_2xx:
         out.append(

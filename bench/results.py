@@ -51,6 +51,14 @@ class Load:
     def count(self, status: int) -> int:
         return self.statuses.get(str(status), 0)
 
+    def cpu_ms_per_answer(self, *parties: str) -> float | None:
+        """CPU milliseconds the named parties (CpuShare fields) spent per answer: less
+        sensitive to other users of a shared machine than req/s, which they slow down."""
+        if self.cpu is None or not self.answered:
+            return None
+        cores = sum(getattr(self.cpu, party) for party in parties)
+        return 1000 * cores * self.seconds / self.answered
+
     @property
     def rps_to_last_2xx(self) -> float | None:
         """2xx answers per second until the last one: a storm's selling part."""

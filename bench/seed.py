@@ -88,16 +88,17 @@ def insert_holders(count: int) -> None:
 
 
 def insert_existing_claims(template_id: int, count: int) -> None:
-    """Give the first `count` holders one unused coupon each of the template, in one
-    INSERT ... SELECT, and set claimed_count to match."""
+    """Give the first `count` holders one unused coupon each of the template (its window as
+    their use window), in one INSERT ... SELECT, and set claimed_count to match."""
     if count <= 0:
         return
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO user_coupons (user_id, template_id, slot, status, used_at, created_at,"
-            " updated_at)"
-            " SELECT id, %s, 1, 'unused', NULL, NOW(3), NOW(3) FROM auth_user"
-            " WHERE username LIKE %s ORDER BY id LIMIT %s",
+            "INSERT INTO user_coupons (user_id, template_id, slot, status, used_at, valid_from,"
+            " valid_until, source, created_at, updated_at)"
+            " SELECT u.id, t.id, 1, 'unused', NULL, t.valid_from, t.valid_until, 'claim',"
+            " NOW(3), NOW(3) FROM auth_user u JOIN coupon_templates t ON t.id = %s"
+            " WHERE u.username LIKE %s ORDER BY u.id LIMIT %s",
             [template_id, f"{HOLDER_PREFIX}%", count],
         )
         inserted = cursor.rowcount
@@ -112,10 +113,11 @@ def give_coupons(user_id: int, template_ids: list[int], per_template: int) -> in
     with connection.cursor() as cursor:
         placeholders = ", ".join(["%s"] * len(template_ids))
         cursor.execute(
-            "INSERT INTO user_coupons (user_id, template_id, slot, status, used_at, created_at,"
-            " updated_at)"
+            "INSERT INTO user_coupons (user_id, template_id, slot, status, used_at, valid_from,"
+            " valid_until, source, created_at, updated_at)"
             " SELECT %s, t.id, s.seq, IF(s.seq %% 4 = 0, 'used', 'unused'),"
-            " IF(s.seq %% 4 = 0, NOW(3), NULL), NOW(3), NOW(3)"
+            " IF(s.seq %% 4 = 0, NOW(3), NULL), t.valid_from, t.valid_until, 'claim', NOW(3),"
+            " NOW(3)"
             f" FROM coupon_templates t JOIN seq_1_to_{int(per_template)} s"
             f" WHERE t.id IN ({placeholders}) ORDER BY t.id, s.seq",
             [user_id, *template_ids],

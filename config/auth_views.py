@@ -9,6 +9,7 @@ from rest_framework_simplejwt.tokens import RefreshToken
 from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
 
 from config.authentication import RevocableTokenRefreshSerializer, user_of_token
+from config.schema import api_errors
 from config.serializers import StrictSerializer
 from config.throttles import LOGIN_THROTTLES
 
@@ -49,6 +50,7 @@ class LogoutView(NoStore, APIView):
         return 'Bearer realm="api"'  # a bad refresh token is 401, as on /token/refresh
 
     @extend_schema(request=LogoutSerializer, responses={204: None})
+    @api_errors(InvalidToken)
     def post(self, request) -> Response:
         body = LogoutSerializer(data=request.data)
         body.is_valid(raise_exception=True)

@@ -61,6 +61,13 @@ CODE_BY_API_EXCEPTION = [
 UNAVAILABLE_DETAIL = gettext_lazy("The service is temporarily unavailable. Retry shortly.")
 
 
+def status_of_code(code: str) -> int:
+    """The HTTP status an error code is answered with (for the schema's error responses)."""
+    if code in STATUS_BY_CODE:
+        return STATUS_BY_CODE[code]
+    return next(cls.status_code for cls, c in CODE_BY_API_EXCEPTION if c == code)
+
+
 def error_body(code: str, detail: str, fields: dict | None = None) -> dict:
     """`detail` is in the request's language (Accept-Language); `code` never changes."""
     body = {"code": code, "detail": str(detail)}

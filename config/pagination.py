@@ -6,6 +6,8 @@ from rest_framework import pagination
 from rest_framework.exceptions import ValidationError
 from rest_framework.utils.urls import replace_query_param
 
+MAX_QUERY_INT = 999_999_999  # nine digits, as positive_query_int accepts
+
 
 class PageNumberPagination(pagination.PageNumberPagination):
     page_size = 20
@@ -23,6 +25,40 @@ class PageNumberPagination(pagination.PageNumberPagination):
             self.page = Page([], number, paginator)
         return list(self.page)
 
+    def get_paginated_response_schema(self, schema: dict) -> dict:
+        """Every page has all four keys; next and previous are null at the ends."""
+        link = {"type": "string", "nullable": True, "format": "uri"}
+        return {
+            "type": "object",
+            "required": ["count", "next", "previous", "results"],
+            "properties": {
+                "count": {"type": "integer", "minimum": 0, "example": 42},
+                "next": {**link, "example": "http://127.0.0.1:8000/api/orders?page=3"},
+                "previous": {**link, "example": "http://127.0.0.1:8000/api/orders?page=1"},
+                "results": schema,
+            },
+        }
+
+    def get_schema_operation_parameters(self, view) -> list[dict]:
+        number = {"type": "integer", "minimum": 1, "maximum": MAX_QUERY_INT}
+        return [
+            {
+                "name": self.page_query_param,
+                "in": "query",
+                "required": False,
+                "description": "Page number, from 1; past the last page the page is empty.",
+                "schema": number,
+            },
+            {
+                "name": self.page_size_query_param,
+                "in": "query",
+                "required": False,
+                "description": f"Items per page (default {self.page_size}, at most "
+                f"{self.max_page_size}: larger values give {self.max_page_size}).",
+                "schema": number,
+            },
+        ]
+
     def get_next_link(self):
         return super().get_next_link() if self.page.object_list else None
 
@@ -39,6 +75,7 @@ def positive_query_int(request, name: str, default: int) -> int:
     if raw is None or raw == "":
         return default
     # isascii: str.isdigit() also accepts digits such as "²" that int() refuses.
+    # len() first: int() of thousands of digits is refused by Python itself.
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 9 or int(raw) < 1:
         raise ValidationError({name: ["Must be a positive integer."]})
     return int(raw)

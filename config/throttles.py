@@ -10,6 +10,7 @@ import logging
 import re
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass
 
 import redis
@@ -91,9 +92,14 @@ def throttle_hit(*, scope: str, identity: str, now: float | None = None) -> floa
     return (window + 1) * rate.period - now
 
 
-def hashed(text: str) -> str:
-    """Usernames go into keys hashed: bounded length, no odd characters, nothing readable."""
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+def username_key(username: str) -> str:
+    """The throttle identity of a username: every spelling that MySQL's utf8mb4_unicode_ci
+    column matches to one account counts as one (case, accents, trailing spaces), so a
+    guesser cannot multiply the per-username rate by varying them. Hashed: bounded length,
+    no odd characters, nothing readable in Redis."""
+    decomposed = unicodedata.normalize("NFKD", username)
+    folded = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+    return hashlib.sha256(folded.rstrip(" ").encode("utf-8", "replace")).hexdigest()[:32]
 
 
 def client_ip(request: HttpRequest) -> str:
@@ -138,7 +144,7 @@ class LoginUsernameThrottle(ScopedThrottle):
 
     def identity(self, request, view) -> str | None:
         username = login_username(request.data)
-        return hashed(username) if username else None
+        return username_key(username) if username else None
 
 
 class UserThrottle(ScopedThrottle):
@@ -163,6 +169,6 @@ def login_wait(request: HttpRequest, username: str | None) -> float | None:
     """Both login throttles for a login outside DRF (the Django admin); the longest wait."""
     waits = [throttle_hit(scope="login_ip", identity=client_ip(request))]
     if username:
-        waits.append(throttle_hit(scope="login_username", identity=hashed(username)))
+        waits.append(throttle_hit(scope="login_username", identity=username_key(username)))
     waits = [wait for wait in waits if wait is not None]
     return max(waits) if waits else None

@@ -34,6 +34,7 @@ REPLAYED_HEADER = "Idempotent-Replayed"
 MAX_KEY_LENGTH = 64
 # Printable ASCII, space included (HTTP strips a header value's outer spaces anyway).
 PRINTABLE_ASCII = frozenset(chr(code) for code in range(0x20, 0x7F))
+KEY_RULE = f"Must be 1 to {MAX_KEY_LENGTH} printable ASCII characters (space to tilde)."
 
 
 @dataclass(frozen=True)
@@ -73,13 +74,7 @@ def idempotent(handler: Callable) -> Callable:
 
 def key_validate(key: str) -> None:
     if not 1 <= len(key) <= MAX_KEY_LENGTH or not set(key) <= PRINTABLE_ASCII:
-        raise IdempotencyKeyInvalid(
-            fields={
-                KEY_HEADER: [
-                    f"Must be 1 to {MAX_KEY_LENGTH} printable ASCII characters (space to tilde)."
-                ]
-            }
-        )
+        raise IdempotencyKeyInvalid(fields={KEY_HEADER: [KEY_RULE]})
 
 
 def request_digest(request: Request) -> str:

@@ -15,6 +15,8 @@ from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, 
 from coupons.models import CouponTemplate, UserCoupon
 
 __all__ = [
+    "COUPON_SCOPE_CHOICES",
+    "COUPON_TYPE_CHOICES",
     "CartJudgement",
     "CartLine",
     "TransactionRequired",
@@ -25,6 +27,11 @@ __all__ = [
     "rollback_coupon",
     "use_coupon",
 ]
+
+# The kinds of coupon and of scope a UsableCoupon may name, with labels (for the orders API's
+# schema, so both apps' enums are one).
+COUPON_TYPE_CHOICES: list[tuple[str, str]] = CouponTemplate.Type.choices
+COUPON_SCOPE_CHOICES: list[tuple[str, str]] = CouponTemplate.Scope.choices
 
 
 class TransactionRequired(RuntimeError):

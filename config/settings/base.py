@@ -224,7 +224,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "config.pagination.PageNumberPagination",
     "EXCEPTION_HANDLER": "config.exceptions.api_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.schema.AutoSchema",
     "PAGE_SIZE": 20,
     # Trusted reverse proxies in front of the app (1 behind the shipped nginx): the client IP
     # that login throttles count is then taken from X-Forwarded-For, not the proxy's address.
@@ -240,6 +240,19 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Request and response shapes as separate components, so read-only fields (ids, tokens
+    # handed out) are required in answers and absent from what a client sends.
+    "COMPONENT_SPLIT_REQUEST": True,
+    # The Swagger UI keeps the Bearer token across page reloads.
+    "SWAGGER_UI_SETTINGS": {"persistAuthorization": True, "displayOperationId": True},
+    "ENUM_NAME_OVERRIDES": {
+        "OrderStatusEnum": "orders.models.Order.Status",
+        "OrderTypeEnum": "orders.models.Order.Type",
+        "CouponTypeEnum": "coupons.models.CouponTemplate.Type",
+        "CouponScopeEnum": "coupons.models.CouponTemplate.Scope",
+        "CouponStatusEnum": "coupons.api.serializers.COUPON_STATUSES",
+        "ShopperStateEnum": "coupons.api.serializers.SHOPPER_STATES",
+    },
 }
 
 # --- Idempotency-Key (see docs/DESIGN.md, "Idempotency") -------------------------------------

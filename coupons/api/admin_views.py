@@ -6,6 +6,8 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 
+from config.schema import api_errors
+from core.idempotency import idempotent
 from coupons import selectors, services
 from coupons.api.serializers import (
     AdminTemplateSerializer,
@@ -13,7 +15,7 @@ from coupons.api.serializers import (
     GrantResultSerializer,
     TemplateInputSerializer,
 )
-from coupons.errors import TemplateNotFound
+from coupons.errors import ClaimNotInWindow, TemplateInvalid, TemplateNotFound
 from coupons.models import CouponTemplate
 
 
@@ -30,6 +32,7 @@ class AdminTemplateListView(GenericAPIView):
         return self.get_paginated_response(AdminTemplateSerializer(page, many=True).data)
 
     @extend_schema(request=TemplateInputSerializer, responses={201: AdminTemplateSerializer})
+    @api_errors(TemplateInvalid)
     def post(self, request):
         payload = TemplateInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
@@ -41,16 +44,23 @@ class AdminTemplateListView(GenericAPIView):
 class AdminTemplateDetailView(GenericAPIView):
     permission_classes = [IsAuthenticated, IsAdminUser]
     serializer_class = AdminTemplateSerializer
+    # For DRF's OPTIONS answer, which looks the object up to describe PUT (without these it
+    # failed with a 500; found by schemathesis).
+    queryset = CouponTemplate.objects.all()
+    lookup_url_kwarg = "template_id"
 
     @extend_schema(responses=AdminTemplateSerializer)
+    @api_errors(TemplateNotFound)
     def get(self, request, template_id: int):
         return Response(AdminTemplateSerializer(selectors.template_for_admin(template_id)).data)
 
     @extend_schema(request=TemplateInputSerializer, responses=AdminTemplateSerializer)
+    @api_errors(TemplateNotFound, TemplateInvalid)
     def put(self, request, template_id: int):
         return self._edit(request, template_id, partial=False)
 
     @extend_schema(request=TemplateInputSerializer, responses=AdminTemplateSerializer)
+    @api_errors(TemplateNotFound, TemplateInvalid)
     def patch(self, request, template_id: int):
         return self._edit(request, template_id, partial=True)
 
@@ -76,6 +86,8 @@ class AdminTemplateGrantView(GenericAPIView):
         "window opens, 409 not_in_window once it has ended. Idempotent per (template, user, "
         "reason): sending the same grant again issues nothing twice.",
     )
+    @api_errors(TemplateNotFound, TemplateInvalid, ClaimNotInWindow)
+    @idempotent
     def post(self, request, template_id: int):
         # 404 before validation, like the other routes of one template.
         if not CouponTemplate.objects.filter(pk=template_id).exists():

@@ -6,7 +6,8 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
 from config import clock
-from config.throttles import ClaimThrottle
+from config.schema import api_errors
+from config.throttles import ClaimThrottle, RedeemThrottle
 from core.idempotency import idempotent
 from coupons import selectors, services
 from coupons.api.serializers import (
@@ -14,12 +15,15 @@ from coupons.api.serializers import (
     RedeemInputSerializer,
     ShopperTemplateSerializer,
     UserCouponSerializer,
+    user_coupon_data,
 )
+from coupons.errors import ClaimLimitReached, ClaimNotInWindow, ClaimSoldOut, TemplateNotFound
 
 
 class CouponListView(GenericAPIView):
     serializer_class = ShopperTemplateSerializer
 
+    @extend_schema(responses=ShopperTemplateSerializer(many=True))
     def get(self, request):
         now = clock.now()  # one `now` for the whole page
         page = self.paginate_queryset(selectors.templates_for_shopper(user_id=request.user.pk))
@@ -32,15 +36,17 @@ class CouponClaimView(GenericAPIView):
     throttle_classes = [ClaimThrottle]
 
     @extend_schema(request=None, responses={201: UserCouponSerializer})
+    @api_errors(TemplateNotFound, ClaimNotInWindow, ClaimSoldOut, ClaimLimitReached)
     @idempotent
     def post(self, request, template_id: int):
         coupon = services.coupon_claim(template_id=template_id, user_id=request.user.pk)
-        data = UserCouponSerializer(coupon, context={"now": clock.now()}).data
+        data = user_coupon_data(coupon, now=clock.now())
         return Response(data, status=status.HTTP_201_CREATED)
 
 
 class CouponRedeemView(GenericAPIView):
     serializer_class = UserCouponSerializer
+    throttle_classes = [RedeemThrottle]  # SPEC section 12: code redemptions per user
 
     @extend_schema(
         request=RedeemInputSerializer,
@@ -48,6 +54,8 @@ class CouponRedeemView(GenericAPIView):
         description="Claim the coupon that has this code (public or hidden), through the same "
         "path as a claim: 409 not_in_window / sold_out / limit_reached; an unknown code is 404.",
     )
+    @api_errors(TemplateNotFound, ClaimNotInWindow, ClaimSoldOut, ClaimLimitReached)
+    @idempotent
     def post(self, request):
         payload = RedeemInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
@@ -62,11 +70,8 @@ class MyCouponListView(GenericAPIView):
     serializer_class = UserCouponSerializer
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("status", enum=selectors.MINE_STATUSES, required=False),
-            OpenApiParameter("page", int, required=False),
-            OpenApiParameter("page_size", int, required=False),
-        ]
+        parameters=[OpenApiParameter("status", enum=selectors.MINE_STATUSES, required=False)],
+        responses=UserCouponSerializer(many=True),
     )
     def get(self, request):
         query = MineQuerySerializer(data=request.query_params)

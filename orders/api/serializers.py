@@ -1,7 +1,9 @@
+from drf_spectacular.utils import OpenApiExample, extend_schema_serializer
 from rest_framework import serializers
 
 from config.limits import MAX_BIGINT
 from config.serializers import StrictSerializer
+from coupons.ports import COUPON_SCOPE_CHOICES, COUPON_TYPE_CHOICES
 from orders.models import Order, OrderItem
 
 # Input serializers parse types and storage bounds only; the order rules (line count,
@@ -13,6 +15,18 @@ class OrderLineInputSerializer(StrictSerializer):
     quantity = serializers.IntegerField(min_value=-MAX_BIGINT, max_value=MAX_BIGINT)
 
 
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "Two lines and a coupon",
+            request_only=True,
+            value={
+                "items": [{"product_id": 1, "quantity": 2}, {"product_id": 3, "quantity": 1}],
+                "coupon_id": 812,
+            },
+        )
+    ]
+)
 class CheckoutInputSerializer(StrictSerializer):
     items = OrderLineInputSerializer(many=True, allow_empty=True)
     coupon_id = serializers.IntegerField(
@@ -41,6 +55,33 @@ class OrderItemSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "An order awaiting payment",
+            response_only=True,
+            value={
+                "id": 3051,
+                "user_id": 42,
+                "order_type": "normal",
+                "status": "pending_payment",
+                "total_amount": 21300,
+                "discount_amount": 500,
+                "pay_amount": 20800,
+                "coupon_id": 812,
+                "items": [
+                    {"product_id": 1, "title": "Tea set", "unit_price": 9900, "quantity": 2},
+                    {"product_id": 3, "title": "Chopsticks", "unit_price": 1500, "quantity": 1},
+                ],
+                "expire_at": "2026-12-01T10:30:03.127000Z",
+                "paid_at": None,
+                "cancelled_at": None,
+                "created_at": "2026-12-01T10:15:03.127000Z",
+                "updated_at": "2026-12-01T10:15:03.127000Z",
+            },
+        )
+    ]
+)
 class OrderSerializer(serializers.ModelSerializer):
     items = OrderItemSerializer(many=True, read_only=True)
 
@@ -68,13 +109,11 @@ class OrderSerializer(serializers.ModelSerializer):
 class CouponOptionSerializer(serializers.Serializer):
     coupon_id = serializers.IntegerField(source="coupon.coupon_id")
     template_id = serializers.IntegerField(source="coupon.template_id")
-    type = serializers.CharField(source="coupon.type")
+    type = serializers.ChoiceField(choices=COUPON_TYPE_CHOICES, source="coupon.type")
     value = serializers.IntegerField(source="coupon.value")
     min_amount = serializers.IntegerField(source="coupon.min_amount")
     max_discount = serializers.IntegerField(source="coupon.max_discount", allow_null=True)
-    scope = serializers.ChoiceField(
-        source="coupon.scope", choices=["all", "categories", "products"]
-    )
+    scope = serializers.ChoiceField(source="coupon.scope", choices=COUPON_SCOPE_CHOICES)
     scope_ids = serializers.ListField(source="coupon.scope_ids", child=serializers.IntegerField())
     valid_from = serializers.DateTimeField(
         source="coupon.valid_from", help_text="The coupon's own use window."

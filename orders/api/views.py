@@ -6,7 +6,9 @@ from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
+from config.schema import api_errors
 from core.idempotency import idempotent
+from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
 from orders import selectors, services
 from orders.api.serializers import (
     CheckoutInputSerializer,
@@ -15,6 +17,16 @@ from orders.api.serializers import (
     CouponOptionsQuerySerializer,
     OrderSerializer,
     PayInputSerializer,
+)
+from orders.errors import (
+    AmountMismatch,
+    CouponNotApplicable,
+    OrderInvalid,
+    OrderInvalidState,
+    OrderNotFound,
+    OutOfStock,
+    ProductNotFound,
+    ThresholdNotMet,
 )
 
 
@@ -35,6 +47,16 @@ class OrderListView(GenericAPIView):
         return self.get_paginated_response(OrderSerializer(page, many=True).data)
 
     @extend_schema(request=CheckoutInputSerializer, responses={201: OrderSerializer})
+    @api_errors(
+        OrderInvalid,
+        ProductNotFound,
+        CouponNotFound,
+        OutOfStock,
+        ThresholdNotMet,
+        CouponUsed,
+        CouponExpired,
+        CouponNotApplicable,
+    )
     @idempotent
     def post(self, request):
         payload = CheckoutInputSerializer(data=request.data)
@@ -47,6 +69,7 @@ class OrderDetailView(GenericAPIView):
     serializer_class = OrderSerializer
 
     @extend_schema(responses=OrderSerializer)
+    @api_errors(OrderNotFound)
     def get(self, request, order_id: int):
         return order_response(request.user.pk, order_id)
 
@@ -55,6 +78,7 @@ class OrderCancelView(GenericAPIView):
     serializer_class = OrderSerializer
 
     @extend_schema(request=None, responses=OrderSerializer)
+    @api_errors(OrderNotFound, OrderInvalidState, CouponRollbackFailed)
     @idempotent
     def post(self, request, order_id: int):
         services.order_cancel(user_id=request.user.pk, order_id=order_id)
@@ -65,6 +89,7 @@ class OrderPayView(GenericAPIView):
     serializer_class = OrderSerializer
 
     @extend_schema(request=PayInputSerializer, responses=OrderSerializer)
+    @api_errors(OrderNotFound, OrderInvalidState, AmountMismatch)
     @idempotent
     def post(self, request, order_id: int):
         payload = PayInputSerializer(data=request.data)
@@ -81,8 +106,6 @@ class CouponOptionsView(GenericAPIView):
             OpenApiParameter(
                 "amount", OpenApiTypes.INT, required=True, description="Order total in cents."
             ),
-            OpenApiParameter("page", OpenApiTypes.INT, required=False),
-            OpenApiParameter("page_size", OpenApiTypes.INT, required=False),
         ],
         responses=CouponOptionSerializer(many=True),
     )
@@ -97,14 +120,11 @@ class CouponOptionsView(GenericAPIView):
 
     @extend_schema(
         request=CouponOptionsCartInputSerializer,
-        parameters=[
-            OpenApiParameter("page", OpenApiTypes.INT, required=False),
-            OpenApiParameter("page_size", OpenApiTypes.INT, required=False),
-        ],
         responses=CouponOptionSerializer(many=True),
         description="Judge each of my unused coupons against this cart: scope, type, cap and "
         "threshold on the eligible subtotal, as checkout would.",
     )
+    @api_errors(OrderInvalid, ProductNotFound)
     def post(self, request):
         payload = CouponOptionsCartInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)

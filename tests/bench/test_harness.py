@@ -18,6 +18,7 @@ from bench.report import MISS, NOT_RUN, PASS, evaluate_targets, render
 from bench.results import (
     ClaimFacts,
     ClaimRow,
+    CpuShare,
     Exactness,
     Load,
     ReadRow,
@@ -421,3 +422,12 @@ def test_render_prints_every_row_and_every_target_and_the_json_round_trips():
     for target in targets:
         assert target.target in text
     assert json.loads(json.dumps(asdict(results)))["selling"]["load"]["rps"] == 499.0
+
+
+def test_cpu_per_answer_is_cores_times_seconds_over_answers():
+    cpu = CpuShare(app=0.5, mariadb=0.25, redis=0.0, load_generator=0.01, machine=2.0, other=1.24)
+    load = replace(answers({"201": 100}), seconds=2.0, cpu=cpu)
+
+    assert load.cpu_ms_per_answer("app") == 10.0  # 0.5 cores x 2 s / 100 answers
+    assert load.cpu_ms_per_answer("app", "mariadb") == 15.0
+    assert answers({"201": 100}).cpu_ms_per_answer("app") is None  # not metered

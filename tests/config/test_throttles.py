@@ -78,6 +78,19 @@ def test_login_is_throttled_per_username_at_10_a_minute(spec_rates, user):
     assert login(client, "someone-else", ip="10.9.9.9").status_code == 401
 
 
+def test_spellings_of_one_username_share_its_count(spec_rates, user):
+    """MySQL's utf8mb4_unicode_ci matches all of these to one account."""
+    spec_rates.THROTTLE_RATES = {**SPEC_DEFAULTS, "login_username": "4/min"}
+    name = "alice"
+    UserFactory(username=name)
+    client = APIClient()
+    spellings = [name, "Alice", "ALICE ", "al\u00edce", "alice"]
+
+    answers = [login(client, s, ip=f"10.1.0.{i}").status_code for i, s in enumerate(spellings)]
+
+    assert answers == [401] * 4 + [429]
+
+
 def test_login_is_throttled_per_client_ip_at_30_a_minute(spec_rates):
     client = APIClient()
     answers = [login(client, f"name{i}", ip="10.0.0.7").status_code for i in range(31)]

@@ -318,3 +318,34 @@ def test_concurrent_requests_with_one_key_make_one_claim(frozen_now):
     assert sum(1 for status, _, replayed in answers if status == 201 and replayed is None) == 1
     assert {body["code"] for status, body, _ in answers if status != 201} <= {"request_in_progress"}
     assert all(status in (201, 409) for status, _, _ in answers)
+
+
+@pytest.mark.django_db
+def test_a_retried_redeem_replays_its_coupon(user, shopper_client):
+    CouponTemplateFactory(code="SPRING-26", per_user_limit=2)
+    body = {"code": "SPRING-26"}
+
+    first = post(shopper_client, "/api/coupons/redeem", body, key="redeem-1")
+    retry = post(shopper_client, "/api/coupons/redeem", body, key="redeem-1")
+
+    assert (first.status_code, retry.status_code) == (201, 201)
+    assert retry.json() == first.json()
+    assert retry["Idempotent-Replayed"] == "true"
+    assert UserCoupon.objects.filter(user=user).count() == 1  # the limit of 2 would allow two
+
+
+@pytest.mark.django_db
+def test_a_retried_grant_replays_its_first_answer(staff_client):
+    template = CouponTemplateFactory(total=10)
+    shopper = UserFactory()
+    url = f"/api/admin/coupons/{template.pk}/grants"
+    body = {"user_ids": [shopper.pk], "reason": "Late delivery"}
+
+    first = post(staff_client, url, body, key="grant-1")
+    retry = post(staff_client, url, body, key="grant-1")
+
+    assert first.status_code == 200
+    assert first.json()["granted"] == [shopper.pk]
+    assert (retry.status_code, retry.json()) == (200, first.json())
+    assert retry["Idempotent-Replayed"] == "true"
+    assert UserCoupon.objects.filter(user=shopper).count() == 1

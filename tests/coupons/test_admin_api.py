@@ -279,3 +279,15 @@ def test_every_admin_route_is_403_for_shoppers_and_401_without_token(user, metho
     assert anonymous.status_code == 401
     template.refresh_from_db()
     assert template.name != VALID["name"]
+
+
+@pytest.mark.parametrize("exists", [True, False])
+def test_options_on_a_template_describes_it_instead_of_a_500(staff_client, exists):
+    # Found by schemathesis: DRF's OPTIONS looks the object up to describe PUT.
+    template_id = CouponTemplateFactory().pk if exists else 999_999
+
+    response = staff_client.options(f"/api/admin/coupons/{template_id}")
+
+    assert response.status_code == 200
+    assert response.json()["name"] == "Admin Template Detail"
+    assert ("PUT" in response.json().get("actions", {})) is exists

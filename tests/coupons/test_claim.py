@@ -6,6 +6,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
+from coupons import services
 from coupons.counter import coupon_counter
 from coupons.models import CouponTemplate, UserCoupon
 from tests.concurrency import run_together
@@ -246,3 +247,25 @@ def test_a_claim_waiting_on_the_lock_while_the_window_closes_gets_409(frozen_now
     assert UserCoupon.objects.count() == 0
     template.refresh_from_db()
     assert template.claimed_count == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("state", ["unused", "used", "expired"])
+def test_the_claim_answer_is_exactly_what_user_coupon_serializer_documents(state, frozen_now):
+    """The claim renders with user_coupon_data (no serializer instance); the schema shows
+    UserCouponSerializer. Both give the same for every status, read back or just issued."""
+    from coupons.api.serializers import UserCouponSerializer, user_coupon_data
+
+    now = frozen_now.now()
+    template = CouponTemplateFactory(type="threshold", value=500, min_amount=2000)
+    fresh = services.coupon_claim(template_id=template.pk, user_id=UserFactory().pk)
+    if state == "used":
+        UserCoupon.objects.filter(pk=fresh.pk).update(status="used", used_at=now)
+    if state == "expired":
+        now = frozen_now(template.valid_until + timedelta(milliseconds=1))
+    stored = UserCoupon.objects.select_related("template").get(pk=fresh.pk)
+
+    for coupon in (fresh, stored) if state == "unused" else (stored,):
+        documented = UserCouponSerializer(coupon, context={"now": now}).data
+        assert user_coupon_data(coupon, now=now) == documented
+    assert user_coupon_data(stored, now=now)["status"] == state

@@ -140,3 +140,33 @@ def test_a_shopper_cannot_read_templates_through_the_admin_api(shopper_client):
     assert response.status_code == 403
     assert "SECRET-2" not in response.content.decode()
     assert CouponTemplate.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_redeem_is_throttled_per_user_at_the_spec_rate(settings, user, shopper_client):
+    settings.THROTTLE_RATES = {**settings.THROTTLE_RATES, "redeem": "10/min"}
+    CouponTemplateFactory(code="LIMITED", per_user_limit=1)
+
+    answers = [redeem(shopper_client, "wrong-code").status_code for _ in range(10)]
+    throttled = redeem(shopper_client, "LIMITED")
+
+    assert answers == [404] * 10
+    assert (throttled.status_code, throttled.json()["code"]) == (429, "throttled")
+    assert "Retry-After" in throttled.headers
+    assert UserCoupon.objects.count() == 0
+    assert redeem(bearer_client(UserFactory()), "LIMITED").status_code == 201  # per user
+
+
+@pytest.mark.django_db
+def test_a_retried_redeem_replays_its_coupon(user, shopper_client):
+    CouponTemplateFactory(code="ONCE-ONLY", per_user_limit=5)
+    send = lambda: shopper_client.post(  # noqa: E731
+        "/api/coupons/redeem", {"code": "ONCE-ONLY"}, format="json", HTTP_IDEMPOTENCY_KEY="r-1"
+    )
+
+    first, retry = send(), send()
+
+    assert (first.status_code, retry.status_code) == (201, 201)
+    assert retry.json() == first.json()
+    assert retry.headers["Idempotent-Replayed"] == "true"
+    assert UserCoupon.objects.count() == 1

@@ -93,3 +93,15 @@ def test_a_coupon_not_yet_started_is_not_usable(user, frozen_now):
         ports.get_usable(user_id=user.pk, coupon_id=held.pk)
     options = bearer_client(user).get("/api/orders/coupon-options?amount=9900").json()
     assert [(o["usable"], o["reason"]) for o in options["results"]] == [(False, "not_started")]
+
+
+def test_the_claim_answer_shows_the_template_terms_as_stored(shopper_client):
+    template = CouponTemplateFactory(
+        type="percent", value=12, max_discount=3000, scope="products", scope_ids=[4, 9]
+    )
+
+    body = shopper_client.post(claim_url(template)).json()
+
+    summary = body["template"]
+    assert (summary["type"], summary["value"], summary["max_discount"]) == ("percent", 12, 3000)
+    assert (summary["scope"], summary["scope_ids"]) == ("products", [4, 9])

@@ -230,3 +230,24 @@ def test_the_grant_command_refuses_an_ended_template(tmp_path):
         )
     assert UserCoupon.objects.count() == 0
     assert CouponTemplate.objects.get().claimed_count == 0
+
+
+@pytest.mark.django_db
+def test_a_retried_grant_replays_the_first_answer(staff_client):
+    template = CouponTemplateFactory(total=10, per_user_limit=5)
+    user = UserFactory()
+
+    def send():
+        return staff_client.post(
+            grants_url(template),
+            {"user_ids": [user.pk], "reason": "retry"},
+            format="json",
+            HTTP_IDEMPOTENCY_KEY="g-1",
+        )
+
+    first, retry = send(), send()
+
+    assert first.json()["granted"] == [user.pk]
+    assert retry.json() == first.json()  # the first answer, not "already_granted"
+    assert retry.headers["Idempotent-Replayed"] == "true"
+    assert UserCoupon.objects.count() == 1

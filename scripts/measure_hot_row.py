@@ -1,0 +1,210 @@
+"""Where one MySQL primary stops: the claim's decision transaction (the guarded UPDATE, the
+insert, the commit: the very statements of coupons.services) driven straight at MariaDB
+from many connections, on one hot template and spread over many, without Django or Redis,
+so that the database (not Python) is what is measured.
+
+    .venv/bin/python scripts/measure_hot_row.py [--threads 16] [--seconds 5]
+
+It creates (and drops afterwards) its own database `coupons_hot_<pid>`. Prints one decision
+transaction's time (one connection, no contention), then claims per second with every
+connection on one template, in the old lock-first shape and in the new one, and with each
+connection on a template of its own."""
+
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path.cwd()))
+DATABASE = f"coupons_hot_{os.getpid()}"
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+os.environ["DATABASE_URL"] = f"mysql://root@127.0.0.1:3306/{DATABASE}"
+USERS = 60_000  # more than the claims a run makes on this machine
+
+
+@dataclass(frozen=True)
+class Throughput:
+    label: str
+    claims: int
+    seconds: float
+
+    @property
+    def per_second(self) -> float:
+        return self.claims / self.seconds
+
+
+def connect():
+    import MySQLdb
+
+    connection = MySQLdb.connect(host="127.0.0.1", user="root", database=DATABASE)
+    connection.autocommit(False)
+    connection.cursor().execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+    return connection
+
+
+class Users:
+    """Hands out distinct user ids to every thread: each claim is a new user's."""
+
+    def __init__(self) -> None:
+        self.next = 0
+        self.lock = threading.Lock()
+
+    def take(self) -> int:
+        with self.lock:
+            self.next += 1
+            return self.next
+
+
+def lock_first_claim(cursor, connection, *, template_id: int, user_id: int) -> tuple[bool, float]:
+    """The shape before SPEC section 14, for comparison: the row lock first, then the user's
+    count, the insert and the increment, then the commit (without the Python the old service
+    ran between them, so this flatters it)."""
+    now = datetime.now(UTC).replace(tzinfo=None)
+    started = time.perf_counter()
+    cursor.execute("SELECT * FROM coupon_templates WHERE id = %s FOR UPDATE", [template_id])
+    cursor.fetchall()
+    cursor.execute(
+        "SELECT COUNT(*) FROM user_coupons WHERE template_id = %s AND user_id = %s",
+        [template_id, user_id],
+    )
+    cursor.fetchall()
+    cursor.execute(
+        "INSERT INTO user_coupons (template_id, user_id, slot, status, created_at, updated_at)"
+        " VALUES (%s, %s, 1, 'unused', %s, %s)",
+        [template_id, user_id, now, now],
+    )
+    cursor.execute(
+        "UPDATE coupon_templates SET claimed_count = claimed_count + 1 WHERE id = %s",
+        [template_id],
+    )
+    connection.commit()
+    return True, time.perf_counter() - started
+
+
+def claim(cursor, connection, *, template_id: int, user_id: int) -> tuple[bool, float]:
+    """One decision transaction as the service runs it: (issued, seconds it took)."""
+    from coupons.services import COUNT_THE_CLAIM_SQL, INSERT_COUPON_SQL
+
+    now = datetime.now(UTC).replace(tzinfo=None)
+    started = time.perf_counter()
+    cursor.execute(COUNT_THE_CLAIM_SQL, [template_id, 1, now, now])
+    if cursor.rowcount == 0:
+        connection.rollback()
+        return False, time.perf_counter() - started
+    cursor.execute(INSERT_COUPON_SQL, [user_id, 1, now, now, template_id, now, now])
+    connection.commit()
+    return True, time.perf_counter() - started
+
+
+def lock_hold(template_id: int, users: Users, count: int = 1000) -> list[float]:
+    connection = connect()
+    cursor = connection.cursor()
+    held = [claim(cursor, connection, template_id=template_id, user_id=users.take())[1]]
+    for _ in range(count):
+        held.append(claim(cursor, connection, template_id=template_id, user_id=users.take())[1])
+    connection.close()
+    return held
+
+
+def storm(
+    label: str, template_ids: list[int], threads: int, seconds: float, users: Users, shape=claim
+) -> Throughput:
+    issued = [0] * threads
+    stop = time.monotonic() + seconds
+    barrier = threading.Barrier(threads + 1)
+
+    def run(index: int) -> None:
+        connection = connect()
+        cursor = connection.cursor()
+        template_id = template_ids[index % len(template_ids)]
+        barrier.wait()
+        while time.monotonic() < stop:
+            if shape(cursor, connection, template_id=template_id, user_id=users.take())[0]:
+                issued[index] += 1
+        connection.close()
+
+    workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    barrier.wait()
+    started = time.monotonic()
+    for worker in workers:
+        worker.join()
+    return Throughput(label, sum(issued), time.monotonic() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    args = parser.parse_args()
+
+    import MySQLdb
+
+    admin = MySQLdb.connect(host="127.0.0.1", user="root")
+    admin.cursor().execute(f"CREATE DATABASE {DATABASE}")
+    try:
+        run(args.threads, args.seconds)
+    finally:
+        admin.cursor().execute(f"DROP DATABASE IF EXISTS {DATABASE}")
+
+
+def run(threads: int, seconds: float) -> None:
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+
+    call_command("migrate", verbosity=0)
+    connection.close()
+    now = datetime.now(UTC).replace(tzinfo=None)
+    loader = connect()  # no read timeout: the bulk loads may take a while on a busy machine
+    with loader.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO auth_user (password, is_superuser, username, first_name, last_name,"
+            " email, is_staff, is_active, date_joined)"
+            f" SELECT '!', 0, CONCAT('hot', seq), '', '', '', 0, 1, NOW() FROM seq_1_to_{USERS}"
+        )
+        cursor.execute(
+            "INSERT INTO coupon_templates (name, type, value, min_amount, total, per_user_limit,"
+            " valid_from, valid_until, claimed_count, created_at, updated_at)"
+            " SELECT CONCAT('hot ', seq), 'direct', 100, 0, 4000000000, 1, %s, %s, 0, %s, %s"
+            f" FROM seq_1_to_{threads + 1}",
+            [now - timedelta(days=1), now + timedelta(days=1), now, now],
+        )
+        cursor.execute("SELECT id FROM coupon_templates ORDER BY id")
+        template_ids = [row[0] for row in cursor.fetchall()]
+    loader.commit()
+    loader.close()
+    users = Users()
+    took = lock_hold(template_ids[0], users)
+    results = [
+        storm(
+            f"lock first (before), {threads} conns, one template",
+            template_ids[:1],
+            threads,
+            seconds,
+            users,
+            shape=lock_first_claim,
+        ),
+        storm(f"update last (now), {threads} conns, one template", template_ids[:1], threads,
+              seconds, users),
+        storm(f"update last (now), {threads} conns, {threads} templates", template_ids[1:],
+              threads, seconds, users),
+    ]  # fmt: skip
+    print(
+        f"one decision transaction, 1 connection: p50 {statistics.median(took) * 1000:.2f} ms,"
+        f" p99 {statistics.quantiles(took, n=100)[98] * 1000:.2f} ms (commit's log flush included)"
+    )
+    for result in results:
+        print(f"{result.label:48} {result.per_second:7.0f} claims/s ({result.claims} issued)")
+
+
+if __name__ == "__main__":
+    main()
