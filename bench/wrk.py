@@ -19,8 +19,10 @@ from bench.results import Load
 PLAN_SCRIPT = Path(__file__).resolve().parent / "wrk" / "plan.lua"
 # wrk's latency histogram drops answers slower than its --timeout (they count as timeouts).
 ANSWER_TIMEOUT_S = 30
-DEADLINE_BASE_S = 30
-DEADLINE_MIN_RPS = 50
+# Only a load whose answers stop coming should reach this: a shared 2-core machine has served
+# claims at 35 per second.
+DEADLINE_BASE_S = 60
+DEADLINE_MIN_RPS = 10
 
 
 def executable() -> str:

@@ -37,6 +37,7 @@ local reserved = 0 -- requests promised to a connection by delay()
 local sent = 0
 local answered = 0
 local done_file = nil
+-- Globals, not locals: done() runs in wrk's main Lua state and reads them with thread:get().
 started_at = 0
 finished_at = 0
 last_2xx_at = -1
