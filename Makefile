@@ -6,7 +6,12 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 WORKERS ?= 2
 
-.PHONY: run test bench lint format demo
+.PHONY: run test bench lint format demo messages
+
+# Translations: the .po files are the source, the .mo files are built (msgfmt, from Debian's
+# gettext, which scripts/ensure-build-deps installs) and not committed.
+PO_FILES := $(wildcard locale/*/LC_MESSAGES/django.po)
+MO_FILES := $(PO_FILES:.po=.mo)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,20 +23,27 @@ $(VENV)/.runtime-installed: requirements.txt | $(BIN)/python
 
 $(VENV)/.dev-installed: requirements-dev.txt scripts/ensure-test-deps $(VENV)/.runtime-installed
 	scripts/ensure-test-deps
-	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(BIN)/pip install -q --disable-pip-version-check \
+		-r requirements-dev.txt
 	touch $@
 
-## run: serve the app under gunicorn on 127.0.0.1:$(PORT) (SQLite under var/ unless DATABASE_URL)
-run: $(VENV)/.runtime-installed
+%.mo: %.po
+	scripts/ensure-build-deps
+	msgfmt --check --output-file=$@ $<
+
+messages: $(MO_FILES)
+
+## run: serve the app under gunicorn on 127.0.0.1:$(PORT) (SQLite under var/ unless DATABASE_URL),
+## with the scheduler (order expiry) beside it
+run: $(VENV)/.runtime-installed $(MO_FILES)
 	$(BIN)/python manage.py migrate --noinput -v0
 	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/python manage.py seed_demo_products
 	PORT=$(PORT) $(BIN)/python manage.py seed_demo
-	exec $(BIN)/gunicorn config.wsgi --bind 127.0.0.1:$(PORT) --workers $(WORKERS) \
-		--access-logfile - --timeout 30
+	exec scripts/serve $(PORT) $(WORKERS)
 
 ## test: the whole suite against MariaDB (DATABASE_URL) and Redis (REDIS_URL)
-test: $(VENV)/.dev-installed
+test: $(VENV)/.dev-installed $(MO_FILES)
 	scripts/ensure-bench-deps
 	$(BIN)/pytest
 

@@ -8,6 +8,7 @@ deactivation is refused by the is_active check (and config.token_revocation blac
 user's refresh tokens so that reactivating does not revive them)."""
 
 from django.contrib.auth import get_user_model
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.contrib.rest_framework_simplejwt import SimpleJWTScheme
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework_simplejwt.authentication import JWTAuthentication
@@ -39,11 +40,11 @@ def user_of_token(token: Token):
         raise InvalidToken("Token contained no recognizable user identification")
     user = get_user_model().objects.filter(**{api_settings.USER_ID_FIELD: user_id}).first()
     if user is None:
-        raise AuthenticationFailed("User not found", code="user_not_found")
+        raise AuthenticationFailed(_("User not found"), code="user_not_found")
     if not user.is_active:
-        raise AuthenticationFailed("User is inactive", code="user_inactive")
+        raise AuthenticationFailed(_("User is inactive"), code="user_inactive")
     if token.payload.get(api_settings.REVOKE_TOKEN_CLAIM) != get_md5_hash_password(user.password):
-        raise AuthenticationFailed("The token was revoked.", code="token_revoked")
+        raise AuthenticationFailed(_("The token was revoked."), code="token_revoked")
     return user
 
 

@@ -1,10 +1,13 @@
 """The base of every domain error. Nothing here knows about HTTP: config/exceptions.py maps
 each stable `code` to a status in one table."""
 
+from django.utils.translation import gettext_lazy as _
+
 
 class DomainError(Exception):
     code = "error"
-    default_detail = "The request could not be completed."
+    # Lazy, so that each answer is rendered in its request's language (SPEC section 13).
+    default_detail = _("The request could not be completed.")
 
     def __init__(self, detail: str | None = None, *, fields: dict[str, list[str]] | None = None):
         self.detail = detail or self.default_detail

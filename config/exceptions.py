@@ -5,9 +5,15 @@ import math
 import sys
 
 from django.conf import settings
+from django.contrib import admin
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
@@ -52,7 +58,7 @@ CODE_BY_API_EXCEPTION = [
     (RequestTooLarge, "too_large"),
 ]
 
-UNAVAILABLE_DETAIL = "The service is temporarily unavailable. Retry shortly."
+UNAVAILABLE_DETAIL = gettext_lazy("The service is temporarily unavailable. Retry shortly.")
 
 
 def status_of_code(code: str) -> int:
@@ -63,7 +69,8 @@ def status_of_code(code: str) -> int:
 
 
 def error_body(code: str, detail: str, fields: dict | None = None) -> dict:
-    body = {"code": code, "detail": detail}
+    """`detail` is in the request's language (Accept-Language); `code` never changes."""
+    body = {"code": code, "detail": str(detail)}
     if fields is not None:
         body["fields"] = fields
     return body
@@ -97,7 +104,7 @@ def api_exception_handler(exc: Exception, context: dict) -> Response:
 
 def server_error_response() -> Response:
     return Response(
-        error_body("server_error", "Internal server error."),
+        error_body("server_error", _("Internal server error.")),
         status=status.HTTP_500_INTERNAL_SERVER_ERROR,
     )
 
@@ -141,7 +148,7 @@ def render_api_exception(exc: exceptions.APIException) -> Response:
     if isinstance(exc, exceptions.ValidationError):
         fields = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
         return Response(
-            error_body(code, "Invalid input.", fields), status=exc.status_code, headers=headers
+            error_body(code, _("Invalid input."), fields), status=exc.status_code, headers=headers
         )
     detail = exc.detail
     if isinstance(detail, dict):  # simplejwt puts a dict here
@@ -149,27 +156,76 @@ def render_api_exception(exc: exceptions.APIException) -> Response:
     return Response(error_body(code, str(detail)), status=exc.status_code, headers=headers)
 
 
-def json_not_found(request, exception=None) -> JsonResponse:
+def is_admin_request(request) -> bool:
+    return request.path.startswith(reverse("admin:index"))
+
+
+def admin_error_page(request, status_code: int, title: str, message: str) -> HttpResponse:
+    """An error under /admin/ as an admin page (header, breadcrumbs, language), not JSON."""
+    context = {
+        **admin.site.each_context(request),
+        "title": title,
+        "message": message,
+        "status_code": status_code,
+    }
+    try:
+        return render(request, "admin/error_page.html", context, status=status_code)
+    except Exception:  # the page itself failed (for example no database): plain words then
+        logger.exception("could not render the admin error page")
+        return HttpResponse(format_html("<h1>{}</h1><p>{}</p>", title, message), status=status_code)
+
+
+def bad_request(request, exception=None) -> HttpResponse:
+    """handler400: Django's SuspiciousOperation outside DRF views, for example a suspicious
+    admin filter (DisallowedModelAdminLookup); an oversized body is 413."""
+    if isinstance(exception, RequestDataTooBig):
+        return request_too_large_response()
+    if is_admin_request(request):
+        return admin_error_page(
+            request,
+            400,
+            _("Bad request"),
+            _("The page was asked for with parameters it cannot use."),
+        )
+    return JsonResponse(error_body("invalid", _("Bad request.")), status=400)
+
+
+def permission_denied(request, exception=None) -> HttpResponse:
+    if is_admin_request(request):
+        return admin_error_page(
+            request, 403, _("Not allowed"), _("Your account may not do this here.")
+        )
+    return JsonResponse(
+        error_body("permission_denied", _("You do not have permission to perform this action.")),
+        status=403,
+    )
+
+
+def not_found(request, exception=None) -> HttpResponse:
     """handler404: unknown URLs answer in the same envelope as the API."""
-    return JsonResponse(error_body("not_found", "Not found."), status=404)
+    if is_admin_request(request):
+        return admin_error_page(
+            request, 404, _("Not found"), _("There is nothing at this address.")
+        )
+    return JsonResponse(error_body("not_found", _("Not found.")), status=404)
 
 
-def json_server_error(request) -> JsonResponse:
+def server_error(request) -> HttpResponse:
     """handler500: the last resort outside DRF views (the Django admin, middleware, health).
     Django calls it while handling the exception, so the exception is at hand: a database
-    outage is a 503 there too."""
+    outage is a 503 there too. Under /admin/ the answer is an admin page, not JSON."""
     error = sys.exception()
     if error is not None and database_unavailable(error):
         report_database_unavailable(error, where=request.path)
         return unavailable_for(request)
-    return JsonResponse(error_body("server_error", "Internal server error."), status=500)
-
-
-def json_bad_request(request, exception=None) -> JsonResponse:
-    """handler400: Django's SuspiciousOperation outside DRF views; an oversized body is 413."""
-    if isinstance(exception, RequestDataTooBig):
-        return request_too_large_response()
-    return JsonResponse(error_body("invalid", "Bad request."), status=400)
+    if is_admin_request(request):
+        return admin_error_page(
+            request,
+            500,
+            _("Server error"),
+            _("Something went wrong on our side; nothing was changed. It has been logged."),
+        )
+    return JsonResponse(error_body("server_error", _("Internal server error.")), status=500)
 
 
 def request_too_large_response() -> JsonResponse:

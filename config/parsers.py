@@ -4,6 +4,7 @@ more than a 4xx."""
 import re
 
 from django.conf import settings
+from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions, status
 from rest_framework.parsers import JSONParser
 from rest_framework.utils import json
@@ -15,7 +16,7 @@ MAX_JSON_DEPTH = 32
 
 class RequestTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = "Request body too large."
+    default_detail = _("Request body too large.")
     default_code = "too_large"
 
 
@@ -66,9 +67,9 @@ class BoundedJSONParser(JSONParser):
         try:
             data = json.loads(raw.decode(encoding))  # NaN and Infinity refused
         except RecursionError:
-            raise exceptions.ParseError("JSON nested too deeply.") from None
+            raise exceptions.ParseError(_("JSON nested too deeply.")) from None
         except ValueError as error:  # UnicodeDecodeError and JSONDecodeError included
-            raise exceptions.ParseError(f"JSON parse error - {error}") from None
+            raise exceptions.ParseError(_("JSON parse error - %s") % error) from None
         problem = json_problem(data)
         if problem is not None:
             raise exceptions.ParseError(problem)

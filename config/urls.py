@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path, register_converter
+from django.utils.translation import gettext_lazy
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.admin_login import throttled_admin_login
@@ -9,10 +10,15 @@ from config.health import healthz
 
 register_converter(IdConverter, "id")
 
+admin.site.site_header = gettext_lazy("Coupons administration")
+admin.site.site_title = gettext_lazy("Coupons admin")
+admin.site.site_url = "/api/docs/"  # "View site": the API is the site
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/login/", throttled_admin_login),  # before admin.site.urls: found first
     path("admin/", admin.site.urls),
+    path("i18n/", include("django.conf.urls.i18n")),  # set_language: the admin's language switch
     path("api/auth/token", TokenObtainView.as_view(), name="token"),
     path("api/auth/token/refresh", TokenRefreshRotatingView.as_view(), name="token-refresh"),
     path("api/auth/logout", LogoutView.as_view(), name="logout"),
@@ -23,6 +29,8 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]
 
-handler400 = "config.exceptions.json_bad_request"
-handler404 = "config.exceptions.json_not_found"
-handler500 = "config.exceptions.json_server_error"
+# JSON for the API, admin-styled pages under /admin/ (config/exceptions.py decides by path).
+handler400 = "config.exceptions.bad_request"
+handler403 = "config.exceptions.permission_denied"
+handler404 = "config.exceptions.not_found"
+handler500 = "config.exceptions.server_error"

@@ -1,16 +1,18 @@
 """Coupon domain errors. Each has a stable `code`; config/exceptions.py gives it a status."""
 
+from django.utils.translation import gettext_lazy as _
+
 from config.errors import DomainError
 
 
 class TemplateNotFound(DomainError):
     code = "not_found"
-    default_detail = "Coupon template not found."
+    default_detail = _("Coupon template not found.")
 
 
 class TemplateInvalid(DomainError):
     code = "invalid"
-    default_detail = "Invalid coupon template."
+    default_detail = _("Invalid coupon template.")
 
 
 class ClaimRejected(DomainError):
@@ -19,17 +21,17 @@ class ClaimRejected(DomainError):
 
 class ClaimNotInWindow(ClaimRejected):
     code = "not_in_window"
-    default_detail = "This coupon cannot be claimed at this time."
+    default_detail = _("This coupon cannot be claimed at this time.")
 
 
 class ClaimSoldOut(ClaimRejected):
     code = "sold_out"
-    default_detail = "This coupon is sold out."
+    default_detail = _("This coupon is sold out.")
 
 
 class ClaimLimitReached(ClaimRejected):
     code = "limit_reached"
-    default_detail = "You have claimed this coupon as many times as allowed."
+    default_detail = _("You have claimed this coupon as many times as allowed.")
 
 
 # Errors of coupons.ports, raised to the orders app.
@@ -37,19 +39,19 @@ class ClaimLimitReached(ClaimRejected):
 
 class CouponNotFound(DomainError):
     code = "not_found"
-    default_detail = "Coupon not found."
+    default_detail = _("Coupon not found.")
 
 
 class CouponUsed(DomainError):
     code = "coupon_used"
-    default_detail = "This coupon has already been used."
+    default_detail = _("This coupon has already been used.")
 
 
 class CouponExpired(DomainError):
     code = "coupon_expired"
-    default_detail = "This coupon is not valid at this time."
+    default_detail = _("This coupon is not valid at this time.")
 
 
 class CouponRollbackFailed(DomainError):
     code = "invalid_state"
-    default_detail = "The coupon could not be returned: it is not in use."
+    default_detail = _("The coupon could not be returned: it is not in use.")

@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models import F, Func, IntegerField, Q
 from django.db.models.functions import Length, Trim, Upper
 from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, LessThanOrEqual
+from django.utils.translation import gettext_lazy as _
 
 from config.limits import MAX_BIGINT, MAX_INT_UNSIGNED
 from coupons.fields import MillisecondDateTimeField
@@ -91,6 +92,8 @@ class CouponTemplate(models.Model):
 
     class Meta:
         db_table = "coupon_templates"
+        verbose_name = _("coupon template")
+        verbose_name_plural = _("coupon templates")
         ordering = ["-id"]
         constraints = [
             models.CheckConstraint(
@@ -214,6 +217,8 @@ class UserCoupon(models.Model):
 
     class Meta:
         db_table = "user_coupons"
+        verbose_name = _("user coupon")
+        verbose_name_plural = _("user coupons")
         indexes = [
             models.Index(fields=["user", "status", "id"], name="user_coupon_user_status_id"),
         ]

@@ -146,3 +146,37 @@ def _usable(coupon: UserCoupon) -> UsableCoupon:
         valid_from=coupon.valid_from,
         valid_until=coupon.valid_until,
     )
+
+
+# --- For the orders admin, and what the orders app tells the coupons admin ---------------------
+
+
+@dataclass(frozen=True)
+class TemplateName:
+    template_id: int
+    name: str
+
+
+def template_names(*, limit: int, template_id: int | None = None) -> list[TemplateName]:
+    """The newest templates' names (for the orders admin's filter by template), plus
+    `template_id`'s own when it is older. Writes nothing."""
+    templates = list(CouponTemplate.objects.order_by("-id").values_list("pk", "name")[:limit])
+    if template_id is not None and template_id not in {pk for pk, _ in templates}:
+        templates += CouponTemplate.objects.filter(pk=template_id).values_list("pk", "name")
+    return [TemplateName(template_id=pk, name=name) for pk, name in templates]
+
+
+@dataclass(frozen=True)
+class CouponOrder:
+    """An order that used a coupon, as the coupons admin shows it. The orders app supplies
+    these through the callable named by the COUPON_ADMIN_ORDERS_LOOKUP setting (coupons does
+    not import orders)."""
+
+    order_id: int
+    coupon_id: int
+    status: str
+    total_amount: int
+    discount_amount: int
+    pay_amount: int
+    created_at: datetime
+    admin_url: str

@@ -1,11 +1,12 @@
 """Every read of coupons that is more than one line."""
 
+from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, OuterRef, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce, TruncHour
 
 from coupons.errors import TemplateNotFound
 from coupons.models import CouponTemplate, UserCoupon
@@ -124,3 +125,106 @@ def users_by_name_or_id(entries: list[str]) -> UserLookup:
         else:
             unknown.append(entry)
     return UserLookup(user_ids, unknown)
+
+
+# --- The operator's admin (SPEC section 13) ---------------------------------------------------
+
+
+def coupon_expired_q(*, now: datetime) -> Q:
+    """Unused and past its own use window (SPEC section 10): the admin's "expired"."""
+    return Q(status=UserCoupon.Status.UNUSED, valid_until__lt=now)
+
+
+def templates_with_funnel(*, now: datetime) -> QuerySet[CouponTemplate]:
+    """Templates, newest first, with `used_count` and `expired_count`: one correlated subquery
+    each on the (template_id, ...) index, so a page costs the same number of queries for 1 or
+    100 rows. Claimed is the template's own `claimed_count` column."""
+    used = coupons_per_template(UserCoupon.objects.filter(status=UserCoupon.Status.USED))
+    # Each coupon's own window decides (valid_days coupons expire one by one).
+    expired = coupons_per_template(UserCoupon.objects.filter(coupon_expired_q(now=now)))
+    return CouponTemplate.objects.annotate(used_count=used, expired_count=expired).order_by("-id")
+
+
+@dataclass(frozen=True)
+class TemplateFunnel:
+    claimed: int
+    total: int
+    used: int
+    expired: int
+
+    @property
+    def redemption_rate(self) -> float | None:
+        """used / claimed, None before the first claim."""
+        return self.used / self.claimed if self.claimed else None
+
+
+def template_funnel(template: CouponTemplate, *, now: datetime) -> TemplateFunnel:
+    """The funnel of one template; reads the annotations when `template` came from
+    templates_with_funnel, otherwise counts (two indexed queries)."""
+    if not hasattr(template, "used_count"):
+        template = templates_with_funnel(now=now).get(pk=template.pk)
+    return TemplateFunnel(
+        claimed=template.claimed_count,
+        total=template.total,
+        used=template.used_count,
+        expired=template.expired_count,
+    )
+
+
+@dataclass(frozen=True)
+class DayActivity:
+    day: date
+    claims: int
+    uses: int
+
+
+def template_activity_per_day(
+    template: CouponTemplate, *, now: datetime, zone: tzinfo, days: int = 30
+) -> list[DayActivity]:
+    """Claims and uses of a template per day in `zone`, for the `days` days up to today (or up
+    to the template's last day once it has ended), oldest first, days without activity as 0.
+
+    The database counts per UTC hour (no time-zone tables needed, at most 24 x days rows per
+    series); the hours are then put into the zone's days here. In a zone whose offset is not a
+    whole number of hours, an hour straddling midnight is counted on the day it starts."""
+    last_day = min(now, template.valid_until).astimezone(zone).date()
+    first_day = max(template.valid_from.astimezone(zone).date(), last_day - timedelta(days - 1))
+    if first_day > last_day:
+        return []
+    start = datetime.combine(first_day, time.min, tzinfo=zone).astimezone(UTC)
+    end = datetime.combine(last_day + timedelta(days=1), time.min, tzinfo=zone).astimezone(UTC)
+
+    def per_hour(moment_field: str, **filters) -> dict[datetime, int]:
+        rows = (
+            UserCoupon.objects.filter(
+                template=template, **{f"{moment_field}__gte": start, f"{moment_field}__lt": end}
+            )
+            .filter(**filters)
+            .annotate(hour=TruncHour(moment_field, tzinfo=UTC))
+            .order_by()
+            .values("hour")
+            .annotate(n=Count("pk"))
+            .values_list("hour", "n")
+        )
+        return dict(rows)
+
+    claims: dict[date, int] = defaultdict(int)
+    uses: dict[date, int] = defaultdict(int)
+    for hour, n in per_hour("created_at").items():
+        claims[hour.astimezone(zone).date()] += n
+    for hour, n in per_hour("used_at", status=UserCoupon.Status.USED).items():
+        uses[hour.astimezone(zone).date()] += n
+    span = (last_day - first_day).days + 1
+    return [
+        DayActivity(day=day, claims=claims[day], uses=uses[day])
+        for day in (first_day + timedelta(days=offset) for offset in range(span))
+    ]
+
+
+def recent_claims(*, template_id: int, limit: int = 10) -> list[UserCoupon]:
+    """The template's newest coupons with their users (one query)."""
+    return list(
+        UserCoupon.objects.filter(template_id=template_id)
+        .select_related("user")
+        .order_by("-id")[:limit]
+    )

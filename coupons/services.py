@@ -116,7 +116,7 @@ def template_terms_validate(
             fail("max_discount", "Only a percent coupon may have a cap; leave it empty.")
     if clean.get("valid_days") is not None:
         check_int("valid_days", 1, MAX_VALID_DAYS)
-    _scope_validate(clean, fail)
+    _scope_validate(clean, fail, current=current)
     _code_validate(clean, fail, current=current)
     if clean.get("visibility") not in CouponTemplate.Visibility.values:
         fail("visibility", f"Must be one of: {', '.join(CouponTemplate.Visibility.values)}.")
@@ -151,9 +151,12 @@ def template_terms_validate(
     return {field: clean[field] for field in TEMPLATE_TERMS}
 
 
-def _scope_validate(clean: dict[str, Any], fail: Callable[[str, str], None]) -> None:
+def _scope_validate(
+    clean: dict[str, Any], fail: Callable[[str, str], None], *, current: CouponTemplate | None
+) -> None:
     """scope is all (no ids) or categories / products with 1..500 positive ids, which the
-    injected catalog knows. The ids are stored sorted and without repeats."""
+    injected catalog knows. The ids are stored sorted and without repeats. Only ids new to the
+    template are looked up: one whose product was removed since must not block other edits."""
     scope, ids = clean.get("scope"), clean.get("scope_ids")
     if scope not in CouponTemplate.Scope.values:
         fail("scope", f"Must be one of: {', '.join(CouponTemplate.Scope.values)}.")
@@ -173,7 +176,9 @@ def _scope_validate(clean: dict[str, Any], fail: Callable[[str, str], None]) -> 
         return
     catalog = scope_catalog()
     if catalog is not None:
-        unknown = sorted(set(ids) - set(catalog.names(scope=scope, ids=ids)))
+        kept = set(current.scope_ids) if current is not None and current.scope == scope else set()
+        new_ids = sorted(set(ids) - kept)
+        unknown = sorted(set(new_ids) - set(catalog.names(scope=scope, ids=new_ids)))
         if unknown:
             fail("scope_ids", f"Unknown {scope}: {', '.join(map(str, unknown[:20]))}.")
 
@@ -374,7 +379,10 @@ def coupon_issue(
     counter = coupon_counter()
     # 1. Committed facts: the counters' rebuild floors and the first slot to try.
     facts = _claim_facts(template_id=template_id, user_id=user_id)
-    if source == UserCoupon.Source.CLAIM and facts.template.visibility != "public":
+    if (
+        source == UserCoupon.Source.CLAIM
+        and facts.template.visibility != CouponTemplate.Visibility.PUBLIC
+    ):
         raise TemplateNotFound()  # hidden: reachable by code or grant only, never by id
     # 2. Safe fast rejection without the lock: counts never go down, so a refusal read from a
     # committed snapshot was true when it was read.

@@ -1,5 +1,7 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class OrdersConfig(AppConfig):
     name = "orders"
+    verbose_name = _("orders and products")

@@ -1,48 +1,50 @@
 """Order domain errors. Each has a stable `code`; config/exceptions.py gives it a status."""
 
+from django.utils.translation import gettext_lazy as _
+
 from config.errors import DomainError
 
 
 class OrderNotFound(DomainError):
     code = "not_found"
-    default_detail = "Order not found."
+    default_detail = _("Order not found.")
 
 
 class ProductNotFound(DomainError):
     code = "not_found"
-    default_detail = "Product not found."
+    default_detail = _("Product not found.")
 
 
 class OrderInvalid(DomainError):
     code = "invalid"
-    default_detail = "Invalid order."
+    default_detail = _("Invalid order.")
 
 
 class OutOfStock(DomainError):
     code = "out_of_stock"
-    default_detail = "Not enough stock."
+    default_detail = _("Not enough stock.")
 
 
 class ThresholdNotMet(DomainError):
     code = "threshold_not_met"
-    default_detail = "The order total does not reach the coupon's threshold."
+    default_detail = _("The order total does not reach the coupon's threshold.")
 
 
 class CouponNotApplicable(DomainError):
     code = "coupon_not_applicable"
-    default_detail = "No line of this order is in the coupon's scope."
+    default_detail = _("No line of this order is in the coupon's scope.")
 
 
 class CouponNotAllowed(DomainError):
     code = "coupon_not_allowed"
-    default_detail = "Seckill orders cannot use a coupon."
+    default_detail = _("Seckill orders cannot use a coupon.")
 
 
 class OrderInvalidState(DomainError):
     code = "invalid_state"
-    default_detail = "The order cannot do this in its current state."
+    default_detail = _("The order cannot do this in its current state.")
 
 
 class AmountMismatch(DomainError):
     code = "amount_mismatch"
-    default_detail = "The amount does not match what the order asks to pay."
+    default_detail = _("The amount does not match what the order asks to pay.")

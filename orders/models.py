@@ -3,6 +3,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 # Bounds that keep every sum of money far inside a signed BIGINT: at most MAX_LINES lines of at
 # most MAX_QUANTITY units at most MAX_PRICE cents each (50 * 999 * 10^11 < 2^63). A client
@@ -20,6 +21,8 @@ class Category(models.Model):
 
     class Meta:
         db_table = "categories"
+        verbose_name = _("category")
+        verbose_name_plural = _("categories")
         ordering = ["name"]
         verbose_name_plural = "categories"
 
@@ -44,6 +47,8 @@ class Product(models.Model):
 
     class Meta:
         db_table = "products"
+        verbose_name = _("product")
+        verbose_name_plural = _("products")
         ordering = ["id"]
         constraints = [
             models.CheckConstraint(
@@ -90,6 +95,8 @@ class Order(models.Model):
 
     class Meta:
         db_table = "orders"
+        verbose_name = _("order")
+        verbose_name_plural = _("orders")
         ordering = ["-id"]
         indexes = [
             models.Index(fields=["user", "id"], name="order_user_id"),
@@ -154,6 +161,8 @@ class OrderItem(models.Model):
 
     class Meta:
         db_table = "order_items"
+        verbose_name = _("order line")
+        verbose_name_plural = _("order lines")
         ordering = ["id"]
         constraints = [
             models.CheckConstraint(

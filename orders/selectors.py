@@ -4,6 +4,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db.models import QuerySet
+from django.urls import reverse
 
 from config import clock
 from coupons import ports
@@ -69,6 +70,32 @@ def coupon_options(
             option.coupon.coupon_id,
         ),
     )
+
+
+def orders_using_coupons(
+    *, template_id: int | None = None, coupon_ids: list[int] | None = None, limit: int = 10
+) -> list[ports.CouponOrder]:
+    """Newest orders that carry one of `coupon_ids`, or any coupon of `template_id` (cancelled
+    ones too: their coupon went back). The coupons admin calls this through the
+    COUPON_ADMIN_ORDERS_LOOKUP setting; one query."""
+    orders = Order.objects.exclude(coupon=None)
+    if template_id is not None:
+        orders = orders.filter(coupon__template_id=template_id)
+    if coupon_ids is not None:
+        orders = orders.filter(coupon_id__in=coupon_ids)
+    return [
+        ports.CouponOrder(
+            order_id=order.pk,
+            coupon_id=order.coupon_id,
+            status=order.status,
+            total_amount=order.total_amount,
+            discount_amount=order.discount_amount,
+            pay_amount=order.pay_amount,
+            created_at=order.created_at,
+            admin_url=reverse("admin:orders_order_change", args=[order.pk]),
+        )
+        for order in orders.order_by("-id")[:limit]
+    ]
 
 
 def _option(

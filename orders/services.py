@@ -3,7 +3,8 @@
 Lock order, the same in every transaction, so two of them never wait on each other in a circle:
 the order row (cancel, pay), then product rows by ascending id, then the user coupon row."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypedDict
 
@@ -24,7 +25,7 @@ from orders.errors import (
     ProductNotFound,
     ThresholdNotMet,
 )
-from orders.models import MAX_LINES, MAX_QUANTITY, Order, OrderItem, Product
+from orders.models import MAX_LINES, MAX_QUANTITY, MAX_STOCK, Order, OrderItem, Product
 
 
 class OrderLine(TypedDict):
@@ -257,3 +258,62 @@ def _cancel_pending(orders: QuerySet[Order]) -> Order | None:
     # What the UPDATE wrote, without reading the row back.
     order.status, order.cancelled_at, order.updated_at = Order.Status.CANCELLED, now, now
     return order
+
+
+@dataclass(frozen=True)
+class ExpiryRun:
+    cancelled: int
+    skipped: int  # paid or cancelled by the user meanwhile
+
+
+EXPIRY_BATCH_SIZE = 500
+
+
+def orders_expire_overdue(
+    *, batch_size: int = EXPIRY_BATCH_SIZE, on_batch: Callable[[ExpiryRun], None] | None = None
+) -> ExpiryRun:
+    """Cancel every order still awaiting payment after expire_at, one order per transaction
+    (order_expire), so stock and coupon come back as on a user's cancel. Safe to run
+    concurrently with itself and with users. `on_batch` hears the running totals."""
+    now = clock.now()
+    cancelled = skipped = 0
+    last_id = 0
+    while True:
+        # Keyset pages over a snapshot of candidates; each one is re-checked under its own
+        # conditional UPDATE, so one a user cancelled or paid meanwhile is skipped.
+        batch = list(
+            Order.objects.filter(
+                status=Order.Status.PENDING_PAYMENT, expire_at__lt=now, pk__gt=last_id
+            )
+            .order_by("pk")
+            .values_list("pk", flat=True)[:batch_size]
+        )
+        if not batch:
+            return ExpiryRun(cancelled=cancelled, skipped=skipped)
+        for order_id in batch:
+            if order_expire(order_id=order_id):
+                cancelled += 1
+            else:
+                skipped += 1
+        last_id = batch[-1]
+        if on_batch is not None:
+            on_batch(ExpiryRun(cancelled=cancelled, skipped=skipped))
+
+
+def product_stock_adjust(*, product_id: int, change: int) -> int:
+    """Add `change` (negative to take away) to a product's stock in one conditional UPDATE, so
+    a concurrent checkout's decrement is never undone; refuses to go below zero or above
+    MAX_STOCK with OutOfStock / OrderInvalid. Returns the new stock. Runs in its own
+    transaction."""
+    with transaction.atomic():
+        changed = Product.objects.filter(
+            pk=product_id, stock__gte=-change, stock__lte=MAX_STOCK - change
+        ).update(stock=F("stock") + change, updated_at=clock.now())
+        stock = Product.objects.filter(pk=product_id).values_list("stock", flat=True).first()
+    if stock is None:
+        raise ProductNotFound()
+    if not changed:
+        if stock + change < 0:
+            raise OutOfStock(f"Only {stock} in stock; cannot take away {-change}.")
+        raise OrderInvalid(f"Stock cannot exceed {MAX_STOCK}.")
+    return stock

@@ -46,7 +46,7 @@ class CouponClaimView(GenericAPIView):
 
 class CouponRedeemView(GenericAPIView):
     serializer_class = UserCouponSerializer
-    throttle_classes = [RedeemThrottle]  # SPEC section 12: code redemptions per user
+    throttle_classes = [RedeemThrottle]  # SPEC section 12; also bounds guessing hidden codes
 
     @extend_schema(
         request=RedeemInputSerializer,
@@ -62,7 +62,7 @@ class CouponRedeemView(GenericAPIView):
         coupon = services.coupon_redeem(
             code=payload.validated_data["code"], user_id=request.user.pk
         )
-        data = UserCouponSerializer(coupon, context={"now": clock.now()}).data
+        data = user_coupon_data(coupon, now=clock.now())
         return Response(data, status=status.HTTP_201_CREATED)
 
 

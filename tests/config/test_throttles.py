@@ -4,10 +4,9 @@ import logging
 
 import pytest
 from django.test import Client
-from rest_framework.test import APIClient, APIRequestFactory, force_authenticate
-from rest_framework.views import APIView
+from rest_framework.test import APIClient
 
-from config.throttles import Rate, RedeemThrottle, throttle_hit
+from config.throttles import Rate, throttle_hit
 from coupons.models import UserCoupon
 from tests.conftest import bearer_client
 from tests.coupons.test_claim import claim_url
@@ -153,28 +152,26 @@ def test_claims_are_throttled_per_user_at_60_a_minute(spec_rates):
     assert bearer_client(other).post(claim_url(template)).status_code == 201
 
 
-def test_redeem_throttle_is_per_user_at_10_a_minute(spec_rates):
-    """For the code redemption view (SPEC section 11) to attach."""
-
-    class RedeemProbe(APIView):
-        throttle_classes = [RedeemThrottle]
-
-        def post(self, request):
-            from rest_framework.response import Response
-
-            return Response(status=201)
-
+@pytest.mark.django_db(transaction=True)
+def test_code_redemptions_are_throttled_per_user_at_10_a_minute(spec_rates):
+    """Unknown codes count too: the limit is what keeps hidden templates' codes from being
+    guessed."""
+    template = CouponTemplateFactory(total=100, per_user_limit=100, code="SPRING-10")
     user, other = UserFactory(), UserFactory()
-    factory = APIRequestFactory()
+    client = bearer_client(user)
 
-    def redeem(who):
-        request = factory.post("/api/coupons/redeem", {"code": "X"}, format="json")
-        force_authenticate(request, user=who)
-        return RedeemProbe.as_view()(request)
+    def redeem(client, code: str):
+        return client.post("/api/coupons/redeem", {"code": code}, format="json")
 
-    answers = [redeem(user) for _ in range(11)]
-    assert [a.status_code for a in answers] == [201] * 10 + [429]
-    assert redeem(other).status_code == 201
+    answers = [redeem(client, "SPRING-10") for _ in range(5)]
+    answers += [redeem(client, f"GUESS-{n}") for n in range(5)]
+    over = redeem(client, "SPRING-10")
+
+    assert [a.status_code for a in answers] == [201] * 5 + [404] * 5
+    assert (over.status_code, over.json()["code"]) == (429, "throttled")
+    assert 1 <= int(over["Retry-After"]) <= 60
+    assert UserCoupon.objects.filter(template=template, user=user).count() == 5
+    assert redeem(bearer_client(other), "SPRING-10").status_code == 201
 
 
 def test_the_window_ends_when_retry_after_says(spec_rates):

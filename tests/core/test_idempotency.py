@@ -5,6 +5,8 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
+from django.db import DatabaseError
+from django.db.models import QuerySet
 
 from core.models import IdempotencyRecord
 from coupons.models import CouponTemplate, UserCoupon
@@ -349,3 +351,29 @@ def test_a_retried_grant_replays_its_first_answer(staff_client):
     assert (retry.status_code, retry.json()) == (200, first.json())
     assert retry["Idempotent-Replayed"] == "true"
     assert UserCoupon.objects.filter(user=shopper).count() == 1
+
+
+@pytest.mark.django_db
+def test_an_answer_that_cannot_be_recorded_still_goes_out_and_retries_wait(
+    user, shopper_client, monkeypatch
+):
+    # given: the database refuses to store the answer after the checkout committed
+    product = ProductFactory(price=100, stock=10)
+    real_update = QuerySet.update
+
+    def failing_update(queryset, **changes):
+        if queryset.model is IdempotencyRecord:
+            raise DatabaseError("connection lost")
+        return real_update(queryset, **changes)
+
+    monkeypatch.setattr(QuerySet, "update", failing_update)
+    first = post(shopper_client, "/api/orders", checkout_body(product), key="lost")
+    monkeypatch.undo()
+
+    # when: the client retries
+    retry = post(shopper_client, "/api/orders", checkout_body(product), key="lost")
+
+    # then: the client heard of its order, and the retry is held off rather than run twice
+    assert first.status_code == 201
+    assert (retry.status_code, retry.json()["code"]) == (409, "request_in_progress")
+    assert Order.objects.count() == 1

@@ -38,3 +38,40 @@ def test_demo_data_is_created_once_with_templates_in_different_states():
     granted = UserCoupon.objects.get(source="grant")
     assert (granted.user.username, granted.granted_by.username) == ("bob", "admin")
     assert out.getvalue().startswith("Demo data already present.")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_printed_curl_lines_work_on_the_real_port_and_match_the_readme(
+    live_server, monkeypatch
+):
+    """`make run` prints the README's curl lines with its PORT; run them against a live server
+    on a port that is not 8000."""
+    import json
+    import re
+    import subprocess
+    from pathlib import Path
+
+    port = live_server.url.rsplit(":", 1)[1]
+    assert port != "8000"
+    monkeypatch.setenv("PORT", port)
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    printed = [line.strip() for line in out.getvalue().splitlines()]
+    commands = [line for line in printed if line.startswith(("TOKEN=", "curl "))]
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme_lines = re.search(r"```sh\n(TOKEN=.*?)```", readme, re.S).group(1).splitlines()
+    claimable = CouponTemplate.objects.get(name="5 off, no threshold").pk
+    assert [
+        line.replace(":8000", f":{port}").replace("/coupons/1/", f"/coupons/{claimable}/")
+        for line in readme_lines
+    ] == commands
+
+    script = "set -e\n" + "\n".join(f"{line}; echo" for line in commands)
+    result = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    listed, claimed, mine = (json.loads(line) for line in result.stdout.splitlines() if line)
+    assert listed["count"] == CouponTemplate.objects.filter(visibility="public").count()
+    assert claimed["template_id"] == claimable
+    assert [coupon["id"] for coupon in mine["results"]] == [claimed["id"]]

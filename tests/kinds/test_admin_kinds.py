@@ -22,7 +22,7 @@ def form_data(**overrides):
         "type": "percent",
         "value": "15",
         "min_amount": "0",
-        "max_discount": "3000",
+        "max_discount": "30.00",  # money as currency (SPEC section 13)
         "total": "10",
         "per_user_limit": "1",
         "valid_from_0": start.strftime("%Y-%m-%d"),

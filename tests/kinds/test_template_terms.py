@@ -163,3 +163,27 @@ def test_code_visibility_and_window_may_change_once_claimed(staff_client):
 
     assert response.status_code == 200, response.json()
     assert (response.json()["code"], response.json()["visibility"]) == ("LATE-CODE", "hidden")
+
+
+def test_a_product_removed_from_the_catalog_does_not_block_other_edits(staff_client):
+    product = ProductFactory()
+    created = staff_client.post(
+        "/api/admin/coupons",
+        PERCENT | {"scope": "products", "scope_ids": [product.pk]},
+        format="json",
+    )
+    removed_id = product.pk
+    product.delete()
+
+    renamed = staff_client.patch(
+        f"/api/admin/coupons/{created.json()['id']}", {"name": "Renamed"}, format="json"
+    )
+    grown = staff_client.patch(
+        f"/api/admin/coupons/{created.json()['id']}",
+        {"scope_ids": [removed_id, 987654]},
+        format="json",
+    )
+
+    assert renamed.status_code == 200, renamed.json()
+    assert (grown.status_code, list(grown.json()["fields"])) == (400, ["scope_ids"])
+    assert grown.json()["fields"]["scope_ids"] == ["Unknown products: 987654."]

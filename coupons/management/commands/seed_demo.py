@@ -14,6 +14,30 @@ from coupons.models import CouponTemplate
 
 DEMO_PASSWORD = "demo-pass-123"
 DEMO_USERS = [("admin", True), ("alice", False), ("bob", False)]
+CLAIMABLE_DEMO = "5 off, no threshold"
+
+
+def how_to_use(base: str, *, claimable_id: int) -> str:
+    """What `make run` prints: the addresses and the README's curl lines, with the real port
+    and the id of a demo template open for claims."""
+    login = f'{{"username": "alice", "password": "{DEMO_PASSWORD}"}}'
+    read_access = "python3 -c 'import sys,json; print(json.load(sys.stdin)[\"access\"])'"
+    return "\n".join(
+        [
+            f"  API docs:  {base}/api/docs/",
+            f"  Admin:     {base}/admin/  (admin / {DEMO_PASSWORD})",
+            f"  Health:    {base}/healthz",
+            f"  Logins:    admin (staff), alice, bob; password {DEMO_PASSWORD}",
+            "  Try it (the README's lines, with this port):",
+            f"    TOKEN=$(curl -s -X POST {base}/api/auth/token -H 'Content-Type: application/json'"
+            f" -d '{login}' | {read_access})",
+            f'    curl -H "Authorization: Bearer $TOKEN" {base}/api/coupons',
+            f'    curl -X POST -H "Authorization: Bearer $TOKEN"'
+            f" {base}/api/coupons/{claimable_id}/claim",
+            f'    curl -H "Authorization: Bearer $TOKEN" "{base}/api/coupons/mine?status=unused"',
+            "  Unpaid orders expire by themselves (the scheduler runs beside the server).",
+        ]
+    )
 
 
 class Command(BaseCommand):
@@ -25,20 +49,12 @@ class Command(BaseCommand):
         if created:  # outside the transaction, as the issuing core asks
             self.grant_demo()
         port = os.environ.get("PORT", "8000")
-        base = f"http://127.0.0.1:{port}"
+        claimable = CouponTemplate.objects.filter(name=CLAIMABLE_DEMO).order_by("pk").first()
         self.stdout.write(
-            "\n".join(
-                [
-                    "Demo data " + ("created." if created else "already present."),
-                    f"  API docs:  {base}/api/docs/",
-                    f"  Admin:     {base}/admin/",
-                    f"  Health:    {base}/healthz",
-                    f"  Logins:    admin (staff), alice, bob; password {DEMO_PASSWORD}",
-                    f"  Token:     curl -X POST {base}/api/auth/token"
-                    " -H 'Content-Type: application/json'"
-                    f' -d \'{{"username": "alice", "password": "{DEMO_PASSWORD}"}}\'',
-                ]
-            )
+            "Demo data "
+            + ("created." if created else "already present.")
+            + "\n"
+            + how_to_use(f"http://127.0.0.1:{port}", claimable_id=claimable.pk if claimable else 1)
         )
 
     def seed(self) -> bool:
@@ -52,7 +68,7 @@ class Command(BaseCommand):
         now = clock.now()
         day = timedelta(days=1)
         demo_templates = [
-            ("5 off, no threshold", CouponTemplate.Type.DIRECT, 500, 0, now - day, now + 30 * day),
+            (CLAIMABLE_DEMO, CouponTemplate.Type.DIRECT, 500, 0, now - day, now + 30 * day),
             (
                 "50 off over 200",
                 CouponTemplate.Type.THRESHOLD,
