@@ -9,7 +9,7 @@ from django.db import connection
 from rest_framework_simplejwt.tokens import AccessToken
 
 from config import clock
-from coupons.models import CouponTemplate, UserCoupon
+from coupons.models import CouponTemplate
 
 User = get_user_model()
 
@@ -139,14 +139,22 @@ def analyze_tables() -> None:
 
 
 def claim_facts(template_id: int) -> dict[str, int]:
-    """What the database holds for a template: rows, distinct claimants, claimed_count, total."""
-    rows = UserCoupon.objects.filter(template_id=template_id)
-    template = CouponTemplate.objects.get(pk=template_id)
+    """What the database holds for a template: rows, distinct claimants, claimed_count, total.
+    One statement, so the four come from one snapshot even if a claim is still being served
+    (a request whose client gave up)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT (SELECT COUNT(*) FROM user_coupons WHERE template_id = t.id),"
+            " (SELECT COUNT(DISTINCT user_id) FROM user_coupons WHERE template_id = t.id),"
+            " t.claimed_count, t.total FROM coupon_templates t WHERE t.id = %s",
+            [template_id],
+        )
+        rows, distinct_users, claimed_count, total = cursor.fetchone()
     return {
-        "rows": rows.count(),
-        "distinct_users": rows.values("user_id").distinct().count(),
-        "claimed_count": template.claimed_count,
-        "total": template.total,
+        "rows": int(rows),
+        "distinct_users": int(distinct_users),
+        "claimed_count": int(claimed_count),
+        "total": int(total),
     }
 
 

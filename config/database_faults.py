@@ -63,20 +63,48 @@ def database_unreachable(error: BaseException) -> bool:
 class DatabaseBreaker:
     """After a request found the database server away, the process answers 503 at once for
     DATABASE_BREAKER_SECONDS instead of sending every request into the same timeouts: worker
-    threads stay free (for /healthz among others) while a stalled database is down. Then the
-    next request tries the database again. Per process, like the Redis back-offs."""
+    threads stay free (for /healthz among others) while a stalled database is down. Then one
+    request at a time probes the database (half-open) while the others still get 503: its
+    success closes the breaker, its failure trips it again, so a stalled database holds at
+    most one worker thread of the process. Per process, like the Redis back-offs."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tripped = False
+        self._probing = False
         self._open_until = 0.0
 
     def trip(self) -> None:
-        self._open_until = time.monotonic() + settings.DATABASE_BREAKER_SECONDS
+        with self._lock:
+            self._tripped, self._probing = True, False
+            self._open_until = time.monotonic() + settings.DATABASE_BREAKER_SECONDS
+
+    def admit(self) -> bool | None:
+        """May this request use the database? False: answer 503. True: go ahead. None: go
+        ahead as the probe, and call `probe_done` when the answer is ready."""
+        with self._lock:
+            if not self._tripped:
+                return True
+            if self._probing or time.monotonic() < self._open_until:
+                return False
+            self._probing = True
+            return None
+
+    def probe_done(self) -> None:
+        """The probe answered without tripping the breaker again: the database is back."""
+        with self._lock:
+            if self._probing:
+                self._tripped = self._probing = False
 
     def is_open(self) -> bool:
-        return time.monotonic() < self._open_until
+        """True while requests are being refused without trying the database."""
+        with self._lock:
+            return self._tripped and (self._probing or time.monotonic() < self._open_until)
 
     def reset(self) -> None:
-        self._open_until = 0.0
+        with self._lock:
+            self._tripped = self._probing = False
+            self._open_until = 0.0
 
 
 breaker = DatabaseBreaker()

@@ -26,13 +26,22 @@ class RequestBodyLimitMiddleware:
 
 
 class DatabaseBreakerMiddleware:
-    """503 `unavailable` at once while config.database_faults.breaker is open (the database
-    was just found away). /healthz still checks for itself: it is how recovery is seen."""
+    """503 `unavailable` at once while config.database_faults.breaker refuses (the database
+    was just found away); the one request it lets through as a probe closes it by answering.
+    /healthz still checks for itself: it is how recovery is seen."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if breaker.is_open() and request.path != "/healthz":
+        if request.path == "/healthz":
+            return self.get_response(request)
+        admitted = breaker.admit()
+        if admitted is False:
             return unavailable_for(request)
-        return self.get_response(request)
+        if admitted is True:
+            return self.get_response(request)
+        try:  # the probe
+            return self.get_response(request)
+        finally:
+            breaker.probe_done()

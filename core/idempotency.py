@@ -60,10 +60,13 @@ def idempotent(handler: Callable) -> Callable:
             return Response(
                 json.loads(begun.body), status=begun.status, headers={REPLAYED_HEADER: "true"}
             )
+        # No answer at all (the worker stopped by gunicorn's timeout raises SystemExit here)
+        # leaves the record "in progress": the work may have committed, so a retry must not
+        # run it again (docs/DESIGN.md, "Idempotency", known limit).
         try:
             response = handler(view, request, *args, **kwargs)
         except Exception as error:
-            # Render the error here (as DRF would after us) so that a 4xx is kept like any answer.
+            # Rendered here (as DRF would after us) so that a 4xx is kept like any answer.
             response = view.handle_exception(error)
         record_finish(record_id=begun.pk, response=response)
         return response
@@ -132,10 +135,10 @@ def record_begin(
 
 def record_finish(*, record_id: int, response: Response) -> None:
     """Keep the answer for replays, or drop the record for a 5xx. A failure to write it is
-    logged and the real answer still goes out: the work is done and the client must hear so;
-    the record then stays "in progress" (409 to retries) until it expires."""
+    logged and the real answer still goes out: the work is done and the client
+    must hear so; the record then stays "in progress" (409 to retries) until it expires."""
     try:
-        if response.status_code >= 500 or not isinstance(response, Response):
+        if not isinstance(response, Response) or response.status_code >= 500:
             IdempotencyRecord.objects.filter(pk=record_id).delete()
             return
         IdempotencyRecord.objects.filter(pk=record_id).update(

@@ -145,6 +145,35 @@ def test_an_open_breaker_answers_503_at_once_but_not_healthz(db, settings):
     assert client.post("/api/coupons/1/claim").status_code == 404
 
 
+def test_after_the_pause_one_probe_at_a_time_goes_to_the_database(db, settings):
+    """Half-open: once the pause is over, one request probes while the others still get 503
+    at once (a stalled database holds one worker thread, not all); the probe's answer closes
+    the breaker, a probe that finds the database away trips it again."""
+    settings.DATABASE_BREAKER_SECONDS = 0
+    breaker.trip()
+
+    # when: the first request after the pause is the probe
+    assert breaker.admit() is None
+    # then: while it runs, the others are refused without touching the database
+    assert (breaker.admit(), breaker.is_open()) == (False, True)
+    # when: the probe finds the database away again
+    breaker.trip()
+    assert breaker.admit() is None  # the next probe, once the (zero) pause is over
+    breaker.probe_done()
+    # then: the database answered; everyone goes through again
+    assert (breaker.admit(), breaker.admit(), breaker.is_open()) == (True, True, False)
+
+
+def test_the_probe_is_a_real_request_that_closes_the_breaker(db, settings):
+    settings.DATABASE_BREAKER_SECONDS = 0
+    breaker.trip()
+    client = bearer_client(UserFactory())
+
+    probe = client.post("/api/coupons/1/claim")  # the database answers: 404, no template
+
+    assert (probe.status_code, breaker.is_open(), breaker.admit()) == (404, False, True)
+
+
 def test_non_api_paths_answer_503_too_through_handler500(db, monkeypatch, caplog):
     """Outside DRF (here a Django admin page whose session read fails), handler500 sees the
     exception and answers 503, logged as one line and not as django.request's traceback."""

@@ -1,5 +1,6 @@
 """Idempotency-Key (SPEC section 12): a retried POST gets the first answer, not a second effect."""
 
+import sys
 import threading
 from datetime import timedelta
 
@@ -377,3 +378,22 @@ def test_an_answer_that_cannot_be_recorded_still_goes_out_and_retries_wait(
     assert first.status_code == 201
     assert (retry.status_code, retry.json()["code"]) == (409, "request_in_progress")
     assert Order.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_request_stopped_without_an_answer_holds_its_key(user, shopper_client, monkeypatch):
+    # given: the worker is stopped inside the service (gunicorn's timeout raises SystemExit);
+    # whether its work committed cannot be known from here
+    product = ProductFactory(price=100, stock=10)
+    monkeypatch.setattr(services, "order_checkout", lambda **kwargs: sys.exit(1))
+    with pytest.raises(SystemExit):
+        post(shopper_client, "/api/orders", checkout_body(product), key="stopped")
+    monkeypatch.undo()
+
+    # when: the client retries
+    retry = post(shopper_client, "/api/orders", checkout_body(product), key="stopped")
+
+    # then: it is held off rather than risk a second effect
+    assert (retry.status_code, retry.json()["code"]) == (409, "request_in_progress")
+    assert Order.objects.count() == 0
+    assert IdempotencyRecord.objects.get().response_status is None

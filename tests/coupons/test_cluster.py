@@ -79,13 +79,18 @@ def test_two_apps_on_a_redis_cluster_stay_exact_through_script_flush(
     crowd = UserFactory.create_batch(40)
     eager = UserFactory()  # fires many claims at once from both apps
 
-    # given a storm from both apps: 40 users once, one user 12 times (limit 2)
-    answers = storm(two_apps, template, [*crowd, *[eager] * 12])
-
-    # then: exactly the total, the eager user exactly at the limit
-    assert sorted(status for status, _ in answers) == [201] * 30 + [409] * 22
-    assert UserCoupon.objects.filter(template=template).count() == 30
+    # given a storm from both apps while there is room: 20 users once, one user 12 times
+    answers = storm(two_apps, template, [*crowd[:20], *[eager] * 12])
+    # then: the eager user exactly at the limit (room for all, so the limit alone refuses)
+    assert sorted(status for status, _ in answers) == [201] * 22 + [409] * 10
+    assert {body["code"] for status, body in answers if status == 409} == {"limit_reached"}
     assert UserCoupon.objects.filter(template=template, user=eager).count() == 2
+
+    # when 20 more users storm the 8 left
+    answers = storm(two_apps, template, crowd[20:])
+    # then: exactly the total
+    assert sorted(status for status, _ in answers) == [201] * 8 + [409] * 12
+    assert UserCoupon.objects.filter(template=template).count() == 30
     assert CouponTemplate.objects.get(pk=template.pk).claimed_count == 30
     # One more (refused) claim per user from the other app syncs each counter to the facts.
     refused = storm(list(reversed(two_apps)), template, [*crowd, eager])
