@@ -4,7 +4,6 @@ coupons.services, so the rules are the API's; a template with claims cannot be d
 
 import csv
 from collections.abc import Iterator
-from dataclasses import asdict
 
 from django import forms
 from django.conf import settings
@@ -25,7 +24,6 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from config import clock
 from config.admin_support import MoneyField, RefusalAsFormErrorAdmin, RefusedOnSave
-from config.errors import DomainError
 from config.money import MoneyInvalid, format_cents, format_money, parse_money
 from coupons import admin_grants, selectors, services
 from coupons.admin_chart import activity_chart_svg
@@ -768,21 +766,10 @@ def grant_coupon_to_users(modeladmin, request, queryset):
     form = GrantToSelectedUsersForm(request.POST if "apply" in request.POST else None)
     if form.is_valid():
         template = form.cleaned_data["template"]
-        try:
-            result = services.coupon_grant(
-                template_id=template.pk,
-                user_ids=user_ids,
-                reason=form.cleaned_data["reason"],
-                granted_by_id=request.user.pk,
-            )
-        except DomainError as error:
-            form.add_error(None, f"{error.detail} {error.fields or ''}".strip())
-        else:
-            outcomes = [
-                f"{outcome.replace('_', ' ')}: {', '.join(map(str, ids))}"
-                for outcome, ids in asdict(result).items()
-                if ids
-            ]
+        outcomes = admin_grants.grant_from_form(
+            form, template=template, user_ids=user_ids, granted_by_id=request.user.pk
+        )
+        if outcomes is not None:
             modeladmin.message_user(
                 request,
                 _("Grant of %(template)s: %(outcomes)s.")

@@ -34,6 +34,28 @@ class GrantForm(forms.Form):
         return entries
 
 
+def grant_from_form(
+    form: forms.Form, *, template: CouponTemplate, user_ids: list[int], granted_by_id: int
+) -> list[str] | None:
+    """Grant through services.coupon_grant with the form's reason. Returns one line per
+    outcome that has users ("granted: 3, 5"), or None after putting the refusal on the form."""
+    try:
+        result = services.coupon_grant(
+            template_id=template.pk,
+            user_ids=user_ids,
+            reason=form.cleaned_data["reason"],
+            granted_by_id=granted_by_id,
+        )
+    except DomainError as error:
+        form.add_error(None, f"{error.detail} {error.fields or ''}".strip())
+        return None
+    return [
+        f"{outcome.replace('_', ' ')}: {', '.join(map(str, ids))}"
+        for outcome, ids in asdict(result).items()
+        if ids
+    ]
+
+
 @admin.action(description="Grant to users…")
 def grant_to_users(
     modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[CouponTemplate]
@@ -49,21 +71,10 @@ def grant_to_users(
         if not lookup.user_ids:
             form.add_error("users", f"Nobody to grant to; {unknown}.")
         else:
-            try:
-                result = services.coupon_grant(
-                    template_id=template.pk,
-                    user_ids=lookup.user_ids,
-                    reason=form.cleaned_data["reason"],
-                    granted_by_id=request.user.pk,
-                )
-            except DomainError as error:
-                form.add_error(None, f"{error.detail} {error.fields or ''}".strip())
-            else:
-                outcomes = [
-                    f"{outcome.replace('_', ' ')}: {', '.join(map(str, ids))}"
-                    for outcome, ids in asdict(result).items()
-                    if ids
-                ]
+            outcomes = grant_from_form(
+                form, template=template, user_ids=lookup.user_ids, granted_by_id=request.user.pk
+            )
+            if outcomes is not None:
                 if lookup.unknown_usernames:
                     outcomes.append(unknown)
                 modeladmin.message_user(request, f"Grant of {template}: {'; '.join(outcomes)}.")
