@@ -8,6 +8,7 @@ from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import AccessToken
 
 from config.database_faults import breaker as database_breaker
+from config.health import monitor as health_monitor
 from config.throttles import backoff as throttle_backoff
 from coupons.counter import counter_from_settings, install_coupon_counter
 from tests.factories import UserFactory
@@ -67,6 +68,7 @@ def redis_namespace(settings):
     settings.CACHES = cache_settings(settings.CACHES, key_prefix=prefix)  # throttle keys too
     throttle_backoff.reset()
     database_breaker.reset()
+    health_monitor.reset()
     install_coupon_counter(counter_from_settings())
     shared_redis_url = settings.COUPON_COUNTER_REDIS_URL
     yield prefix

@@ -147,8 +147,10 @@ DATABASE_UNAVAILABLE_RETRY_AFTER = int(os.environ.get("DATABASE_UNAVAILABLE_RETR
 DATABASE_FAULT_LOG_INTERVAL = env_float("DATABASE_FAULT_LOG_INTERVAL", 10)
 # After a request found the database server away, answer 503 at once for this long.
 DATABASE_BREAKER_SECONDS = env_float("DATABASE_BREAKER_SECONDS", 2)
-# /healthz answers within this many seconds whatever the database does.
-HEALTH_TIMEOUT = env_float("HEALTH_TIMEOUT", 0.8)
+# /healthz answers within this many seconds whatever the database does (config/health.py),
+# and one answer serves every call for HEALTH_CACHE_SECONDS (at most 1: SPEC section 19).
+HEALTH_TIMEOUT = env_float("HEALTH_TIMEOUT", 0.5)
+HEALTH_CACHE_SECONDS = min(env_float("HEALTH_CACHE_SECONDS", 1.0), 1.0)
 
 # --- Redis (advisory counters; see docs/DESIGN.md) --------------------------------------------
 

@@ -170,10 +170,10 @@ def app_on_own_database(tmp_path, own_redis):
     log_path = tmp_path / "gunicorn.log"
     with open(log_path, "wb") as log:
         gunicorn = subprocess.Popen(
+            # The shipped server (worker class, threads, timeouts), as the image runs it.
             [
-                str(BIN / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
-                "--workers", "2", "--threads", "2", "--worker-class", "gthread",
-                "--timeout", "30",
+                str(BIN / "gunicorn"), "--config", "config/gunicorn.conf.py",
+                "--bind", f"127.0.0.1:{port}",
             ],
             cwd=REPO, env=env, stdout=log, stderr=log,
         )  # fmt: skip
