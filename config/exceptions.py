@@ -39,6 +39,7 @@ STATUS_BY_CODE = {
     "invalid_state": status.HTTP_409_CONFLICT,
     "amount_mismatch": status.HTTP_409_CONFLICT,
     "out_of_stock": status.HTTP_409_CONFLICT,
+    "too_many_unpaid_orders": status.HTTP_409_CONFLICT,
     "request_in_progress": status.HTTP_409_CONFLICT,
     "idempotency_key_reused": status.HTTP_422_UNPROCESSABLE_ENTITY,
 }

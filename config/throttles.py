@@ -156,6 +156,12 @@ class ClaimThrottle(UserThrottle):
     scope = "claim"
 
 
+class CheckoutThrottle(UserThrottle):
+    """For POST /api/orders: with MAX_UNPAID_ORDERS, no hoarding of stock (SPEC section 19)."""
+
+    scope = "checkout"
+
+
 class RedeemThrottle(UserThrottle):
     """For POST /api/coupons/redeem (code redemption, SPEC section 11)."""
 

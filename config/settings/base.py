@@ -189,6 +189,8 @@ THROTTLE_RATES = {
     "login_ip": os.environ.get("THROTTLE_LOGIN_IP", "30/min"),
     "claim": os.environ.get("THROTTLE_CLAIM", "60/min"),
     "redeem": os.environ.get("THROTTLE_REDEEM", "10/min"),
+    # Per user: one shopper cannot take a whole stock by ordering in a loop (SPEC section 19).
+    "checkout": os.environ.get("THROTTLE_CHECKOUT", "30/min"),
 }
 # After a Redis failure the throttles skip Redis for this many seconds (requests pass).
 THROTTLE_REDIS_BACKOFF = env_float("THROTTLE_REDIS_BACKOFF", 5)
@@ -273,6 +275,9 @@ if not 31 <= IDEMPOTENCY_LEASE_SECONDS <= 60:
 # --- Orders -----------------------------------------------------------------------------------
 
 ORDER_PAYMENT_TIMEOUT_MINUTES = int(os.environ.get("ORDER_PAYMENT_TIMEOUT_MINUTES", "15"))
+# Orders awaiting payment that one user may hold at once (each holds its stock until paid or
+# expired); the next checkout is 409 `too_many_unpaid_orders`.
+MAX_UNPAID_ORDERS = int(os.environ.get("MAX_UNPAID_ORDERS", "5"))
 
 # --- I18n, time, static -----------------------------------------------------------------------
 
