@@ -30,6 +30,8 @@ DEBUG = env_bool("DEBUG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
 # Behind a proxy on another port the browser's Origin is not the Host the app sees.
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+# A CSRF refusal in the JSON envelope under /api/ and on /healthz, Django's page elsewhere.
+CSRF_FAILURE_VIEW = "config.exceptions.csrf_failure"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -303,7 +305,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "filters": {"database_outage": {"()": "config.database_faults.DatabaseOutageLogFilter"}},
+    "filters": {
+        "database_outage": {"()": "config.database_faults.DatabaseOutageLogFilter"},
+        "without_traceback": {"()": "config.log_filters.WithoutTraceback"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
@@ -315,7 +320,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # A 409 "sold out" is the normal answer to a flash crowd, not a server problem: log only
     # 5xx here (Django logs every 4xx as a warning by default).
-    "loggers": {"django.request": {"level": "ERROR"}},
+    "loggers": {
+        "django.request": {"level": "ERROR"},
+        # A request for a Host we do not serve: one line naming it, answered 400.
+        "django.security.DisallowedHost": {"filters": ["without_traceback"]},
+    },
 }
 
 # --- The operator's admin ---------------------------------------------------------------------
