@@ -9,11 +9,11 @@ Cheap under a flood and quick under a stalled database:
   an attacker polling it costs the database nothing more;
 - the database is checked by one thread of its own on one MySQL connection that it keeps
   (reopened after a failure), with 1 s client timeouts, never by the request thread;
-- a request waits for a check only while the database was last seen up, and then at most
-  HEALTH_TIMEOUT; once it is seen down (or a check has hung longer than that), calls answer
-  `down` at once while the next check runs in the background."""
+- a request waits for a check at most HEALTH_TIMEOUT while the database was last seen up, and
+  RECHECK_WAIT (enough for a database that is back) once it was seen down; a check already
+  hung longer than HEALTH_TIMEOUT is not waited for at all: the call answers `down` while the
+  check goes on in the background."""
 
-import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,7 +29,8 @@ from rest_framework.exceptions import APIException
 from config.authentication import RevocableJWTAuthentication
 from coupons.counter import coupon_counter
 
-logger = logging.getLogger(__name__)
+# How long a call waits for a new check once the database has been seen down (seconds).
+RECHECK_WAIT = 0.1
 
 
 @dataclass(frozen=True)
@@ -139,11 +140,14 @@ class HealthMonitor:
             if self._running is None or self._running.done():
                 self._running, self._running_since = self._checks.submit(self._check), now
             running, hung_for = self._running, now - self._running_since
-        if (seen is not None and not seen.answers) or hung_for >= settings.HEALTH_TIMEOUT:
-            # Known down, or the check is stalled: this caller does not wait for it.
-            return False
+        if hung_for >= settings.HEALTH_TIMEOUT:
+            return False  # the check is stalled: this caller does not wait for it
+        wait = settings.HEALTH_TIMEOUT - hung_for
+        if seen is not None and not seen.answers:
+            # Known down: a short look only, long enough for a database that is back.
+            wait = min(wait, RECHECK_WAIT)
         try:
-            return running.result(timeout=settings.HEALTH_TIMEOUT - hung_for)
+            return running.result(timeout=wait)
         except FutureTimeout:
             return False
 
