@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from coupons.models import UserCoupon
-from tests.factories import CouponTemplateFactory, UserCouponFactory
+from tests.support.factories import CouponTemplateFactory, UserCouponFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,12 @@ from config.money import MoneyInvalid, format_money, parse_money
 from coupons import selectors
 from coupons.models import CouponTemplate, UserCoupon
 from orders import services as order_services
-from tests.factories import CouponTemplateFactory, ProductFactory, UserCouponFactory, UserFactory
+from tests.support.factories import (
+    CouponTemplateFactory,
+    ProductFactory,
+    UserCouponFactory,
+    UserFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +64,7 @@ def test_money_is_shown_in_the_configured_currency(settings):
 
 
 def test_bad_money_in_the_template_form_is_a_form_error_naming_the_field(admin_site):
-    from tests.coupons.test_django_admin import form_data
+    from tests.support.admin_forms import form_data
 
     response = admin_site.post(LIST_URL + "add/", form_data(value="10.001", min_amount="abc"))
 
@@ -474,7 +479,7 @@ def test_a_grant_without_a_reason_is_a_form_error_and_grants_nothing(admin_site)
 
 
 def test_a_percent_coupon_takes_its_value_as_a_percent_and_its_cap_as_money(admin_site):
-    from tests.coupons.test_django_admin import form_data
+    from tests.support.admin_forms import form_data
 
     bad = admin_site.post(
         LIST_URL + "add/", form_data(type="percent", value="15.5", min_amount="", name="Bad")

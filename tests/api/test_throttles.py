@@ -8,10 +8,10 @@ from rest_framework.test import APIClient
 
 from config.throttles import Rate, throttle_hit
 from coupons.models import UserCoupon
-from tests.conftest import bearer_client
-from tests.coupons.test_claim import claim_url
-from tests.coupons.test_claim_faults import SilentServer
-from tests.factories import CouponTemplateFactory, UserFactory
+from tests.support.clients import bearer_client
+from tests.support.factories import CouponTemplateFactory, UserFactory
+from tests.support.helpers import claim_url
+from tests.support.redis_server import SilentServer
 
 pytestmark = pytest.mark.django_db
 
@@ -183,6 +183,7 @@ def test_the_window_ends_when_retry_after_says(spec_rates):
     assert throttle_hit(scope="claim", identity="u1", now=start + 45) is None  # next window
 
 
+@pytest.mark.servers
 @pytest.mark.django_db(transaction=True)
 def test_with_redis_stopped_throttles_let_claims_through_and_log_once(
     spec_rates, own_redis, caplog

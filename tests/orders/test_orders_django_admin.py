@@ -4,7 +4,7 @@ import pytest
 
 from orders import services
 from orders.models import Product
-from tests.factories import ProductFactory
+from tests.support.factories import ProductFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -93,8 +93,8 @@ def test_a_checkout_between_the_form_check_and_the_adjustment_is_a_form_error(
     """The form saw 3 in stock, so taking 3 away passed; a checkout then took 1. The atomic
     adjustment refuses, and the page says so with nothing written (not even the rename)."""
     from orders import admin as orders_admin
-    from tests.concurrency import run_together
-    from tests.factories import UserFactory
+    from tests.support.concurrency import run_together
+    from tests.support.factories import UserFactory
 
     product, shopper = ProductFactory(name="Mug", price=1000, stock=3), UserFactory()
     real_clean = orders_admin.ProductForm.clean
@@ -127,7 +127,7 @@ def test_a_checkout_between_the_form_check_and_the_adjustment_is_a_form_error(
 
 
 def test_orders_list_shows_money_coupon_and_filters_by_template(admin_site, user, now):
-    from tests.factories import CouponTemplateFactory, UserCouponFactory
+    from tests.support.factories import CouponTemplateFactory, UserCouponFactory
 
     product = ProductFactory(price=2000, stock=10)
     first, second = CouponTemplateFactory(value=500), CouponTemplateFactory(value=300)
@@ -156,7 +156,7 @@ def test_orders_list_shows_money_coupon_and_filters_by_template(admin_site, user
 
 @pytest.mark.parametrize("value", ["abc", "１２", "9" * 40])
 def test_a_bad_template_filter_value_is_the_admin_s_own_error_not_json(admin_site, value):
-    from tests.factories import CouponTemplateFactory
+    from tests.support.factories import CouponTemplateFactory
 
     CouponTemplateFactory()  # a filter with nothing to list is not shown, nor applied
     response = admin_site.get(f"/admin/orders/order/?coupon_template={value}")

@@ -16,7 +16,8 @@ from django.db import DatabaseError
 from config import clock
 from orders.management.commands.run_scheduler import run_every
 from orders.models import Order
-from tests.factories import ProductFactory, UserFactory
+from tests.support.factories import ProductFactory, UserFactory
+from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,11 +74,11 @@ def test_the_scheduler_process_expires_overdue_orders_and_stops_on_sigterm():
         text=True,
     )
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if Order.objects.get(pk=order.pk).status == Order.Status.CANCELLED:
-                break
-            time.sleep(0.1)
+        wait_until(
+            lambda: Order.objects.get(pk=order.pk).status == Order.Status.CANCELLED,
+            timeout=20,
+            what="the scheduler to cancel the overdue order",
+        )
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=10)
     finally:

@@ -7,10 +7,10 @@ import pytest
 
 from config import clock
 from coupons.models import CouponTemplate, UserCoupon
-from tests.concurrency import run_together
-from tests.conftest import bearer_client
-from tests.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
-from tests.helpers import claim_url, redis_counts
+from tests.support.clients import bearer_client
+from tests.support.concurrency import run_together
+from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
+from tests.support.helpers import claim_url, redis_counts
 
 
 def redeem(client, code):

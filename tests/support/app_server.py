@@ -5,16 +5,16 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 from django.db import connection
 
-from tests.redis_server import free_port
+from tests.support.redis_server import free_port
+from tests.support.waiting import wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 60.0
 
 
@@ -53,16 +53,21 @@ class AppServer:
             stderr=subprocess.STDOUT,
         )  # fmt: skip
         log.close()  # the child holds its own copy
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+        process = self.process
+
+        def answering() -> bool:
+            if process.poll() is not None:
                 raise RuntimeError(f"gunicorn exited: {self.log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.base}/healthz", timeout=5):
-                    return
-            except OSError:  # refused while booting, or a timeout on a busy machine
-                time.sleep(0.1)
-        raise RuntimeError(f"gunicorn on port {self.port} did not answer in {START_TIMEOUT} s")
+            with urllib.request.urlopen(f"{self.base}/healthz", timeout=5):
+                return True
+
+        # OSError: refused while booting, or a timeout on a busy machine
+        wait_until(
+            answering,
+            timeout=START_TIMEOUT,
+            what=f"gunicorn on port {self.port} to answer",
+            ignoring=(OSError,),
+        )
 
     def stop(self) -> None:
         if self.process is not None:

@@ -4,12 +4,12 @@ stop, freeze (SIGSTOP), thaw and kill. The shared MariaDB is never touched this 
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import MySQLdb
 
-from tests.redis_server import free_port
+from tests.support.redis_server import free_port
+from tests.support.waiting import wait_until
 
 
 class OwnMariaDB:
@@ -47,16 +47,20 @@ class OwnMariaDB:
             stdout=subprocess.DEVNULL,
             stderr=open(self.dir / "server.log", "ab"),  # noqa: SIM115 (the child keeps it)
         )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+        process = self.process
+
+        def accepting() -> bool:
+            if process.poll() is not None:
                 raise RuntimeError(f"mariadbd exited; see {self.dir / 'server.log'}")
-            try:
-                self.connect().close()
-                return
-            except MySQLdb.OperationalError:
-                time.sleep(0.1)
-        raise RuntimeError(f"mariadbd on port {self.port} did not start")
+            self.connect().close()
+            return True
+
+        wait_until(
+            accepting,
+            timeout=30,
+            what=f"mariadbd on port {self.port} to start",
+            ignoring=(MySQLdb.OperationalError,),
+        )
 
     def connect(self, database: str | None = None) -> MySQLdb.Connection:
         options = {"database": database} if database else {}

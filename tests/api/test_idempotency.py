@@ -13,10 +13,15 @@ from core.models import IdempotencyRecord
 from coupons.models import CouponTemplate, UserCoupon
 from orders import services
 from orders.models import Order, Product
-from tests.concurrency import run_together
-from tests.conftest import bearer_client
-from tests.factories import CouponTemplateFactory, ProductFactory, UserCouponFactory, UserFactory
-from tests.orders.conftest import snapshot
+from tests.support.clients import bearer_client
+from tests.support.concurrency import run_together
+from tests.support.factories import (
+    CouponTemplateFactory,
+    ProductFactory,
+    UserCouponFactory,
+    UserFactory,
+)
+from tests.support.snapshots import snapshot
 
 
 def checkout_body(product, coupon=None) -> dict:

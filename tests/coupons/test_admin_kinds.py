@@ -8,7 +8,7 @@ import pytest
 from config import clock
 from coupons.models import CouponTemplate, UserCoupon
 from orders.models import Category
-from tests.factories import CouponTemplateFactory, UserFactory
+from tests.support.factories import CouponTemplateFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 CHANGELIST = "/admin/coupons/coupontemplate/"

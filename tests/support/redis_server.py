@@ -3,9 +3,11 @@ The shared Redis is never touched this way."""
 
 import socket
 import subprocess
-import time
+import threading
 
 import redis
+
+from tests.support.waiting import wait_until
 
 
 def free_port() -> int:
@@ -34,14 +36,13 @@ class OwnRedis:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        client = self.client()
-        for _ in range(100):
-            try:
-                client.ping()
-                return
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        raise RuntimeError(f"redis-server on port {self.port} did not start")
+        wait_until(
+            self.client().ping,
+            timeout=5,
+            what=f"redis-server on port {self.port} to start",
+            interval=0.05,
+            ignoring=(redis.ConnectionError,),
+        )
 
     def stop(self) -> None:
         if self.process is not None:
@@ -51,3 +52,28 @@ class OwnRedis:
 
     def client(self) -> redis.Redis:
         return redis.Redis.from_url(self.url, socket_timeout=2)
+
+
+class SilentServer:
+    """Accepts TCP connections and never answers: a Redis that hangs."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"redis://127.0.0.1:{self.sock.getsockname()[1]}/0"
+        self.accepted: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+
+    def close(self) -> None:
+        for conn in self.accepted:
+            conn.close()
+        self.sock.close()

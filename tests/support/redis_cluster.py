@@ -4,11 +4,12 @@ directory, created with `redis-cli --cluster create`. Never the shared Redis."""
 import random
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import redis
 from redis.cluster import RedisCluster
+
+from tests.support.waiting import wait_until
 
 # Each node also listens on its port + 10000 (the cluster bus), so ports come from a range
 # where both fit below 65536 and away from the ephemeral range other tests' servers take.
@@ -101,15 +102,16 @@ class OwnRedisCluster:
         return RedisCluster.from_url(self.url, socket_timeout=2, socket_connect_timeout=1)
 
     def _wait(self, check, what: str) -> None:
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
+        def checked() -> bool:
             exited = [p.args[2] for p in self.processes if p.poll() is not None]
             if exited:
                 raise RuntimeError(f"redis-server on port(s) {', '.join(exited)} exited")
-            try:
-                if check():
-                    return
-            except redis.RedisError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError(f"the Redis Cluster nodes did not {what} within {START_TIMEOUT} s")
+            return check()
+
+        wait_until(
+            checked,
+            timeout=START_TIMEOUT,
+            what=f"the Redis Cluster nodes to {what}",
+            interval=0.05,
+            ignoring=(redis.RedisError,),
+        )

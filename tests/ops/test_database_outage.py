@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.mariadb_server import OwnMariaDB
-from tests.redis_server import free_port
+from tests.support.mariadb_server import OwnMariaDB
+from tests.support.redis_server import free_port
+from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -119,15 +120,6 @@ class Storm:
         return sum(1 for answer in self.answers[index:] if answer.status == 201)
 
 
-def wait_until(condition, *, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.fixture
 def app_on_own_database(tmp_path, own_redis):
     """(server, port, setup facts, gunicorn log path): gunicorn with the production settings
@@ -193,6 +185,7 @@ def _healthy(port: int) -> bool:
         return False
 
 
+@pytest.mark.servers
 def test_claims_survive_a_stopped_a_frozen_and_a_killed_database(app_on_own_database):
     server, port, facts, log_path, gunicorn = app_on_own_database
     admin = {"Cookie": f"sessionid={facts['session']}"}

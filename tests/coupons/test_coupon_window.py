@@ -8,9 +8,9 @@ import pytest
 from coupons import ports, services
 from coupons.errors import ClaimNotInWindow, CouponExpired
 from coupons.models import UserCoupon
-from tests.conftest import bearer_client
-from tests.factories import CouponTemplateFactory, ProductFactory, UserFactory
-from tests.helpers import claim_url
+from tests.support.clients import bearer_client
+from tests.support.factories import CouponTemplateFactory, ProductFactory, UserFactory
+from tests.support.helpers import claim_url
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -17,9 +16,10 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection
 
-from tests.redis_server import free_port
+from tests.support.redis_server import free_port
+from tests.support.waiting import wait_until
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parents[2]
 
 
 def run_database_url() -> str:
@@ -71,18 +71,19 @@ def gunicorn_serving(log_path: Path, *, workers: int = 2) -> Iterator[str]:
 
 
 def wait_until_answering(url: str, process: subprocess.Popen, log_path: Path) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def answering() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"server exited at start:\n{log_path.read_text(errors='replace')}")
         try:
             with urllib.request.urlopen(url, timeout=2):
-                return
+                return True
         except urllib.error.HTTPError:
-            return  # it answered
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{url} did not answer within 30 s:\n{log_path.read_text(errors='replace')}")
+            return True  # it answered
+
+    try:
+        wait_until(answering, timeout=30, what=f"{url} to answer", ignoring=(OSError,))
+    except TimeoutError as timeout:
+        raise TimeoutError(f"{timeout}:\n{log_path.read_text(errors='replace')}") from None
 
 
 def stop_process_group(process: subprocess.Popen) -> None:

@@ -5,7 +5,7 @@ import pytest
 
 from coupons.models import CouponTemplate
 from orders.models import Category
-from tests.factories import CouponTemplateFactory, ProductFactory, UserCouponFactory
+from tests.support.factories import CouponTemplateFactory, ProductFactory, UserCouponFactory
 
 pytestmark = pytest.mark.django_db
 

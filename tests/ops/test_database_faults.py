@@ -14,9 +14,9 @@ from django.test import Client
 from config import database_faults
 from config.database_faults import DatabaseOutageLogFilter, breaker, database_unavailable
 from coupons.models import CouponTemplate, UserCoupon
-from tests.conftest import bearer_client
-from tests.coupons.test_claim import claim_url
-from tests.factories import CouponTemplateFactory, UserFactory
+from tests.support.clients import bearer_client
+from tests.support.factories import CouponTemplateFactory, UserFactory
+from tests.support.helpers import claim_url
 
 
 @pytest.mark.django_db(transaction=True)

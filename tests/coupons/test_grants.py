@@ -11,10 +11,10 @@ from django.core.management import CommandError, call_command
 from config import clock
 from coupons import services
 from coupons.models import CouponTemplate, UserCoupon
-from tests.concurrency import run_together
-from tests.conftest import bearer_client
-from tests.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
-from tests.helpers import claim_url
+from tests.support.clients import bearer_client
+from tests.support.concurrency import run_together
+from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
+from tests.support.helpers import claim_url
 
 
 def grants_url(template) -> str:
