@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from config import clock
+from core import clock
 from coupons import services
 from coupons.models import CouponTemplate
 from tests.concurrency import run_together

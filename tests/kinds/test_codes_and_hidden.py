@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from config import clock
+from core import clock
 from coupons.models import CouponTemplate, UserCoupon
 from tests.concurrency import run_together
 from tests.conftest import bearer_client

@@ -1,9 +1,9 @@
-"""Errors of the Idempotency-Key handling. Each has a stable `code`; config/exceptions.py
+"""Errors of the Idempotency-Key handling. Each has a stable `code`; api/exceptions.py
 gives it a status."""
 
 from django.utils.translation import gettext_lazy as _
 
-from config.errors import DomainError
+from core.domain_errors import DomainError
 
 
 class IdempotencyKeyInvalid(DomainError):

@@ -1,6 +1,6 @@
 """A password change or a deactivation revokes every refresh token the user holds.
 
-Access tokens and refresh tokens are already refused by config.authentication after either
+Access tokens and refresh tokens are already refused by accounts.authentication after either
 (password digest, is_active); blacklisting the outstanding refresh tokens as well means that
 setting the old password back or reactivating the account does not bring them back."""
 

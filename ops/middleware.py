@@ -3,8 +3,8 @@
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from config.database_faults import breaker
-from config.exceptions import request_too_large_response, unavailable_for
+from api.exceptions import request_too_large_response, unavailable_for
+from ops.database_faults import breaker
 
 
 class RequestBodyLimitMiddleware:
@@ -26,7 +26,7 @@ class RequestBodyLimitMiddleware:
 
 
 class DatabaseBreakerMiddleware:
-    """503 `unavailable` at once while config.database_faults.breaker refuses (the database
+    """503 `unavailable` at once while ops.database_faults.breaker refuses (the database
     was just found away); the one request it lets through as a probe closes it by answering.
     /healthz still checks for itself: it is how recovery is seen."""
 

@@ -1,4 +1,4 @@
-"""The base of every domain error. Nothing here knows about HTTP: config/exceptions.py maps
+"""The base of every domain error. Nothing here knows about HTTP: api/exceptions.py maps
 each stable `code` to a status in one table."""
 
 from django.utils.translation import gettext_lazy as _

@@ -1,63 +1,17 @@
-"""When the database is unreachable, stalled or shedding load: which errors mean that, and how
-they are reported (one log line per kind of failure per interval, never a traceback per
-request). config/exceptions.py turns them into 503 `unavailable` with Retry-After."""
+"""When the database is unreachable, stalled or shedding load: how it is reported (one log
+line per kind of failure per interval, never a traceback per request) and the breaker it
+opens. Which errors mean that is core/database_errors.py; api/exceptions.py turns them into
+503 `unavailable` with Retry-After and reports them here through DATABASE_FAULT_REPORTER."""
 
 import logging
 import threading
 import time
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
+
+from core.database_errors import database_unavailable, database_unreachable, failure_kind
 
 logger = logging.getLogger("config.database")
-
-# MySQL / MariaDB error numbers that say "the database cannot serve this now, try again":
-# the server is unreachable, went away, was shut down or killed the connection, timed out,
-# or refused work it could not do in time. Anything else (a bad column, a syntax error) is a
-# bug and stays a 500.
-UNAVAILABLE_ERROR_CODES = frozenset(
-    {
-        1040,  # too many connections
-        1053,  # server shutdown in progress
-        1205,  # lock wait timeout exceeded
-        1213,  # deadlock found
-        1927,  # connection was killed (MariaDB)
-        1969,  # query execution was interrupted, max_statement_time exceeded (MariaDB)
-        2002,  # can't connect through socket
-        2003,  # can't connect to server
-        2005,  # unknown server host
-        2006,  # server has gone away
-        2013,  # lost connection during query
-        2055,  # lost connection at a given stage
-        3024,  # max_execution_time exceeded (MySQL)
-        4031,  # disconnected by the server for inactivity (MySQL 8)
-    }
-)
-
-
-# Of those, the ones that say the server itself is away (not one contended row): they open
-# the breaker below.
-CONNECTION_ERROR_CODES = frozenset({1040, 1053, 1927, 2002, 2003, 2005, 2006, 2013, 2055, 4031})
-
-
-def database_unavailable(error: BaseException) -> bool:
-    """True for an error that means the database is down, stalled or overloaded."""
-    if isinstance(error, InterfaceError):  # the connection is already closed or broken
-        return True
-    if isinstance(error, OperationalError):
-        code = error.args[0] if error.args else None
-        if isinstance(code, int):
-            return code in UNAVAILABLE_ERROR_CODES
-        return "database is locked" in str(code)  # SQLite under `make run`
-    return False
-
-
-def database_unreachable(error: BaseException) -> bool:
-    """The database server is away (down, stalled, refusing connections)."""
-    if isinstance(error, InterfaceError):
-        return True
-    code = error.args[0] if isinstance(error, OperationalError) and error.args else None
-    return code in CONNECTION_ERROR_CODES
 
 
 class DatabaseBreaker:
@@ -108,11 +62,6 @@ class DatabaseBreaker:
 
 
 breaker = DatabaseBreaker()
-
-
-def failure_kind(error: BaseException) -> str:
-    code = error.args[0] if error.args and isinstance(error.args[0], int) else None
-    return f"{type(error).__name__} {code}" if code is not None else type(error).__name__
 
 
 class OncePerInterval:

@@ -21,16 +21,16 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework import exceptions, permissions
 from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
 
-from config.errors import DomainError
-from config.exceptions import (
+from api import idempotency
+from api.errors import IdempotencyKeyInvalid, IdempotencyKeyReused, RequestInProgress
+from api.exceptions import (
     CODE_BY_API_EXCEPTION,
     UNAVAILABLE_DETAIL,
     error_body,
     status_of_code,
 )
-from config.parsers import RequestTooLarge
-from core import idempotency
-from core.errors import IdempotencyKeyInvalid, IdempotencyKeyReused, RequestInProgress
+from api.parsers import RequestTooLarge
+from core.domain_errors import DomainError
 
 ErrorClass = type[DomainError] | type[exceptions.APIException]
 
@@ -40,7 +40,7 @@ class ErrorExample:
     code: str
     detail: str
     fields: dict | None = field(default=None, hash=False, compare=False)
-    status: int | None = None  # for codes outside config/exceptions.py's tables
+    status: int | None = None  # for codes outside api/exceptions.py's tables
 
     @classmethod
     def of(cls, error: "ErrorClass | ErrorExample") -> "ErrorExample":
@@ -67,7 +67,7 @@ class ErrorExample:
 
 # What every operation may answer, and every operation that takes a body: one line each.
 EVERY_OPERATION_ERRORS: list["ErrorClass | ErrorExample"] = [
-    # The database unreachable or timing out (config/database_faults.py), with Retry-After.
+    # The database unreachable or timing out (ops/database_faults.py), with Retry-After.
     ErrorExample("unavailable", UNAVAILABLE_DETAIL, status=503),
 ]
 BODY_ERRORS: list["ErrorClass | ErrorExample"] = [RequestTooLarge]  # over 1 MiB

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from core.idempotency import records_purge
+from api.idempotency import records_purge
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import escape
 
-from config.throttles import login_wait
+from api.throttles import login_wait
 
 THROTTLED_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Too many login attempts</title></head>

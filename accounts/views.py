@@ -8,10 +8,10 @@ from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
 from rest_framework_simplejwt.tokens import RefreshToken
 from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
 
-from config.authentication import RevocableTokenRefreshSerializer, user_of_token
-from config.schema import api_errors
-from config.serializers import StrictSerializer
-from config.throttles import LOGIN_THROTTLES
+from accounts.authentication import RevocableTokenRefreshSerializer, user_of_token
+from api.schema import api_errors
+from api.serializers import StrictSerializer
+from api.throttles import LOGIN_THROTTLES
 
 
 class NoStore:

@@ -18,9 +18,9 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from config.database_faults import database_unavailable, report_database_unavailable
-from config.errors import DomainError
-from config.parsers import RequestTooLarge, too_large
+from api.parsers import RequestTooLarge, too_large
+from core.database_errors import database_unavailable, report_database_fault
+from core.domain_errors import DomainError
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def api_exception_handler(exc: Exception, context: dict) -> Response:
         logger.error("Unmapped domain error code %r in %s", exc.code, view_name, exc_info=exc)
         return server_error_response()
     if database_unavailable(exc):
-        report_database_unavailable(exc, where=view_name)
+        report_database_fault(exc, where=view_name)
         return unavailable_response(Response)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
@@ -116,7 +116,7 @@ UNAVAILABLE_PAGE = """<!doctype html>
 
 
 def unavailable_response(response_class: type[HttpResponse] | type[Response] = JsonResponse):
-    """503 `unavailable` with Retry-After. Marked as logged: report_database_unavailable has
+    """503 `unavailable` with Retry-After. Marked as logged: the fault reporter has
     written the one line this failure deserves, so django.request adds none per request."""
     body = error_body("unavailable", UNAVAILABLE_DETAIL)
     response = response_class(body, status=status.HTTP_503_SERVICE_UNAVAILABLE)
@@ -216,7 +216,7 @@ def server_error(request) -> HttpResponse:
     outage is a 503 there too. Under /admin/ the answer is an admin page, not JSON."""
     error = sys.exception()
     if error is not None and database_unavailable(error):
-        report_database_unavailable(error, where=request.path)
+        report_database_fault(error, where=request.path)
         return unavailable_for(request)
     if is_admin_request(request):
         return admin_error_page(

@@ -9,7 +9,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from config.money import MoneyInvalid, currency_symbol, format_cents, parse_money
+from core.money import MoneyInvalid, currency_symbol, format_cents, parse_money
 
 
 class MoneyInput(forms.TextInput):

@@ -4,7 +4,7 @@ signed: a deleted user, an odd `user_id`, a revoked password, a deactivated acco
 Revocation costs no query: simplejwt's CHECK_REVOKE_TOKEN puts a digest of the user's
 password hash in every token, and authentication compares it with the user row it loads
 anyway. A password change therefore revokes every access and refresh token the user holds;
-deactivation is refused by the is_active check (and config.token_revocation blacklists the
+deactivation is refused by the is_active check (and accounts.token_revocation blacklists the
 user's refresh tokens so that reactivating does not revive them)."""
 
 from django.contrib.auth import get_user_model
@@ -77,4 +77,4 @@ class RevocableJWTScheme(SimpleJWTScheme):
     """The API schema describes it as the Bearer JWT it is (drf-spectacular's simplejwt
     extension matches only simplejwt's own class)."""
 
-    target_class = "config.authentication.RevocableJWTAuthentication"
+    target_class = "accounts.authentication.RevocableJWTAuthentication"

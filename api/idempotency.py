@@ -23,9 +23,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.encoders import JSONEncoder
 
-from config import clock
-from core.errors import IdempotencyKeyInvalid, IdempotencyKeyReused, RequestInProgress
-from core.models import IdempotencyRecord
+from api.errors import IdempotencyKeyInvalid, IdempotencyKeyReused, RequestInProgress
+from api.models import IdempotencyRecord
+from core import clock
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from django.http import HttpRequest
 from django_redis import get_redis_connection
 from rest_framework.throttling import BaseThrottle
 
-from config import clock
+from core import clock
 
 logger = logging.getLogger(__name__)
 
