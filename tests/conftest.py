@@ -6,9 +6,9 @@ import redis
 from django.conf import settings
 from rest_framework.test import APIClient
 
-from config.database_faults import breaker as database_breaker
-from config.throttles import backoff as throttle_backoff
+from api.throttles import backoff as throttle_backoff
 from coupons.counter import counter_from_settings, install_coupon_counter
+from ops.database_faults import breaker as database_breaker
 from tests.support.caches import cache_settings
 from tests.support.clients import bearer_client
 from tests.support.factories import UserFactory
@@ -115,10 +115,10 @@ def admin_site(client, staff):
 
 @pytest.fixture
 def frozen_now(monkeypatch):
-    """Freeze config.clock.now at a fixed instant; returns a setter to move it."""
+    """Freeze core.clock.now at a fixed instant; returns a setter to move it."""
     from datetime import UTC, datetime
 
-    from config import clock
+    from core import clock
 
     state = {"now": datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)}
     monkeypatch.setattr(clock, "now", lambda: state["now"])

@@ -8,9 +8,9 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from config.errors import DomainError
-from config.exceptions import api_exception_handler
-from config.parsers import MAX_JSON_DEPTH, BoundedJSONParser, RequestTooLarge
+from api.exceptions import api_exception_handler
+from api.parsers import MAX_JSON_DEPTH, BoundedJSONParser, RequestTooLarge
+from core.domain_errors import DomainError
 from coupons.models import CouponTemplate
 
 pytestmark = pytest.mark.django_db
@@ -108,7 +108,7 @@ def test_an_unmapped_domain_error_code_is_a_logged_500_not_a_400(caplog):
     class Unmapped(DomainError):
         code = "nobody_mapped_this"
 
-    with caplog.at_level(logging.ERROR, logger="config.exceptions"):
+    with caplog.at_level(logging.ERROR, logger="api.exceptions"):
         response = api_exception_handler(Unmapped(), {"view": object()})
 
     assert response.status_code == 500

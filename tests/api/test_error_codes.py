@@ -1,10 +1,10 @@
 """Every domain error code has an HTTP status in the one table that maps them."""
 
-import core.errors
+import api.errors
 import coupons.errors
 import orders.errors
-from config.errors import DomainError
-from config.exceptions import STATUS_BY_CODE
+from api.exceptions import STATUS_BY_CODE
+from core.domain_errors import DomainError
 
 
 def all_subclasses(cls: type) -> set[type]:
@@ -13,7 +13,7 @@ def all_subclasses(cls: type) -> set[type]:
 
 def test_every_domain_error_code_is_mapped():
     assert (
-        core.errors and coupons.errors and orders.errors
+        api.errors and coupons.errors and orders.errors
     )  # imported so that their classes are registered
     codes = {error.code for error in all_subclasses(DomainError) if "code" in vars(error)}
     assert codes  # the apps' errors were found

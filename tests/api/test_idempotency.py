@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.db import DatabaseError
 from django.db.models import QuerySet
 
-from core.models import IdempotencyRecord
+from api.models import IdempotencyRecord
 from coupons.models import CouponTemplate, UserCoupon
 from orders import services
 from orders.models import Order, Product

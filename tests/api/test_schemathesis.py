@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework_simplejwt.tokens import AccessToken
 
-from config import clock
+from core import clock
 from orders import services
 from tests.support.factories import (
     CouponTemplateFactory,

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from config.throttles import Rate, throttle_hit
+from api.throttles import Rate, throttle_hit
 from coupons.models import UserCoupon
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, UserFactory
@@ -193,11 +193,11 @@ def test_with_redis_stopped_throttles_let_claims_through_and_log_once(
     client = bearer_client(UserFactory())
     own_redis.stop()
 
-    with caplog.at_level(logging.WARNING, logger="config.throttles"):
+    with caplog.at_level(logging.WARNING, logger="api.throttles"):
         statuses = [client.post(claim_url(template)).status_code for _ in range(5)]
 
     assert statuses == [201] * 5
-    assert len([r for r in caplog.records if r.name == "config.throttles"]) == 1
+    assert len([r for r in caplog.records if r.name == "api.throttles"]) == 1
 
 
 @pytest.mark.django_db(transaction=True)

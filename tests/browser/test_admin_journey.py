@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from config import clock
+from core import clock
 from coupons import services
 from coupons.models import CouponTemplate
 from tests.support.factories import UserFactory

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from config import clock
+from core import clock
 from coupons.models import CouponTemplate, UserCoupon
 from orders.models import Category
 from tests.support.factories import CouponTemplateFactory, UserFactory

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from config import clock
+from core import clock
 from coupons.models import CouponTemplate, UserCoupon
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together

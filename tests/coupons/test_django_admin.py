@@ -2,7 +2,6 @@
 
 import pytest
 
-from config import clock
 from coupons import services
 from coupons.models import CouponTemplate
 from tests.support.admin_forms import form_data

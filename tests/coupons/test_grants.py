@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from config import clock
+from core import clock
 from coupons import services
 from coupons.models import CouponTemplate, UserCoupon
 from tests.support.clients import bearer_client

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
-from config import clock
+from core import clock
 from coupons import services
 from coupons.errors import ClaimLimitReached, ClaimNotInWindow, ClaimSoldOut
 from coupons.models import CouponTemplate, UserCoupon

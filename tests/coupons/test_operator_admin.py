@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from config.money import MoneyInvalid, format_money, parse_money
+from core.money import MoneyInvalid, format_money, parse_money
 from coupons import selectors
 from coupons.models import CouponTemplate, UserCoupon
 from orders import services as order_services
@@ -78,7 +78,7 @@ def test_bad_money_in_the_template_form_is_a_form_error_naming_the_field(admin_s
 
 
 def claimed_at(coupon: UserCoupon, moment: datetime) -> UserCoupon:
-    """created_at is stamped by the database layer's clock, not config.clock: set it."""
+    """created_at is stamped by the database layer's clock, not core.clock: set it."""
     UserCoupon.objects.filter(pk=coupon.pk).update(created_at=moment)
     coupon.refresh_from_db()
     return coupon
@@ -366,7 +366,7 @@ def test_api_details_follow_accept_language_and_codes_do_not(shopper_client):
 def test_every_domain_error_detail_has_a_chinese_translation():
     from django.utils import translation
 
-    from config.errors import DomainError
+    from core.domain_errors import DomainError
 
     def subclasses(cls):
         for sub in cls.__subclasses__():

@@ -11,9 +11,9 @@ import pytest
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.test import Client
 
-from config import database_faults
-from config.database_faults import DatabaseOutageLogFilter, breaker, database_unavailable
 from coupons.models import CouponTemplate, UserCoupon
+from ops import database_faults
+from ops.database_faults import DatabaseOutageLogFilter, breaker, database_unavailable
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, UserFactory
 from tests.support.helpers import claim_url
@@ -101,7 +101,7 @@ def test_which_errors_mean_the_database_is_unavailable(error, expected):
 
 
 def test_outage_logs_are_one_line_per_kind_per_interval_without_traceback(settings):
-    """What config.database_faults does with log records of other code (say a service's
+    """What ops.database_faults does with log records of other code (say a service's
     logger.exception after a failed recount) while the database is down."""
     settings.DATABASE_FAULT_LOG_INTERVAL = 60
     database_faults._reports = database_faults.OncePerInterval()

@@ -28,7 +28,7 @@ from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.backends.db import SessionStore
 from rest_framework_simplejwt.tokens import AccessToken
-from config import clock
+from core import clock
 from coupons.models import CouponTemplate
 
 User = get_user_model()

@@ -13,8 +13,8 @@ import pytest
 from django.conf import settings
 from django.db import DatabaseError
 
-from config import clock
-from orders.management.commands.run_scheduler import run_every
+from core import clock
+from ops.management.commands.run_scheduler import run_every
 from orders.models import Order
 from tests.support.factories import ProductFactory, UserFactory
 from tests.support.waiting import wait_until

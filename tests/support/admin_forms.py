@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from config import clock
+from core import clock
 
 
 def form_data(**overrides):

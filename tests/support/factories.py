@@ -3,7 +3,7 @@ from datetime import timedelta
 import factory
 from django.contrib.auth import get_user_model
 
-from config import clock
+from core import clock
 from coupons.models import CouponTemplate, UserCoupon
 from orders.models import Product
 
