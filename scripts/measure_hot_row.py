@@ -88,7 +88,7 @@ def lock_first_claim(cursor, connection, *, template_id: int, user_id: int) -> t
 
 def claim(cursor, connection, *, template_id: int, user_id: int) -> tuple[bool, float]:
     """One decision transaction as the service runs it: (issued, seconds it took)."""
-    from coupons.services import COUNT_THE_CLAIM_SQL, INSERT_COUPON_SQL
+    from coupons.services.claim_sql import COUNT_THE_CLAIM_SQL, INSERT_COUPON_SQL
 
     now = datetime.now(UTC).replace(tzinfo=None)
     started = time.perf_counter()
