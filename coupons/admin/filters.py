@@ -5,9 +5,8 @@ from django.contrib import admin
 from django.utils.translation import gettext_lazy
 
 from config import clock
-from coupons import selectors
 from coupons.admin.display import COUPON_STATUS_LABELS, STATE_LABELS, TYPE_LABELS
-from coupons.models import CouponTemplate, UserCoupon
+from coupons.models import CouponStatus, CouponTemplate, coupon_status_q
 from coupons.rules import ClaimState, template_state_where
 
 
@@ -48,14 +47,6 @@ class DerivedStatusFilter(admin.SimpleListFilter):
         return list(COUPON_STATUS_LABELS.items())
 
     def queryset(self, request, queryset):
-        now = clock.now()
-        match self.value():
-            case "unused":
-                return queryset.filter(
-                    status=UserCoupon.Status.UNUSED, template__valid_until__gte=now
-                )
-            case "used":
-                return queryset.filter(status=UserCoupon.Status.USED)
-            case "expired":
-                return queryset.filter(selectors.coupon_expired_q(now=now))
-        return queryset
+        if self.value() not in CouponStatus.values:
+            return queryset
+        return queryset.filter(coupon_status_q(CouponStatus(self.value()), now=clock.now()))
