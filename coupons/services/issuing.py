@@ -149,7 +149,7 @@ def coupon_issue(
     slot = facts.user_claims + 1
     try:
         for _ in range(MAX_DECISIONS):
-            outcome = _decide(
+            outcome = decide(
                 template=facts.template,
                 user_id=user_id,
                 slot=slot,
@@ -187,7 +187,7 @@ def coupon_issue(
         raise
 
 
-def _decide(
+def decide(
     *,
     template: CouponTemplate,
     user_id: int,
