@@ -2,6 +2,7 @@
 the INSERT of the coupon. The third writing of the claim rule (after coupons.rules and the Lua
 script), held to the rule's grid by tests/coupons/test_claim_sql_grid.py."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -13,6 +14,7 @@ from coupons.errors import (
 )
 from coupons.models import (
     CouponTemplate,
+    UseWindow,
 )
 from coupons.rules import TemplateFacts
 
@@ -75,6 +77,47 @@ INSERT_COUPON_SQL = (
     " AND valid_from = %s AND valid_until = %s"
     " AND (valid_days = %s OR (valid_days IS NULL AND %s IS NULL))"
 )
+
+
+@dataclass(frozen=True)
+class CouponInsert:
+    """What INSERT_COUPON_SQL writes and checks, by name: `params` puts them in the statement's
+    order (16 placeholders), so the service and the measurement scripts cannot drift apart."""
+
+    template_id: int
+    user_id: int
+    slot: int
+    coupon_window: UseWindow  # the coupon's own use window, stamped at issue
+    source: str
+    granted_by_id: int | None
+    grant_reason: str | None
+    now: datetime
+    window_opens_by: datetime  # `now`, or END_OF_TIME when the window's start does not apply
+    template_window: UseWindow  # the template's window as the decision read it
+    template_valid_days: int | None
+
+    def params(self, adapt: Callable[[datetime], Any] = lambda moment: moment) -> list:
+        """The statement's parameters; `adapt` turns a datetime into the driver's value."""
+        return [
+            self.user_id,
+            self.slot,
+            adapt(self.coupon_window.valid_from),
+            adapt(self.coupon_window.valid_until),
+            self.source,
+            self.granted_by_id,
+            self.grant_reason,
+            adapt(self.now),
+            adapt(self.now),
+            self.template_id,
+            adapt(self.window_opens_by),
+            adapt(self.now),
+            adapt(self.template_window.valid_from),
+            adapt(self.template_window.valid_until),
+            self.template_valid_days,
+            self.template_valid_days,
+        ]
+
+
 GRANT_REASON_KEY = "user_coupon_one_grant_per_reason"
 # Compared with valid_from when the window's start does not apply (before_window_opens).
 END_OF_TIME = datetime(9999, 12, 30, tzinfo=UTC)

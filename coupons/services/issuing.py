@@ -21,6 +21,7 @@ from coupons.errors import (
 from coupons.models import (
     CouponTemplate,
     UserCoupon,
+    UseWindow,
 )
 from coupons.rules import ClaimState, claim_state
 from coupons.services.claim_sql import (
@@ -28,6 +29,7 @@ from coupons.services.claim_sql import (
     END_OF_TIME,
     GRANT_REASON_KEY,
     INSERT_COUPON_SQL,
+    CouponInsert,
     claim_facts,
 )
 from coupons.services.counter_sync import (
@@ -212,26 +214,20 @@ def decide(
             # Sampled after the lock: time spent waiting for it counts against the window.
             now = clock.now()
             window = template.use_window_at(now)
-            cursor.execute(
-                INSERT_COUPON_SQL,
-                [
-                    user_id,
-                    slot,
-                    adapt(window.valid_from),
-                    adapt(window.valid_until),
-                    source,
-                    grant.granted_by_id if grant else None,
-                    grant.reason if grant else None,
-                    adapt(now),
-                    adapt(now),
-                    template.pk,
-                    *window_covers(now),
-                    adapt(template.valid_from),
-                    adapt(template.valid_until),
-                    template.valid_days,
-                    template.valid_days,
-                ],
+            insert = CouponInsert(
+                template_id=template.pk,
+                user_id=user_id,
+                slot=slot,
+                coupon_window=window,
+                source=source,
+                granted_by_id=grant.granted_by_id if grant else None,
+                grant_reason=grant.reason if grant else None,
+                now=now,
+                window_opens_by=END_OF_TIME if before_window_opens else now,
+                template_window=UseWindow(template.valid_from, template.valid_until),
+                template_valid_days=template.valid_days,
             )
+            cursor.execute(INSERT_COUPON_SQL, insert.params(adapt))
             if cursor.rowcount == 0:
                 transaction.set_rollback(True)
                 return IssueOutcome()
