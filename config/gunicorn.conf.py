@@ -1,9 +1,9 @@
 """The one definition of how the app is served, read by the image's CMD (Dockerfile), by
 `make run` (scripts/serve) and by the tests that stop, freeze and kill its database
-(tests/ops/test_shipped_server.py, tests/config/test_database_outage.py).
+(tests/ops/test_shipped_server.py, tests/ops/test_database_outage.py).
 
 Threaded workers (gthread): a request stuck on a stalled database holds one thread, not a
-whole worker, and the database breaker (config/database_faults.py) keeps new requests from
+whole worker, and the database breaker (ops/database_faults.py) keeps new requests from
 joining it, so /healthz and the rest still find free threads. The main thread of each worker
 keeps sending gunicorn its heartbeat meanwhile, so a long freeze does not get workers killed
 by `timeout` (a sync worker blocked that long is). Numbers: docs/decisions/0320-*.md."""

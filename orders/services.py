@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F, QuerySet
 
-from config import clock
+from core import clock
 from coupons import ports
 from orders.errors import (
     AmountMismatch,

@@ -6,9 +6,9 @@ from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
-from config.schema import api_errors
-from config.throttles import CheckoutThrottle
-from core.idempotency import idempotent
+from api.idempotency import idempotent
+from api.schema import api_errors
+from api.throttles import CheckoutThrottle
 from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
 from orders import selectors, services
 from orders.api.serializers import (

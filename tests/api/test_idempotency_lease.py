@@ -10,11 +10,11 @@ from django.db import connection
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import AccessToken
 
-from config.database_faults import breaker
-from core.models import IdempotencyRecord
+from api.models import IdempotencyRecord
+from ops.database_faults import breaker
 from orders import services
 from orders.models import Order
-from tests.factories import ProductFactory, UserFactory
+from tests.support.factories import ProductFactory, UserFactory
 
 LEASE = timedelta(seconds=60)
 

@@ -30,7 +30,7 @@ def test_post_healthz_with_a_session_cookie_is_a_json_403():
 
 
 def test_a_csrf_failure_under_the_api_is_json():
-    from config.exceptions import csrf_failure  # CSRF_FAILURE_VIEW (no /api/ view uses CSRF)
+    from api.exceptions import csrf_failure  # CSRF_FAILURE_VIEW (no /api/ view uses CSRF)
 
     request = RequestFactory().post("/api/coupons/1/claim")
 

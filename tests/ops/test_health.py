@@ -8,9 +8,9 @@ from django.db import connection
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import AccessToken
 
-from tests.factories import UserFactory
-from tests.helpers import use_counter_at
-from tests.mariadb_server import OwnMariaDB
+from tests.support.factories import UserFactory
+from tests.support.helpers import use_counter_at
+from tests.support.mariadb_server import OwnMariaDB
 
 
 def client_of(user=None) -> APIClient:

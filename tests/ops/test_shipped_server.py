@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.shipped_server import (
+from tests.support.shipped_server import (
     REPO,
     ClaimStorm,
     dockerfile_command,

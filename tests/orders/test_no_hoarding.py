@@ -8,8 +8,8 @@ from rest_framework_simplejwt.tokens import AccessToken
 from orders import services
 from orders.errors import TooManyUnpaidOrders
 from orders.models import Order, Product
-from tests.concurrency import run_together
-from tests.factories import ProductFactory, UserFactory
+from tests.support.concurrency import run_together
+from tests.support.factories import ProductFactory, UserFactory
 
 
 def client_of(user) -> APIClient:
