@@ -34,6 +34,6 @@ USER app
 ENV DJANGO_SETTINGS_MODULE=config.settings.production \
     PYTHONUNBUFFERED=1
 EXPOSE 8000
-# Worker class, threads and timeouts: config/gunicorn.conf.py, the file `make run` and the
+# Worker class, threads and timeouts: config/gunicorn_conf.py, the file `make run` and the
 # outage tests use too.
-CMD ["gunicorn", "--config", "config/gunicorn.conf.py", "--bind", "0.0.0.0:8000"]
+CMD ["gunicorn", "--config", "config/gunicorn_conf.py", "--bind", "0.0.0.0:8000"]

@@ -278,7 +278,7 @@ if IDEMPOTENCY_KEY_HOURS < 24:
     raise ImproperlyConfigured("IDEMPOTENCY_KEY_HOURS must be at least 24.")
 # A key whose request has no recorded answer after this long (it failed and its record could
 # not be dropped, or it died) is free again. Longer than any request can run (gunicorn's
-# 30 s timeout, config/gunicorn.conf.py), so a running request never loses its key.
+# 30 s timeout, config/gunicorn_conf.py), so a running request never loses its key.
 IDEMPOTENCY_LEASE_SECONDS = int(os.environ.get("IDEMPOTENCY_LEASE_SECONDS", "60"))
 if not 31 <= IDEMPOTENCY_LEASE_SECONDS <= 60:
     raise ImproperlyConfigured("IDEMPOTENCY_LEASE_SECONDS must be from 31 to 60.")

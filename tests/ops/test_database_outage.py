@@ -164,7 +164,7 @@ def app_on_own_database(tmp_path, own_redis):
         gunicorn = subprocess.Popen(
             # The shipped server (worker class, threads, timeouts), as the image runs it.
             [
-                str(BIN / "gunicorn"), "--config", "config/gunicorn.conf.py",
+                str(BIN / "gunicorn"), "--config", "config/gunicorn_conf.py",
                 "--bind", f"127.0.0.1:{port}",
             ],
             cwd=REPO, env=env, stdout=log, stderr=log,

@@ -18,7 +18,7 @@ from tests.support.shipped_server import (
     wait_until,
 )
 
-GUNICORN_CONFIG = "config/gunicorn.conf.py"
+GUNICORN_CONFIG = "config/gunicorn_conf.py"
 FREEZE_SECONDS = 35  # longer than gunicorn's 30 s worker timeout and every database timeout
 
 

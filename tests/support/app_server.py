@@ -41,8 +41,8 @@ class AppServer:
         log = self.log.open("ab")
         self.process = subprocess.Popen(
             [
-                # The shipped server (config/gunicorn.conf.py), sized for the test.
-                gunicorn, "--config", "config/gunicorn.conf.py",
+                # The shipped server (config/gunicorn_conf.py), sized for the test.
+                gunicorn, "--config", "config/gunicorn_conf.py",
                 "--bind", f"127.0.0.1:{self.port}",
                 "--workers", "1",
                 "--threads", str(self.threads),
