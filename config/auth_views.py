@@ -8,10 +8,10 @@ from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
 from rest_framework_simplejwt.tokens import RefreshToken
 from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
 
+from config.account_throttles import LoginThrottle, RefreshThrottle
 from config.authentication import RevocableTokenRefreshSerializer, user_of_token
 from config.schema import api_errors
-from config.serializers import StrictSerializer
-from config.throttles import LOGIN_THROTTLES
+from config.serializers import StrictSerializer, StringField
 
 
 class NoStore:
@@ -23,16 +23,34 @@ class NoStore:
         return response
 
 
-class TokenObtainView(NoStore, TokenObtainPairView):
-    """POST /api/auth/token: throttled per client IP and per username."""
+class LoginUsernameSerializer(serializers.Serializer):
+    """The username must be a JSON string: DRF's CharField would log `12345` in as "12345",
+    past the throttle, which does not count what is not a string."""
 
-    throttle_classes = LOGIN_THROTTLES
+    username = StringField()
+
+
+class TokenObtainView(NoStore, TokenObtainPairView):
+    """POST /api/auth/token: failures throttled per (username, client IP), per username and
+    per client IP (config.account_throttles); a successful login is not counted."""
+
+    throttle_classes = [LoginThrottle]
+    login_attempt = None  # set by LoginThrottle
+
+    def post(self, request, *args, **kwargs) -> Response:
+        LoginUsernameSerializer(data=request.data).is_valid(raise_exception=True)
+        response = super().post(request, *args, **kwargs)  # wrong password: raises, counted
+        if self.login_attempt is not None:
+            self.login_attempt.succeeded()
+        return response
 
 
 class TokenRefreshRotatingView(NoStore, TokenRefreshView):
-    """POST /api/auth/token/refresh: a new pair; the presented refresh token is blacklisted."""
+    """POST /api/auth/token/refresh: a new pair; the presented refresh token is blacklisted.
+    Throttled per user (SPEC section 19): each refresh writes two rows kept for days."""
 
     serializer_class = RevocableTokenRefreshSerializer
+    throttle_classes = [RefreshThrottle]
 
 
 class LogoutSerializer(StrictSerializer):

@@ -9,6 +9,7 @@ from rest_framework_simplejwt.tokens import AccessToken
 
 from config.database_faults import breaker as database_breaker
 from config.throttles import backoff as throttle_backoff
+from config.throttles import in_process_counts
 from coupons.counter import counter_from_settings, install_coupon_counter
 from tests.factories import UserFactory
 from tests.helpers import use_counter_at
@@ -66,6 +67,7 @@ def redis_namespace(settings):
     settings.COUPON_REDIS_PREFIX = prefix
     settings.CACHES = cache_settings(settings.CACHES, key_prefix=prefix)  # throttle keys too
     throttle_backoff.reset()
+    in_process_counts.reset()  # the throttles' Redis-outage counts, kept per process
     database_breaker.reset()
     install_coupon_counter(counter_from_settings())
     shared_redis_url = settings.COUPON_COUNTER_REDIS_URL

@@ -19,3 +19,4 @@ LOGGING = {"version": 1, "disable_existing_loggers": False}
 # tests/config/test_throttles.py sets the real, low rates.
 THROTTLE_RATES = {scope: "100000/min" for scope in THROTTLE_RATES}  # noqa: F405
 WHITENOISE_AUTOREFRESH = True  # serve static files from the apps; no collectstatic in tests
+DEMO_DATA_ALLOWED = True  # seed_demo's published password is fine here

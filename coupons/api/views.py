@@ -7,7 +7,7 @@ from rest_framework.response import Response
 
 from config import clock
 from config.schema import api_errors
-from config.throttles import ClaimThrottle, RedeemThrottle
+from config.throttles import ClaimThrottle, RedeemIPThrottle, RedeemThrottle
 from core.idempotency import idempotent
 from coupons import selectors, services
 from coupons.api.serializers import (
@@ -46,7 +46,8 @@ class CouponClaimView(GenericAPIView):
 
 class CouponRedeemView(GenericAPIView):
     serializer_class = UserCouponSerializer
-    throttle_classes = [RedeemThrottle]  # SPEC section 12; also bounds guessing hidden codes
+    # SPEC sections 12 and 19; they also bound guessing hidden codes
+    throttle_classes = [RedeemThrottle, RedeemIPThrottle]
 
     @extend_schema(
         request=RedeemInputSerializer,

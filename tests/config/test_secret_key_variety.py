@@ -13,6 +13,7 @@ from config.secret_key import refuse_unsafe_secret_key
 
 REPO = Path(__file__).resolve().parents[2]
 
+DJANGO_KEY_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*(-_=+)"
 POOR_KEYS = {
     "one letter": "a" * 60,
     "two letters": "ab" * 30,
@@ -34,7 +35,7 @@ def test_production_refuses_a_key_with_little_variety(key):
         secrets.token_urlsafe(50),
         secrets.token_hex(25),
         secrets.token_hex(32),
-        "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*(-_=+)") for _ in range(50)),
+        "".join(secrets.choice(DJANGO_KEY_CHARACTERS) for _ in range(50)),
     ],
     ids=["token_urlsafe(50)", "token_hex(25)", "token_hex(32)", "django get_random_secret_key"],
 )
