@@ -205,3 +205,11 @@ def test_with_redis_stopped_login_guesses_meet_a_per_process_limit(login_rates, 
     assert guesses == [401] * 10 + [429] * 50
     assert admin_guesses == [429] * 2
     assert api_login(user.username, PASSWORD, ip="10.5.0.1").status_code == 200
+
+
+def test_successful_admin_logins_do_not_count_as_failures(login_rates):
+    staff = UserFactory(is_staff=True)
+    successes = [admin_login(staff.username, PASSWORD).status_code for _ in range(12)]
+
+    assert successes == [302] * 12
+    assert [admin_login(staff.username).status_code for _ in range(11)] == [200] * 10 + [429]
