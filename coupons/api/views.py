@@ -5,11 +5,11 @@ from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
-from config import clock
-from config.schema import api_errors
-from config.throttles import ClaimThrottle, RedeemIPThrottle, RedeemThrottle
-from core.idempotency import idempotent
-from coupons import selectors, services
+from api.idempotency import idempotent
+from api.schema import api_errors
+from api.throttles import ClaimThrottle, RedeemIPThrottle, RedeemThrottle
+from core import clock
+from coupons import selectors
 from coupons.api.serializers import (
     MineQuerySerializer,
     RedeemInputSerializer,
@@ -18,6 +18,7 @@ from coupons.api.serializers import (
     user_coupon_data,
 )
 from coupons.errors import ClaimLimitReached, ClaimNotInWindow, ClaimSoldOut, TemplateNotFound
+from coupons.services import issuing
 
 
 class CouponListView(GenericAPIView):
@@ -39,7 +40,7 @@ class CouponClaimView(GenericAPIView):
     @api_errors(TemplateNotFound, ClaimNotInWindow, ClaimSoldOut, ClaimLimitReached)
     @idempotent
     def post(self, request, template_id: int):
-        coupon = services.coupon_claim(template_id=template_id, user_id=request.user.pk)
+        coupon = issuing.coupon_claim(template_id=template_id, user_id=request.user.pk)
         data = user_coupon_data(coupon, now=clock.now())
         return Response(data, status=status.HTTP_201_CREATED)
 
@@ -60,9 +61,7 @@ class CouponRedeemView(GenericAPIView):
     def post(self, request):
         payload = RedeemInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        coupon = services.coupon_redeem(
-            code=payload.validated_data["code"], user_id=request.user.pk
-        )
+        coupon = issuing.coupon_redeem(code=payload.validated_data["code"], user_id=request.user.pk)
         data = user_coupon_data(coupon, now=clock.now())
         return Response(data, status=status.HTTP_201_CREATED)
 

@@ -5,7 +5,7 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from tests.factories import UserFactory
+from tests.support.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -194,6 +194,7 @@ def test_one_address_meets_the_per_ip_ceiling_across_usernames(login_rates):
     assert api_login("someone0", ip="10.4.0.2").status_code == 401
 
 
+@pytest.mark.servers
 @pytest.mark.django_db(transaction=True)
 def test_with_redis_stopped_login_guesses_meet_a_per_process_limit(login_rates, own_redis):
     user = UserFactory()

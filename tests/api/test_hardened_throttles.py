@@ -13,9 +13,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from coupons.models import UserCoupon
-from tests.app_server import AppServer
-from tests.conftest import bearer_client
-from tests.factories import CouponTemplateFactory, UserFactory
+from tests.support.app_server import AppServer
+from tests.support.clients import bearer_client
+from tests.support.factories import CouponTemplateFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -104,6 +104,7 @@ def test_code_redemption_is_throttled_per_client_ip_at_60_a_minute(real_rates):
     assert UserCoupon.objects.filter(template=template).count() == 1
 
 
+@pytest.mark.servers
 @pytest.mark.django_db(transaction=True)
 def test_with_redis_stopped_code_guesses_meet_a_per_process_limit(real_rates, own_redis):
     template = CouponTemplateFactory(total=100, per_user_limit=100, code="SPRING-10")
@@ -139,6 +140,7 @@ def post_json(base: str, path: str, body: dict, headers: dict) -> int:
         return error.code
 
 
+@pytest.mark.servers
 @pytest.mark.django_db(transaction=True)
 def test_the_production_server_reached_directly_ignores_forwarded_for(tmp_path, own_redis):
     """gunicorn under the production settings, no proxy in front and NUM_PROXIES unset: a

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.secret_key import refuse_unsafe_secret_key
+from config.settings.secret_key import refuse_unsafe_secret_key
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,0 +1,99 @@
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
+from rest_framework_simplejwt.tokens import RefreshToken
+from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
+
+from accounts.authentication import RevocableTokenRefreshSerializer, user_of_token
+from accounts.throttles import LoginThrottle, RefreshThrottle
+from api.schema import api_errors
+from api.serializers import StrictSerializer, StringField
+
+
+class NoStore:
+    """Token answers must not be kept by any cache (SPEC section 12): errors included."""
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+class LoginUsernameSerializer(serializers.Serializer):
+    """The username must be a JSON string: DRF's CharField would log `12345` in as "12345",
+    past the throttle, which does not count what is not a string."""
+
+    username = StringField()
+
+
+class TokenObtainView(NoStore, TokenObtainPairView):
+    """POST /api/auth/token: failures throttled per (username, client IP), per username and
+    per client IP (accounts.throttles); a successful login is not counted."""
+
+    throttle_classes = [LoginThrottle]
+    login_attempt = None  # set by LoginThrottle
+
+    def post(self, request, *args, **kwargs) -> Response:
+        LoginUsernameSerializer(data=request.data).is_valid(raise_exception=True)
+        response = super().post(request, *args, **kwargs)  # wrong password: raises, counted
+        if self.login_attempt is not None:
+            self.login_attempt.succeeded()
+        return response
+
+
+class TokenRefreshRotatingView(NoStore, TokenRefreshView):
+    """POST /api/auth/token/refresh: a new pair; the presented refresh token is blacklisted.
+    Throttled per user (SPEC section 19): each refresh writes two rows kept for days."""
+
+    serializer_class = RevocableTokenRefreshSerializer
+    throttle_classes = [RefreshThrottle]
+
+
+class LogoutSerializer(StrictSerializer):
+    refresh = serializers.CharField()
+
+
+class LogoutView(NoStore, APIView):
+    """POST /api/auth/logout {"refresh"}: blacklist that refresh token. Holding it is the
+    credential, so no access token is needed (one that has expired must not stop a logout)."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+    def get_authenticate_header(self, request) -> str:
+        return 'Bearer realm="api"'  # a bad refresh token is 401, as on /token/refresh
+
+    @extend_schema(request=LogoutSerializer, responses={204: None})
+    @api_errors(InvalidToken)
+    def post(self, request) -> Response:
+        body = LogoutSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            refresh = RefreshToken(body.validated_data["refresh"])
+        except TokenError as error:
+            raise InvalidToken(error.args[0]) from None
+        user_of_token(refresh)
+        refresh.blacklist()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(
+    responses=inline_serializer(
+        "Me",
+        {
+            "id": serializers.IntegerField(),
+            "username": serializers.CharField(),
+            "is_staff": serializers.BooleanField(),
+        },
+    )
+)
+@api_view(["GET"])
+def me(request) -> Response:
+    """Who the Bearer token belongs to. Also the benchmarks' baseline: the claim endpoint's
+    authentication and nothing else."""
+    user = request.user
+    return Response({"id": user.pk, "username": user.get_username(), "is_staff": user.is_staff})
