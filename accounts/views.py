@@ -8,10 +8,14 @@ from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
 from rest_framework_simplejwt.tokens import RefreshToken
 from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
 
-from accounts.authentication import RevocableTokenRefreshSerializer, user_of_token
+from accounts.authentication import (
+    LoginSerializer,
+    RevocableTokenRefreshSerializer,
+    user_of_token,
+)
 from accounts.throttles import LoginThrottle, RefreshThrottle
 from api.schema import api_errors
-from api.serializers import StrictSerializer, StringField
+from api.serializers import StrictSerializer
 
 
 class NoStore:
@@ -23,22 +27,15 @@ class NoStore:
         return response
 
 
-class LoginUsernameSerializer(serializers.Serializer):
-    """The username must be a JSON string: DRF's CharField would log `12345` in as "12345",
-    past the throttle, which does not count what is not a string."""
-
-    username = StringField()
-
-
 class TokenObtainView(NoStore, TokenObtainPairView):
     """POST /api/auth/token: failures throttled per (username, client IP), per username and
     per client IP (accounts.throttles); a successful login is not counted."""
 
+    serializer_class = LoginSerializer
     throttle_classes = [LoginThrottle]
     login_attempt = None  # set by LoginThrottle
 
     def post(self, request, *args, **kwargs) -> Response:
-        LoginUsernameSerializer(data=request.data).is_valid(raise_exception=True)
         response = super().post(request, *args, **kwargs)  # wrong password: raises, counted
         if self.login_attempt is not None:
             self.login_attempt.succeeded()
