@@ -10,7 +10,7 @@ back, so what they count is failures:
   its owner elsewhere;
 - per client IP, `login_ip`, 30 a minute: a ceiling on one address trying many accounts.
 
-An attempt the first bucket refuses is counted in none of them (lua/throttle_take.lua). The
+An attempt the first bucket refuses is counted in none of them (api/lua/throttle_take.lua). The
 account is the one the database resolves the username to, so every spelling that logs in to it
 (case, accents, zero-width and other characters its collation ignores, surrounding spaces)
 shares its buckets. While Redis is away the three are counted in this process."""
