@@ -193,17 +193,25 @@ CACHES = {
     }
 }
 
-# --- Throttles (api/throttles.py): counted in the cache's Redis, open when it is down -----
+# --- Throttles (api/throttles.py, accounts/throttles.py): counted in the cache's Redis; ----
+# while it is down claims pass and password and code guesses are counted per process.
 
 THROTTLE_RATES = {
-    "login_username": os.environ.get("THROTTLE_LOGIN_USERNAME", "10/min"),
+    # Failed logins (API and admin) per (username, client IP): the lockout a guesser meets.
+    "login_username_ip": os.environ.get("THROTTLE_LOGIN_USERNAME_IP", "10/min"),
+    # Failed logins per username from all addresses: high enough that one address (locked
+    # out after 10) cannot lock the account for its owner elsewhere.
+    "login_username": os.environ.get("THROTTLE_LOGIN_USERNAME", "100/min"),
+    # Failed logins per client IP, across usernames.
     "login_ip": os.environ.get("THROTTLE_LOGIN_IP", "30/min"),
+    "refresh": os.environ.get("THROTTLE_REFRESH", "30/min"),  # token refreshes per user
     "claim": os.environ.get("THROTTLE_CLAIM", "60/min"),
-    "redeem": os.environ.get("THROTTLE_REDEEM", "10/min"),
+    "redeem": os.environ.get("THROTTLE_REDEEM", "10/min"),  # code redemptions per user
+    "redeem_ip": os.environ.get("THROTTLE_REDEEM_IP", "60/min"),  # ... per client IP
     # Per user: one shopper cannot take a whole stock by ordering in a loop (SPEC section 19).
     "checkout": os.environ.get("THROTTLE_CHECKOUT", "30/min"),
 }
-# After a Redis failure the throttles skip Redis for this many seconds (requests pass).
+# After a Redis failure the throttles skip Redis for this many seconds.
 THROTTLE_REDIS_BACKOFF = env_float("THROTTLE_REDIS_BACKOFF", 5)
 
 # --- Auth -------------------------------------------------------------------------------------
@@ -242,8 +250,10 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",
     "PAGE_SIZE": 20,
     # Trusted reverse proxies in front of the app (1 behind the shipped nginx): the client IP
-    # that login throttles count is then taken from X-Forwarded-For, not the proxy's address.
-    "NUM_PROXIES": int(os.environ["NUM_PROXIES"]) if os.environ.get("NUM_PROXIES") else None,
+    # the throttles count is then the one the nearest proxy appended to X-Forwarded-For. 0
+    # (the default): the socket's address, and X-Forwarded-For, which any client can write
+    # when it reaches the server directly, is ignored.
+    "NUM_PROXIES": int(os.environ.get("NUM_PROXIES") or 0),
 }
 
 SPECTACULAR_SETTINGS = {
@@ -335,6 +345,12 @@ LOGGING = {
         "django.security.DisallowedHost": {"filters": ["without_traceback"]},
     },
 }
+
+# --- Demo data -------------------------------------------------------------------------------
+
+# `seed_demo` creates users whose password is in the README: only the local and test settings
+# turn this on, so a production deployment (or any settings module of its own) refuses it.
+DEMO_DATA_ALLOWED = False
 
 # --- The operator's admin ---------------------------------------------------------------------
 

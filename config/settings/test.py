@@ -22,3 +22,4 @@ THROTTLE_RATES = {scope: "100000/min" for scope in THROTTLE_RATES}  # noqa: F405
 # it back (tests/ops/test_health.py).
 HEALTH_CACHE_SECONDS = 0.0
 WHITENOISE_AUTOREFRESH = True  # serve static files from the apps; no collectstatic in tests
+DEMO_DATA_ALLOWED = True  # seed_demo's published password is fine here
