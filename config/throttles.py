@@ -152,10 +152,6 @@ class UserThrottle(ScopedThrottle):
         return str(request.user.pk) if request.user.is_authenticated else None
 
 
-class ClaimThrottle(UserThrottle):
-    scope = "claim"
-
-
 class RedeemThrottle(UserThrottle):
     """For POST /api/coupons/redeem (code redemption, SPEC section 11)."""
 

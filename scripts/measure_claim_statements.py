@@ -3,10 +3,10 @@ from the servers: MariaDB's session counters (SHOW SESSION STATUS on the request
 connection, so other clients of the server do not count) and a redis-server of this script's
 own (INFO commandstats; round trips counted at the client's socket).
 
-    .venv/bin/python scripts/measure_claim_statements.py [--requests 20]
+    .venv/bin/python scripts/measure_claim_statements.py [--requests 20] [--port 3306]
 
 Production settings, one thread, in-process (Django's test Client), a database
-`coupons_stmt_<pid>` created and dropped on the MariaDB at 127.0.0.1:3306. Prints, per
+`coupons_stmt_<pid>` created and dropped on the MariaDB at 127.0.0.1:PORT. Prints, per
 scenario, the mean per request of: Questions (every statement the client sent), the Com_*
 counters that moved, Redis round trips and Redis commands (top-level and inside scripts)."""
 
@@ -24,8 +24,9 @@ from pathlib import Path
 ROOT = Path.cwd()
 sys.path.insert(0, str(ROOT))
 DATABASE = f"coupons_stmt_{os.getpid()}"
+PORT = next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--port"), "3306")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
-os.environ["DATABASE_URL"] = f"mysql://root@127.0.0.1:3306/{DATABASE}"
+os.environ["DATABASE_URL"] = f"mysql://root@127.0.0.1:{PORT}/{DATABASE}"
 os.environ.setdefault("ALLOWED_HOSTS", "testserver")
 os.environ.setdefault("LOG_LEVEL", "ERROR")
 os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(60))  # tokens live for this run only
@@ -60,6 +61,7 @@ def start_redis(directory: str) -> tuple[subprocess.Popen, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20, help="measured per scenario")
+    parser.add_argument("--port", default="3306", help="the MariaDB server's port")
     args = parser.parse_args()
 
     import MySQLdb
@@ -67,7 +69,7 @@ def main() -> None:
     directory = tempfile.mkdtemp(prefix="claim-statements-")
     redis_process, redis_url = start_redis(directory)
     os.environ["REDIS_URL"] = os.environ["COUPON_COUNTER_REDIS_URL"] = redis_url
-    admin = MySQLdb.connect(host="127.0.0.1", user="root")
+    admin = MySQLdb.connect(host="127.0.0.1", port=int(PORT), user="root")
     admin.cursor().execute(f"CREATE DATABASE {DATABASE}")
     try:
         run(args.requests)

@@ -22,9 +22,9 @@ def use_counter_at(url: str, *, prefix: str, backoff: float = 5.0) -> CouponCoun
 
 
 def redis_counts(template_id: int, user_id: int) -> list[int | None]:
-    """claimed, peruser, version, peruser-version as the app's counter stores them."""
+    """The confirmed claimed count and user count as the app's counter stores them."""
     stored = coupon_counter().stored(template_id=template_id, user_id=user_id)
-    return [stored.claimed, stored.user, stored.version, stored.user_version]
+    return [stored.claimed, stored.user]
 
 
 def statement_waits(like: str) -> bool:
