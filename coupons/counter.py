@@ -172,7 +172,13 @@ class CouponCounter:
         return f"{self.prefix}coupon:throttle:{hash_tag(template_id)}:{user_id}:{window}"
 
     def screen(
-        self, *, template_id: int, user_id: int, now: datetime, throttle_limit: int, window: int,
+        self,
+        *,
+        template_id: int,
+        user_id: int,
+        now: datetime,
+        throttle_limit: int,
+        window: int,
         throttle_period: int,
     ) -> ScreenResult | None:
         """Count the claim against the throttle and refuse it if the confirmed facts say so,
@@ -228,7 +234,9 @@ class CouponCounter:
         keys = [claimed, peruser, terms_key, lease_key, fence]
         return self._run(self._sync_script, keys, args) is not None
 
-    def fence(self, *, template_id: int, version: int, now: datetime, valid_until: datetime) -> bool:
+    def fence(
+        self, *, template_id: int, version: int, now: datetime, valid_until: datetime
+    ) -> bool:
         """Before a staff change commits: drop the cached terms and raise the fence to
         `version`, so no terms older than that are written again. Returns whether Redis
         confirmed it. Never raises."""

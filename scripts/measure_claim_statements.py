@@ -31,7 +31,9 @@ os.environ.setdefault("ALLOWED_HOSTS", "testserver")
 os.environ.setdefault("LOG_LEVEL", "ERROR")
 os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(60))  # tokens live for this run only
 
-STATUS_SQL = "SHOW SESSION STATUS WHERE Variable_name = 'Questions' OR Variable_name LIKE 'Com\\_%%'"
+STATUS_SQL = (
+    "SHOW SESSION STATUS WHERE Variable_name = 'Questions' OR Variable_name LIKE 'Com\\_%%'"
+)
 
 
 def start_redis(directory: str) -> tuple[subprocess.Popen, str]:
@@ -105,7 +107,7 @@ def run(count: int) -> None:
 
     def redis_commands() -> Counter:
         stats = probe.info("commandstats")
-        return Counter({name[len("cmdstat_"):]: value["calls"] for name, value in stats.items()})
+        return Counter({name[len("cmdstat_") :]: value["calls"] for name, value in stats.items()})
 
     call_command("migrate", verbosity=0)
     users = get_user_model().objects.bulk_create(
@@ -156,7 +158,11 @@ def run(count: int) -> None:
         for i in range(1, count + 1):
             connection.ensure_connection()
             thread_id = connection.connection.thread_id()
-            before, redis_before, trips_before = session_status(), redis_commands(), round_trips["n"]
+            before, redis_before, trips_before = (
+                session_status(),
+                redis_commands(),
+                round_trips["n"],
+            )
             action(i)
             trips += round_trips["n"] - trips_before
             after = redis_commands()
@@ -174,7 +180,8 @@ def run(count: int) -> None:
         detail = ", ".join(f"{k[4:]} {v / count:g}" for k, v in sorted(statements.items()))
         redis_detail = ", ".join(f"{k} {v / count:g}" for k, v in sorted(commands.items()))
         print(
-            f"{name:34} {questions:6.2f} {trips / count:8.2f} {sum(commands.values()) / count:10.2f}"
+            f"{name:34} {questions:6.2f} {trips / count:8.2f}"
+            f" {sum(commands.values()) / count:10.2f}"
             f"  {detail}; {redis_detail}"
         )
 

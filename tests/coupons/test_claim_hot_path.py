@@ -250,6 +250,7 @@ def test_a_claim_that_read_the_old_terms_cannot_cache_them_after_the_raise(
     if not publish_confirmed:
         monkeypatch.setattr(CouponCounter, "publish", lambda self, terms, **when: False)
     answers = []
+
     def claim_slowly() -> None:
         try:
             answers.append(claim(slow, template))

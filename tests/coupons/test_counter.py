@@ -12,13 +12,13 @@ from redis.crc import key_slot
 from coupons.counter import (
     PER_USER_KEYS_OUTLIVE_WINDOW_MS,
     CachedTerms,
-    CouponThrottled,
     CouponCounter,
     CouponLimitReached,
     CouponMayHaveRoom,
     CouponNotInWindow,
     CouponSoldOut,
     CouponTermsMissing,
+    CouponThrottled,
 )
 from tests.helpers import counter_at
 
