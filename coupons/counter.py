@@ -90,8 +90,10 @@ THROTTLED, MAY_HAVE_ROOM, TERMS_MISSING = 4, 0, 5
 # Per-user keys live until the claim window ends plus this margin (for app clocks a little
 # apart); after that a claim is refused by the window anyway, so nothing needs them.
 PER_USER_KEYS_OUTLIVE_WINDOW_MS = 60_000
-# A fence must outlive every claim that may still try to write the terms it fences out.
-FENCE_MIN_TTL_MS = 3_600_000
+# A fence must outlive every claim that may still write back the terms it fences out: such a
+# write lands at most a lease after the claim's read, and then expires on arrival anyway. A
+# fence a failed change left behind only keeps the terms out of Redis this long.
+FENCE_TTL_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -234,30 +236,22 @@ class CouponCounter:
         keys = [claimed, peruser, terms_key, lease_key, fence]
         return self._run(self._sync_script, keys, args) is not None
 
-    def fence(
-        self, *, template_id: int, version: int, now: datetime, valid_until: datetime
-    ) -> bool:
+    def fence(self, *, template_id: int, version: int) -> bool:
         """Before a staff change commits: drop the cached terms and raise the fence to
         `version`, so no terms older than that are written again. Returns whether Redis
         confirmed it. Never raises."""
-        return self._change_terms(template_id, version, now, valid_until, [])
+        return self._change_terms(template_id, version, [])
 
-    def publish(self, terms: CachedTerms, *, now: datetime, read_at: float) -> bool:
+    def publish(self, terms: CachedTerms, *, read_at: float) -> bool:
         """After a staff change commits (or a publish): fence at the new version and cache the
-        new terms. Returns whether Redis confirmed it. Never raises."""
+        new terms, read at `read_at`. Returns whether Redis confirmed it. Never raises."""
         return self._change_terms(
-            terms.template_id,
-            terms.version,
-            now,
-            terms.valid_until,
-            self._terms_args(terms, read_at=read_at),
+            terms.template_id, terms.version, self._terms_args(terms, read_at=read_at)
         )
 
-    def _change_terms(
-        self, template_id: int, fence: int, now: datetime, valid_until: datetime, terms: list
-    ) -> bool:
+    def _change_terms(self, template_id: int, fence: int, terms: list) -> bool:
         _, _, terms_key, lease, fence_key = self.keys(template_id, 0)
-        ttl = max(per_user_ttl_ms(now=now, valid_until=valid_until), FENCE_MIN_TTL_MS)
+        ttl = max(FENCE_TTL_MS, int(self.terms_lease * 4000))
         reply = self._run(self._terms_script, [terms_key, lease, fence_key], [fence, ttl, *terms])
         return reply is not None
 

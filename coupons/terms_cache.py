@@ -44,7 +44,8 @@ DATETIME_COLUMNS = frozenset({"valid_from", "valid_until"})
 # Clocks of app nodes and Redis may be this far apart: a change that could not reach Redis
 # waits this much longer than the lease.
 CLOCK_MARGIN_SECONDS = 0.5
-# A deleted template's fence: no terms version is ever this high.
+# A deleted template's fence: no terms version is ever this high (it lasts FENCE_TTL_MS, past
+# any write-back of terms read before the delete).
 DELETED_VERSION = 2**53
 
 
@@ -99,13 +100,7 @@ def terms_change(template: CouponTemplate, *, deleting: bool = False) -> Iterato
     When Redis does not confirm both steps, the change still commits, and returns only once
     every cached copy of the old terms has expired."""
     counter = coupon_counter()
-    now = clock.now()
-    confirmed = counter.fence(
-        template_id=template.pk,
-        version=version_of(template.updated_at) + 1,
-        now=now,
-        valid_until=template.valid_until,
-    )
+    confirmed = counter.fence(template_id=template.pk, version=version_of(template.updated_at) + 1)
     yield
 
     def publish() -> None:
@@ -124,15 +119,12 @@ def terms_change(template: CouponTemplate, *, deleting: bool = False) -> Iterato
 
 
 def _publish(counter: AnyCounter, template: CouponTemplate, *, deleting: bool) -> bool:
-    now = clock.now()
     if deleting:
-        return counter.fence(
-            template_id=template.pk, version=DELETED_VERSION, now=now, valid_until=now
-        )
-    return counter.publish(cached_terms(template), now=now, read_at=time.time())
+        return counter.fence(template_id=template.pk, version=DELETED_VERSION)
+    return counter.publish(cached_terms(template), read_at=time.time())
 
 
 def terms_publish_new(template: CouponTemplate) -> None:
     """After a template is created: cache its terms (best effort: a claim reads them from the
     database when they are missing; nothing older can exist)."""
-    coupon_counter().publish(cached_terms(template), now=clock.now(), read_at=time.time())
+    coupon_counter().publish(cached_terms(template), read_at=time.time())

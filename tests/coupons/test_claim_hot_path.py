@@ -248,7 +248,7 @@ def test_a_claim_that_read_the_old_terms_cannot_cache_them_after_the_raise(
     slow = UserFactory()
     stall = StalledFactsRead(monkeypatch, slow.pk)
     if not publish_confirmed:
-        monkeypatch.setattr(CouponCounter, "publish", lambda self, terms, **when: False)
+        monkeypatch.setattr(CouponCounter, "publish", lambda self, terms, **read: False)
     answers = []
 
     def claim_slowly() -> None:

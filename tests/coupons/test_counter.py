@@ -10,6 +10,7 @@ from django.conf import settings
 from redis.crc import key_slot
 
 from coupons.counter import (
+    FENCE_TTL_MS,
     PER_USER_KEYS_OUTLIVE_WINDOW_MS,
     CachedTerms,
     CouponCounter,
@@ -64,7 +65,7 @@ def record(counter, *, user_id=7, db_claimed=None, db_user=None, **terms):
 
 
 def cache_terms(counter, terms=TERMS) -> None:
-    assert counter.publish(terms, now=NOW, read_at=time.time())
+    assert counter.publish(terms, read_at=time.time())
 
 
 def stored(counter, user_id=7) -> list[int | None]:
@@ -142,9 +143,7 @@ def test_a_staff_change_fences_out_claims_that_read_the_old_row(counter):
     """A claim reads the old row (version 1000) while staff raise the total: the fence set
     before the change commits refuses its write-back, lease or not."""
     missing = screen(counter)
-    assert counter.fence(
-        template_id=TEMPLATE, version=TERMS.version + 1, now=NOW, valid_until=TERMS.valid_until
-    )
+    assert counter.fence(template_id=TEMPLATE, version=TERMS.version + 1)
     again = screen(counter)  # a claim that misses after the fence, still reading the old row
 
     for lease in (missing.lease, again.lease):
@@ -152,7 +151,7 @@ def test_a_staff_change_fences_out_claims_that_read_the_old_row(counter):
     assert isinstance(screen(counter), CouponTermsMissing)
 
     raised = CachedTerms(**{**TERMS.__dict__, "version": TERMS.version + 5, "total": 10})
-    assert counter.publish(raised, now=NOW, read_at=time.time())
+    assert counter.publish(raised, read_at=time.time())
     assert isinstance(screen(counter), CouponMayHaveRoom)
     # A late write-back of the old row, even with a lease taken now, changes nothing.
     counter.record(
@@ -165,16 +164,16 @@ def test_a_staff_change_fences_out_claims_that_read_the_old_row(counter):
 def test_an_older_publish_never_replaces_newer_terms(counter):
     newer = CachedTerms(**{**TERMS.__dict__, "version": TERMS.version + 5, "total": 10})
     record(counter, db_claimed=3)
-    assert counter.publish(newer, now=NOW, read_at=time.time())
+    assert counter.publish(newer, read_at=time.time())
 
-    counter.publish(TERMS, now=NOW, read_at=time.time())  # a slower, earlier edit's publish
+    counter.publish(TERMS, read_at=time.time())  # a slower, earlier edit's publish
 
     assert isinstance(screen(counter), CouponMayHaveRoom)
 
 
 def test_cached_terms_expire_a_lease_after_the_read_they_came_from(counter):
     long_ago = time.time() - counter.terms_lease - 1
-    counter.publish(TERMS, now=NOW, read_at=long_ago)
+    counter.publish(TERMS, read_at=long_ago)
     missing = screen(counter)
     record(counter, db_claimed=3, terms=TERMS, lease=missing.lease, read_at=long_ago)
 
@@ -218,7 +217,7 @@ def test_scripts_reload_themselves_after_script_flush(own_redis):
 
     assert isinstance(screen(counter), CouponMayHaveRoom)
     assert record(counter, db_claimed=0, db_user=0)
-    assert counter.fence(template_id=TEMPLATE, version=2_000, now=NOW, valid_until=NOW)
+    assert counter.fence(template_id=TEMPLATE, version=2_000)
 
 
 def test_unreachable_redis_is_swallowed_and_backs_off(own_redis):
@@ -227,11 +226,11 @@ def test_unreachable_redis_is_swallowed_and_backs_off(own_redis):
 
     assert screen(counter) is None
     assert record(counter, db_claimed=0, db_user=0) is False
-    assert counter.fence(template_id=TEMPLATE, version=2_000, now=NOW, valid_until=NOW) is False
+    assert counter.fence(template_id=TEMPLATE, version=2_000) is False
     own_redis.start()
     # Still inside the back-off: Redis is not even asked.
     assert screen(counter) is None
-    assert counter.publish(TERMS, now=NOW, read_at=time.time()) is False
+    assert counter.publish(TERMS, read_at=time.time()) is False
     assert own_redis.client().dbsize() == 0
 
 
@@ -245,3 +244,13 @@ def test_counts_expire_when_the_claim_window_ends(counter):
     ttls = [counter.client.pttl(key) for key in counter.keys(TEMPLATE, 7)[:2]]
 
     assert all(expected_ms - 5_000 < ttl <= expected_ms for ttl in ttls), ttls
+
+
+def test_a_fence_lasts_a_minute(counter):
+    """Long enough for every write-back of terms read before a change (each lands within a
+    lease of its read); a fence a failed change left behind keeps the terms out no longer."""
+    assert counter.fence(template_id=TEMPLATE, version=TERMS.version + 1)
+
+    ttl = counter.client.pttl(counter.keys(TEMPLATE, 7)[4])
+
+    assert FENCE_TTL_MS - 5_000 < ttl <= FENCE_TTL_MS

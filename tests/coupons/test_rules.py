@@ -145,7 +145,7 @@ def test_the_lua_claim_script_refuses_exactly_what_the_rule_decides(redis_namesp
             valid_until=facts.valid_until,
             row={},
         )
-        assert counter.publish(terms, now=NOW, read_at=time.time())
+        assert counter.publish(terms, read_at=time.time())
 
         counted = screen()
 
