@@ -100,7 +100,9 @@ def test_limit_and_window_refusals_with_the_facts_in_redis_make_no_database_stat
     assert claim(newcomer, template) == (409, "not_in_window")
 
 
-def test_a_throttled_claim_makes_no_database_statement_and_counts_per_template(settings):
+def test_a_throttled_claim_makes_no_database_statement_and_counts_per_template(
+    settings, frozen_now
+):
     settings.THROTTLE_RATES = {**settings.THROTTLE_RATES, "claim": "2/min"}
     first, second = publish(total=10, per_user_limit=10), publish(total=10, per_user_limit=10)
     user = UserFactory()
@@ -108,7 +110,7 @@ def test_a_throttled_claim_makes_no_database_statement_and_counts_per_template(s
     assert [client.post(claim_url(first)).status_code for _ in range(2)] == [201, 201]
 
     extra = statements_beyond_authentication(user, claim_url(first))
-    over = client.post(claim_url(first))
+    over = client.post(claim_url(first), HTTP_IDEMPOTENCY_KEY="retry-me")
 
     assert extra == {}
     assert (over.status_code, over.json()["code"]) == (429, "throttled")
@@ -116,6 +118,11 @@ def test_a_throttled_claim_makes_no_database_statement_and_counts_per_template(s
     # Its keys are in the template's cluster slot: the rate is per user and template.
     assert client.post(claim_url(second)).status_code == 201
     assert_exact(first, 2)
+    # A 429 did nothing, so it is not kept as the key's answer: the retry runs.
+    frozen_now(frozen_now.now() + timedelta(minutes=1))
+    retried = client.post(claim_url(first), HTTP_IDEMPOTENCY_KEY="retry-me")
+    assert retried.status_code == 201
+    assert_exact(first, 3)
 
 
 def test_a_successful_claim_is_four_statements_and_two_redis_round_trips(own_redis):
