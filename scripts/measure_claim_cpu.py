@@ -7,7 +7,7 @@ template has room (a new user each time), a sold-out claim, and the claim servic
 
 It creates (and drops afterwards) its own database `coupons_cpu_<pid>` and counts under its
 own Redis key prefix on REDIS_URL, deleting those keys afterwards. It only uses the HTTP API
-and `services.coupon_claim`, so the same script measures older versions of the code too
+and `issuing.coupon_claim`, so the same script measures older versions of the code too
 (run it from their checkout). Prints one row per scenario: median and mean CPU (process time)
 and wall time per request in milliseconds."""
 
@@ -21,12 +21,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path.cwd()
 sys.path.insert(0, str(ROOT))
 DATABASE = f"coupons_cpu_{os.getpid()}"
 # The MariaDB server's port (a private server keeps other clients' load out of the numbers).
-PORT = next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--port"), "3306")
+PORT = next(
+    (sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--port"),
+    str(urlsplit(os.environ.get("DATABASE_URL", "")).port or 3306),  # the caller's server
+)
 PREFIX = f"cpu-{os.getpid()}:"
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 os.environ["DATABASE_URL"] = f"mysql://root@127.0.0.1:{PORT}/{DATABASE}"
@@ -89,7 +93,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=400, help="measured per scenario")
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--profile", help="profile the scenario whose name contains this")
-    parser.add_argument("--port", default="3306", help="the MariaDB server's port")
+    parser.add_argument(
+        "--port", default=PORT, help="the MariaDB server's port (default: DATABASE_URL's, or 3306)"
+    )
     args = parser.parse_args()
 
     import MySQLdb
@@ -118,8 +124,8 @@ def run(count: int, warmup: int, profiled: str | None) -> None:
     from django.test import Client
     from rest_framework_simplejwt.tokens import AccessToken
 
-    from config import clock
-    from coupons import services
+    from core import clock
+    from coupons.services import issuing, templates
 
     call_command("migrate", verbosity=0)
     users = get_user_model().objects.bulk_create(
@@ -129,7 +135,7 @@ def run(count: int, warmup: int, profiled: str | None) -> None:
     now = clock.now()
 
     def template(total: int) -> int:
-        return services.coupon_template_publish(
+        return templates.coupon_template_publish(
             name=f"cpu {total}",
             type="direct",
             value=100,
@@ -156,7 +162,7 @@ def run(count: int, warmup: int, profiled: str | None) -> None:
         "claim, sold out (409)": lambda i: request(
             "post", f"/api/coupons/{sold_out}/claim", 2 * per + i, 409
         ),
-        "services.coupon_claim alone (issued)": lambda i: services.coupon_claim(
+        "issuing.coupon_claim alone (issued)": lambda i: issuing.coupon_claim(
             template_id=service_only, user_id=users[3 * per + i].pk
         ),
     }

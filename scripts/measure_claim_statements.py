@@ -20,11 +20,15 @@ import time
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path.cwd()
 sys.path.insert(0, str(ROOT))
 DATABASE = f"coupons_stmt_{os.getpid()}"
-PORT = next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--port"), "3306")
+PORT = next(
+    (sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--port"),
+    str(urlsplit(os.environ.get("DATABASE_URL", "")).port or 3306),  # the caller's server
+)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 os.environ["DATABASE_URL"] = f"mysql://root@127.0.0.1:{PORT}/{DATABASE}"
 os.environ.setdefault("ALLOWED_HOSTS", "testserver")
@@ -63,7 +67,9 @@ def start_redis(directory: str) -> tuple[subprocess.Popen, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20, help="measured per scenario")
-    parser.add_argument("--port", default="3306", help="the MariaDB server's port")
+    parser.add_argument(
+        "--port", default=PORT, help="the MariaDB server's port (default: DATABASE_URL's, or 3306)"
+    )
     args = parser.parse_args()
 
     import MySQLdb
@@ -92,8 +98,8 @@ def run(count: int) -> None:
     from django.test import Client
     from rest_framework_simplejwt.tokens import AccessToken
 
-    from config import clock
-    from coupons import services
+    from core import clock
+    from coupons.services import templates
 
     round_trips = Counter()
     send = redis.connection.Connection.send_packed_command
@@ -117,7 +123,7 @@ def run(count: int) -> None:
     now = clock.now()
 
     def template(total: int) -> int:
-        return services.coupon_template_publish(
+        return templates.coupon_template_publish(
             name=f"stmt {total}",
             type="direct",
             value=100,

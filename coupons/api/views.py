@@ -5,11 +5,11 @@ from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
-from config import clock
-from config.schema import api_errors
-from config.throttles import RedeemThrottle
-from core.idempotency import idempotent
-from coupons import selectors, services
+from api.idempotency import idempotent
+from api.schema import api_errors
+from api.throttles import RedeemThrottle
+from core import clock
+from coupons import selectors
 from coupons.api.serializers import (
     MineQuerySerializer,
     RedeemInputSerializer,
@@ -24,6 +24,7 @@ from coupons.errors import (
     ClaimThrottled,
     TemplateNotFound,
 )
+from coupons.services import issuing
 
 
 class CouponListView(GenericAPIView):
@@ -40,14 +41,14 @@ class CouponListView(GenericAPIView):
 class CouponClaimView(GenericAPIView):
     serializer_class = UserCouponSerializer
     # The claim throttle is counted in the claim's own Redis round trip (SPEC section 15),
-    # per user and template: coupons.services raises ClaimThrottled.
+    # per user and template: coupons.services.issuing raises ClaimThrottled.
     throttle_classes = []
 
     @extend_schema(request=None, responses={201: UserCouponSerializer})
     @api_errors(TemplateNotFound, ClaimNotInWindow, ClaimSoldOut, ClaimLimitReached, ClaimThrottled)
     @idempotent
     def post(self, request, template_id: int):
-        coupon = services.coupon_claim(template_id=template_id, user_id=request.user.pk)
+        coupon = issuing.coupon_claim(template_id=template_id, user_id=request.user.pk)
         data = user_coupon_data(coupon, now=clock.now())
         return Response(data, status=status.HTTP_201_CREATED)
 
@@ -67,9 +68,7 @@ class CouponRedeemView(GenericAPIView):
     def post(self, request):
         payload = RedeemInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        coupon = services.coupon_redeem(
-            code=payload.validated_data["code"], user_id=request.user.pk
-        )
+        coupon = issuing.coupon_redeem(code=payload.validated_data["code"], user_id=request.user.pk)
         data = user_coupon_data(coupon, now=clock.now())
         return Response(data, status=status.HTTP_201_CREATED)
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from config import clock
-from coupons import services
+from core import clock
 from coupons.models import CouponTemplate
-from tests.factories import UserFactory
+from coupons.services import issuing
+from tests.support.factories import UserFactory
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -70,6 +70,7 @@ def fill_template_form(page: Page, *, name: str, value: str) -> None:
     page.fill("#id_valid_until_1", end.strftime("%H:%M:%S"))
 
 
+@pytest.mark.servers
 @pytest.mark.django_db(transaction=True)
 def test_the_operator_journey(page: Page, live_server):
     UserFactory(username="operator", password=PASSWORD, is_staff=True, is_superuser=True)
@@ -118,7 +119,7 @@ def test_the_operator_journey(page: Page, live_server):
     assert (template.name, template.total) == ("Spring sale (extended)", 200)
 
     # A shopper claims: the terms are frozen and shown read-only, the funnel and chart move.
-    services.coupon_claim(template_id=template.pk, user_id=shopper.pk)
+    issuing.coupon_claim(template_id=template.pk, user_id=shopper.pk)
     page.goto(f"{admin}coupons/coupontemplate/{template.pk}/change/")
     expect(page.locator("#id_value")).to_have_count(0)
     expect(page.locator(".form-row.field-value_shown .readonly")).to_have_text("¥50.00")

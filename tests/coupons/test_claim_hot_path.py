@@ -12,14 +12,14 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from config import clock
-from coupons import services
+from core import clock
 from coupons.counter import CouponCounter, coupon_counter
 from coupons.models import CouponTemplate, UserCoupon
-from tests.concurrency import run_together
-from tests.conftest import bearer_client
-from tests.factories import UserFactory
-from tests.helpers import claim_url, redis_counts, statements_made_by, use_counter_at
+from coupons.services import issuing, templates
+from tests.support.clients import bearer_client
+from tests.support.concurrency import run_together
+from tests.support.factories import UserFactory
+from tests.support.helpers import claim_url, redis_counts, statements_made_by, use_counter_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,7 +35,7 @@ def publish(**terms) -> CouponTemplate:
         "valid_from": now - timedelta(hours=1),
         "valid_until": now + timedelta(hours=1),
     }
-    return services.coupon_template_publish(**(defaults | terms))
+    return templates.coupon_template_publish(**(defaults | terms))
 
 
 def claim(user, template) -> tuple[int, str | None]:
@@ -125,6 +125,7 @@ def test_a_throttled_claim_makes_no_database_statement_and_counts_per_template(
     assert_exact(first, 3)
 
 
+@pytest.mark.servers
 def test_a_successful_claim_is_four_statements_and_two_redis_round_trips(own_redis):
     template = publish(total=100)
     warm = UserFactory()
@@ -183,7 +184,7 @@ def test_a_raised_total_admits_the_next_claim_while_refusals_storm():
         thread.start()
     try:
         for total in range(3, 8):
-            services.coupon_template_edit(template_id=template.pk, changes={"total": total})
+            templates.coupon_template_edit(template_id=template.pk, changes={"total": total})
             assert claim(UserFactory(), template) == (201, None), total
     finally:
         stop.set()
@@ -201,7 +202,7 @@ def test_a_raised_per_user_limit_admits_the_users_next_claim():
     assert claim(user, template) == (201, None)
     assert claim(user, template) == (409, "limit_reached")  # from Redis
 
-    services.coupon_template_edit(template_id=template.pk, changes={"per_user_limit": 2})
+    templates.coupon_template_edit(template_id=template.pk, changes={"per_user_limit": 2})
 
     assert claim(user, template) == (201, None)
     assert claim(user, template) == (409, "limit_reached")
@@ -212,7 +213,7 @@ def test_a_moved_window_admits_the_next_claim(frozen_now):
     frozen_now(template.valid_until + timedelta(minutes=1))
     assert claim(UserFactory(), template) == (409, "not_in_window")  # from Redis
 
-    services.coupon_template_edit(
+    templates.coupon_template_edit(
         template_id=template.pk, changes={"valid_until": template.valid_until + timedelta(hours=1)}
     )
 
@@ -226,7 +227,7 @@ class StalledFactsRead:
     def __init__(self, monkeypatch, user_id: int):
         self.read = threading.Event()
         self.release = threading.Event()
-        real = services._claim_facts
+        real = issuing.claim_facts
 
         def stalled(*, template_id: int, user_id: int):
             facts = real(template_id=template_id, user_id=user_id)
@@ -236,7 +237,7 @@ class StalledFactsRead:
             return facts
 
         self.user_id = user_id
-        monkeypatch.setattr(services, "_claim_facts", stalled)
+        monkeypatch.setattr(issuing, "claim_facts", stalled)
 
 
 @pytest.mark.parametrize("publish_confirmed", [True, False])
@@ -269,7 +270,7 @@ def test_a_claim_that_read_the_old_terms_cannot_cache_them_after_the_raise(
     assert stall.read.wait(timeout=30)
 
     started = time.monotonic()
-    services.coupon_template_edit(template_id=template.pk, changes={"total": 3})
+    templates.coupon_template_edit(template_id=template.pk, changes={"total": 3})
     edit_took = time.monotonic() - started
     stall.release.set()
     stalled.join()
@@ -282,6 +283,7 @@ def test_a_claim_that_read_the_old_terms_cannot_cache_them_after_the_raise(
     assert_exact(template, 3)
 
 
+@pytest.mark.servers
 def test_a_raise_while_redis_is_unreachable_returns_once_the_cached_terms_expired(
     own_redis, redis_namespace
 ):
@@ -292,7 +294,7 @@ def test_a_raise_while_redis_is_unreachable_returns_once_the_cached_terms_expire
     use_counter_at("redis://127.0.0.1:1/0", prefix=redis_namespace, terms_lease=1.0)
 
     started = time.monotonic()
-    services.coupon_template_edit(template_id=template.pk, changes={"total": 2})
+    templates.coupon_template_edit(template_id=template.pk, changes={"total": 2})
     edit_took = time.monotonic() - started
 
     assert edit_took >= counter.terms_lease
@@ -307,7 +309,7 @@ def test_a_deleted_template_is_not_found_although_its_terms_were_cached():
     template = publish(total=5)
     assert coupon_counter().stored_terms(template_id=template.pk) is not None
 
-    services.coupon_template_delete(template_id=template.pk)
+    templates.coupon_template_delete(template_id=template.pk)
 
     assert coupon_counter().stored_terms(template_id=template.pk) is None
     assert claim(UserFactory(), template) == (404, "not_found")
@@ -329,6 +331,7 @@ def storm(template, users, *, during=None) -> list[int]:
             side.join()
 
 
+@pytest.mark.servers
 def test_flushall_mid_storm_stays_exact(own_redis):
     template = publish(total=15, per_user_limit=2)
     users = UserFactory.create_batch(20)
@@ -346,6 +349,7 @@ def test_flushall_mid_storm_stays_exact(own_redis):
     assert claim(UserFactory(), template) == (409, "sold_out")
 
 
+@pytest.mark.servers
 def test_redis_stopped_mid_storm_stays_exact(own_redis):
     template = publish(total=15, per_user_limit=2)
     users = UserFactory.create_batch(20)
@@ -360,6 +364,7 @@ def test_redis_stopped_mid_storm_stays_exact(own_redis):
     assert_exact(template, 15)
 
 
+@pytest.mark.servers
 def test_a_stalled_redis_mid_storm_stays_exact_and_costs_one_timeout(own_redis):
     """SIGSTOP: Redis accepts and answers nothing for a while, then comes back."""
     template = publish(total=15, per_user_limit=2)

@@ -8,15 +8,15 @@ import pytest
 from redis.crc import key_slot
 from rest_framework_simplejwt.tokens import AccessToken
 
-from coupons import services
 from coupons.counter import LUA_DIR, CouponCounter, install_coupon_counter
 from coupons.models import CouponTemplate, UserCoupon
-from tests.app_server import AppServer
-from tests.concurrency import run_together
-from tests.factories import CouponTemplateFactory, UserFactory
-from tests.redis_cluster import OwnRedisCluster
+from coupons.services import templates
+from tests.support.app_server import AppServer
+from tests.support.concurrency import run_together
+from tests.support.factories import CouponTemplateFactory, UserFactory
+from tests.support.redis_cluster import OwnRedisCluster
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.servers]
 SCRIPT_SHAS = [
     hashlib.sha1((LUA_DIR / name).read_bytes()).hexdigest() for name in ("claim.lua", "sync.lua")
 ]  # the two scripts of every claim: the screen and the record of what the database showed
@@ -105,7 +105,7 @@ def test_two_apps_on_a_redis_cluster_stay_exact_through_script_flush(
         assert node.script_flush()
         assert node.script_exists(*SCRIPT_SHAS) == [False, False]
     install_coupon_counter(counter)
-    services.coupon_template_edit(template_id=template.pk, changes={"total": 45})
+    templates.coupon_template_edit(template_id=template.pk, changes={"total": 45})
     latecomers = UserFactory.create_batch(25)
     answers = storm(two_apps, template, latecomers)
 

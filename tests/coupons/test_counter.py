@@ -21,7 +21,7 @@ from coupons.counter import (
     CouponTermsMissing,
     CouponThrottled,
 )
-from tests.helpers import counter_at
+from tests.support.helpers import counter_at
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 TEMPLATE = 42
@@ -208,6 +208,7 @@ def test_key_names():
     assert counter.throttle_key(42, 7, 9) == "coupon:throttle:{42}:7:9"
 
 
+@pytest.mark.servers
 def test_scripts_reload_themselves_after_script_flush(own_redis):
     counter = counter_at(own_redis.url)
     cache_terms(counter)
@@ -220,6 +221,7 @@ def test_scripts_reload_themselves_after_script_flush(own_redis):
     assert counter.fence(template_id=TEMPLATE, version=2_000)
 
 
+@pytest.mark.servers
 def test_unreachable_redis_is_swallowed_and_backs_off(own_redis):
     counter = counter_at(own_redis.url, backoff=60)
     own_redis.stop()

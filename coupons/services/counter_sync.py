@@ -1,0 +1,63 @@
+"""Telling Redis what the database showed, after an issue, a refusal or a failure: the counts
+as floors, and the template's terms under the lease the claim's screen handed out (SPEC
+section 15; docs/decisions/0200-claim-refusals-from-redis.md). The database always decides."""
+
+import logging
+from datetime import datetime
+
+from django.db import DatabaseError
+
+from core import clock
+from coupons.counter import AnyCounter, coupon_counter
+from coupons.errors import TemplateNotFound
+from coupons.models import CouponTemplate
+from coupons.services.claim_sql import ClaimFacts, claim_facts
+from coupons.services.terms_cache import cached_terms
+
+logger = logging.getLogger(__name__)
+
+
+def record_facts(
+    counter: AnyCounter,
+    facts: ClaimFacts,
+    *,
+    user_id: int,
+    now: datetime,
+    lease: str | None = None,
+    read_at: float | None = None,
+) -> None:
+    """Tell Redis what the database showed: both counts, and the terms under `lease` (read at
+    `read_at`, time.time() before the read)."""
+    counter.record(
+        template_id=facts.template.pk,
+        user_id=user_id,
+        db_claimed=facts.terms.claimed_count,
+        db_user=facts.user_claims,
+        now=now,
+        valid_until=facts.terms.valid_until,
+        terms=None if lease is None else cached_terms(facts.template),
+        lease=lease,
+        read_at=read_at,
+    )
+
+
+def resync_from_database(counter: AnyCounter, *, template_id: int, user_id: int) -> None:
+    """After a failed claim transaction: tell Redis the counts the database holds."""
+    try:
+        facts = claim_facts(template_id=template_id, user_id=user_id)
+    except (DatabaseError, TemplateNotFound):
+        logger.exception("could not recount template %s after a failed claim", template_id)
+        return
+    record_facts(counter, facts, user_id=user_id, now=clock.now())
+
+
+def coupon_counters_rebuild(*, template_id: int) -> int:
+    """Reset one template's Redis facts to the database: the confirmed claimed count is set to
+    claimed_count, per-user counts and the cached terms are dropped (each comes back from the
+    database on the next claim). Returns the claimed_count written. Raises when Redis is
+    unreachable."""
+    template = CouponTemplate.objects.filter(pk=template_id).only("claimed_count").first()
+    if template is None:
+        raise TemplateNotFound()
+    coupon_counter().rebuild_template(template_id=template_id, db_claimed=template.claimed_count)
+    return template.claimed_count
