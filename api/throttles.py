@@ -152,6 +152,12 @@ class UserThrottle(ScopedThrottle):
         return str(request.user.pk) if request.user.is_authenticated else None
 
 
+class CheckoutThrottle(UserThrottle):
+    """For POST /api/orders: with MAX_UNPAID_ORDERS, no hoarding of stock (SPEC section 19)."""
+
+    scope = "checkout"
+
+
 class RedeemThrottle(UserThrottle):
     """For POST /api/coupons/redeem (code redemption, SPEC section 11)."""
 

@@ -20,6 +20,7 @@ SPEC_DEFAULTS = {
     "login_ip": "30/min",
     "claim": "60/min",
     "redeem": "10/min",
+    "checkout": "30/min",
 }
 
 
