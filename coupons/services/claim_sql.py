@@ -36,6 +36,7 @@ class ClaimFacts:
 # term they need is added to TEMPLATE_SUMMARY_COLUMNS.
 TEMPLATE_FACT_COLUMNS = ("total", "claimed_count", "per_user_limit", "valid_from", "valid_until")
 TEMPLATE_SUMMARY_COLUMNS = (
+    "updated_at",  # the terms' version (coupons.services.terms_cache)
     "name",
     "type",
     "value",
@@ -51,17 +52,12 @@ CLAIM_FACTS_SQL = (
     " (SELECT COUNT(*) FROM user_coupons u WHERE u.template_id = t.id AND u.user_id = %s)"
     " FROM coupon_templates t WHERE t.id = %s"
 )
-# The two counts alone, read back after an issue for the sync.
-CLAIM_COUNTS_SQL = (
-    "SELECT claimed_count,"
-    " (SELECT COUNT(*) FROM user_coupons u WHERE u.template_id = t.id AND u.user_id = %s)"
-    " FROM coupon_templates t WHERE t.id = %s"
-)
 # The only statement that waits for the template's row: it counts the claim if, at that
 # moment, there is room, the slot is within the limit and the window covers now. It takes
-# the row lock; the insert and the commit follow at once.
+# the row lock; the insert and the commit follow at once. LAST_INSERT_ID(expr) hands the new
+# count back in the UPDATE's own reply (the cursor's lastrowid): no read after it.
 COUNT_THE_CLAIM_SQL = (
-    "UPDATE coupon_templates SET claimed_count = claimed_count + 1"
+    "UPDATE coupon_templates SET claimed_count = LAST_INSERT_ID(claimed_count + 1)"
     " WHERE id = %s AND claimed_count < total AND per_user_limit >= %s"
     " AND valid_from <= %s AND valid_until >= %s"
 )
