@@ -71,7 +71,8 @@ def idempotent(handler: Callable) -> Callable:
         record_finish(record_id=begun.pk, response=response)
         return response
 
-    wrapper.idempotent = True  # read by the schema generator to document the header
+    # Read by the schema generator (getattr) to document the header.
+    setattr(wrapper, "idempotent", True)  # noqa: B010
     return wrapper
 
 
@@ -83,7 +84,11 @@ def key_validate(key: str) -> None:
 def request_digest(request: Request) -> str:
     """What makes two requests "the same": method, path with query string, and body bytes."""
     digest = hashlib.sha256()
-    for part in (request.method.encode(), request.get_full_path().encode(), request._request.body):
+    for part in (
+        (request.method or "").encode(),
+        request.get_full_path().encode(),
+        request._request.body,
+    ):
         digest.update(len(part).to_bytes(8, "big"))  # length-prefixed: no ambiguous joins
         digest.update(part)
     return digest.hexdigest()
@@ -127,7 +132,8 @@ def record_begin(
             continue
         if earlier.request_digest != request_digest:
             raise IdempotencyKeyReused()
-        if earlier.response_status is None:
+        # record_finish writes the status and the body together.
+        if earlier.response_status is None or earlier.response_body is None:
             raise RequestInProgress()
         return StoredAnswer(status=earlier.response_status, body=earlier.response_body)
     raise RequestInProgress()

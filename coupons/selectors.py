@@ -155,8 +155,9 @@ def template_funnel(template: CouponTemplate, *, now: datetime) -> TemplateFunne
     return TemplateFunnel(
         claimed=template.claimed_count,
         total=template.total,
-        used=template.used_count,
-        expired=template.expired_count,
+        # Annotated by templates_with_funnel; the stubs know only the model's fields.
+        used=template.used_count,  # type: ignore[attr-defined]
+        expired=template.expired_count,  # type: ignore[attr-defined]
     )
 
 

@@ -106,5 +106,5 @@ def healthz(request) -> JsonResponse:
     response = JsonResponse(body, status=503 if overall == "down" else 200)
     # A load balancer polls this every few seconds: the outage is logged where it is met
     # (ops.database_faults), not once more per poll by django.request.
-    response._has_been_logged = True
+    setattr(response, "_has_been_logged", True)  # noqa: B010  (Django's private flag)
     return response

@@ -95,6 +95,7 @@ def orders_using_coupons(
             admin_url=reverse("admin:orders_order_change", args=[order.pk]),
         )
         for order in orders.order_by("-id")[:limit]
+        if order.coupon_id is not None  # always, by the filter above; for the type
     ]
 
 

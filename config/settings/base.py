@@ -95,13 +95,13 @@ TEMPLATES = [
 DATABASE_LOCK_WAIT_TIMEOUT = int(os.environ.get("DB_LOCK_WAIT_TIMEOUT", "5"))
 
 
-def database_from_env() -> dict:
+def database_from_env() -> dj_database_url.DBConfig:
     url = os.environ.get("DATABASE_URL", "")
     if not url:
         VAR_DIR.mkdir(exist_ok=True)
         return {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "db.sqlite3",
+            "NAME": str(VAR_DIR / "db.sqlite3"),
             # IMMEDIATE makes write transactions take the write lock at BEGIN, so they
             # serialize instead of failing with "database is locked" halfway through.
             "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},

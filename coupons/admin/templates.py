@@ -130,11 +130,11 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
 
     @admin.display(description=gettext_lazy("used"), ordering="used_count")
     def used(self, template: CouponTemplate) -> int:
-        return template.used_count
+        return template.used_count  # type: ignore[attr-defined]  # annotated: templates_with_funnel
 
     @admin.display(description=gettext_lazy("expired"), ordering="expired_count")
     def expired(self, template: CouponTemplate) -> int:
-        return template.expired_count
+        return template.expired_count  # type: ignore[attr-defined]  # annotated: templates_with_funnel
 
     @admin.display(description=gettext_lazy("redemption rate"))
     def redemption_rate(self, template: CouponTemplate) -> str:
@@ -142,7 +142,7 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
 
     @admin.display(description=gettext_lazy("state"))
     def state(self, template: CouponTemplate) -> str:
-        return STATE_LABELS[selectors.template_state(template, now=clock.now())]
+        return str(STATE_LABELS[selectors.template_state(template, now=clock.now())])
 
     def has_delete_permission(self, request, obj=None) -> bool:
         if obj is not None and obj.claimed_count > 0:
@@ -205,7 +205,12 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
         except TemplateInvalid as error:
             # The services re-check under the row lock; a claim that landed after the form's
             # check is refused there and comes back as form errors (RefusalAsFormErrorAdmin).
-            raise RefusedOnSave(error.fields or {None: [error.detail]}) from error
+            errors: dict[str | None, list[str]] = (
+                {field: messages for field, messages in error.fields.items()}
+                if error.fields
+                else {None: [str(error.detail)]}
+            )
+            raise RefusedOnSave(errors) from error
         obj.pk = saved.pk
         obj.refresh_from_db()
 

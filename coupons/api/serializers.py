@@ -96,7 +96,10 @@ class ShopperTemplateSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.ChoiceField(choices=SHOPPER_STATES))
     def get_state(self, template: CouponTemplate) -> str:
         return selectors.shopper_state(
-            template, claimed_by_me=template.claimed_by_me, now=self.context["now"]
+            # Annotated by the shopper list's queryset; the stubs know only the model's fields.
+            template,
+            claimed_by_me=template.claimed_by_me,  # type: ignore[attr-defined]
+            now=self.context["now"],
         )
 
 
@@ -156,7 +159,10 @@ class UserCouponSerializer(serializers.Serializer):
         read_only=True, help_text="The coupon's own use window, stamped when it was issued."
     )
     valid_until = serializers.DateTimeField(read_only=True)
-    source = serializers.ChoiceField(choices=UserCoupon.Source.choices, read_only=True)
+    # DRF's metaclass takes declared fields off the class; the stubs see Field.source.
+    source = serializers.ChoiceField(  # type: ignore[assignment]
+        choices=UserCoupon.Source.choices, read_only=True
+    )
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
     template = TemplateTermsSerializer(read_only=True)
@@ -181,7 +187,7 @@ def user_coupon_data(coupon: UserCoupon, *, now: datetime) -> dict[str, Any]:
         "user_id": coupon.user_id,
         "template_id": coupon.template_id,
         "status": selectors.derived_status(coupon, now=now),
-        "used_at": _datetime.to_representation(coupon.used_at),
+        "used_at": None if coupon.used_at is None else _datetime.to_representation(coupon.used_at),
         "valid_from": _datetime.to_representation(coupon.valid_from),
         "valid_until": _datetime.to_representation(coupon.valid_until),
         "source": coupon.source,

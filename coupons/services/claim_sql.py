@@ -129,9 +129,11 @@ def _from_db(column: str, value: Any) -> Any:
         return None
     field = CouponTemplate._meta.get_field(column)
     if isinstance(field, models.DateTimeField):
-        return connection.ops.convert_datetimefield_value(value, None, connection)
+        # MySQL's operations have this converter; the stubs type only the base class.
+        return connection.ops.convert_datetimefield_value(value, None, connection)  # type: ignore[attr-defined]
     if isinstance(field, models.JSONField):
-        return field.from_db_value(value, None, connection)
+        # JSONField ignores the expression, as the ORM's own calls for raw SQL show.
+        return field.from_db_value(value, None, connection)  # type: ignore[arg-type]
     return value
 
 
