@@ -62,7 +62,7 @@ def idempotent(handler: Callable) -> Callable:
             )
         # No answer at all (the worker stopped by gunicorn's timeout raises SystemExit here)
         # leaves the record "in progress": the work may have committed, so a retry must not
-        # run it again (docs/DESIGN.md, "Idempotency", known limit).
+        # run it again (docs/decisions/0018-idempotency-keys-in-mysql.md, a known limit).
         try:
             response = handler(view, request, *args, **kwargs)
         except Exception as error:

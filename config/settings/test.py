@@ -16,6 +16,6 @@ STORAGES = {
 }
 LOGGING = {"version": 1, "disable_existing_loggers": False}
 # Throttles off in effect for the suite (races send many requests per user and per IP);
-# tests/config/test_throttles.py sets the real, low rates.
+# tests/api/test_throttles.py sets the real, low rates.
 THROTTLE_RATES = {scope: "100000/min" for scope in THROTTLE_RATES}  # noqa: F405
 WHITENOISE_AUTOREFRESH = True  # serve static files from the apps; no collectstatic in tests
