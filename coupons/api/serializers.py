@@ -174,8 +174,9 @@ class UserCouponSerializer(serializers.Serializer):
 
 # The claim's answer, built without a serializer: instantiating UserCouponSerializer deep-copies
 # its fields, about 1 ms of CPU per claim on this machine against 0.05 ms for the dict below
-# (docs/measurements/2026-11-30-claim-cpu-in-process.md). UserCouponSerializer stays the documented shape, and
-# tests/coupons/test_claim.py holds the two equal. Datetimes go through DRF's own field.
+# (docs/measurements/2026-11-30-claim-cpu-in-process.md). UserCouponSerializer stays the
+# documented shape, and tests/coupons/test_claim.py holds the two equal. Datetimes go through
+# DRF's own field.
 _datetime = serializers.DateTimeField()
 
 
