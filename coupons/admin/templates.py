@@ -2,6 +2,8 @@
 funnel, the page with its report, chart and CSV export. Every write goes through
 coupons.services.templates, so the rules are the API's; a template with claims cannot be deleted."""
 
+from typing import TYPE_CHECKING
+
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, StreamingHttpResponse
@@ -24,6 +26,9 @@ from coupons.admin.reports import csv_lines, template_report
 from coupons.errors import TemplateInvalid
 from coupons.models import CouponTemplate
 from coupons.services import templates
+
+if TYPE_CHECKING:
+    from coupons.selectors import TemplateWithFunnel
 
 
 class TemplateDeleteRefused(Exception):
@@ -129,12 +134,12 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
         return f"{template.claimed_count} / {template.total}"
 
     @admin.display(description=gettext_lazy("used"), ordering="used_count")
-    def used(self, template: CouponTemplate) -> int:
-        return template.used_count  # type: ignore[attr-defined]  # annotated: templates_with_funnel
+    def used(self, template: "TemplateWithFunnel") -> int:
+        return template.used_count
 
     @admin.display(description=gettext_lazy("expired"), ordering="expired_count")
-    def expired(self, template: CouponTemplate) -> int:
-        return template.expired_count  # type: ignore[attr-defined]  # annotated: templates_with_funnel
+    def expired(self, template: "TemplateWithFunnel") -> int:
+        return template.expired_count
 
     @admin.display(description=gettext_lazy("redemption rate"))
     def redemption_rate(self, template: CouponTemplate) -> str:

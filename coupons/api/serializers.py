@@ -1,5 +1,5 @@
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
@@ -10,6 +10,9 @@ from coupons import selectors
 from coupons.models import CODE_PATTERN, GRANT_REASON_MAX_LENGTH, CouponTemplate, UserCoupon
 from coupons.rules import ClaimState
 from coupons.services import grants, templates
+
+if TYPE_CHECKING:
+    from coupons.selectors import ShopperTemplate
 
 # The values of the API's enums (the schema names them in SPECTACULAR_SETTINGS).
 SHOPPER_STATES = tuple(state.value for state in ClaimState if state is not ClaimState.ACTIVE)
@@ -94,12 +97,9 @@ class ShopperTemplateSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     @extend_schema_field(serializers.ChoiceField(choices=SHOPPER_STATES))
-    def get_state(self, template: CouponTemplate) -> str:
+    def get_state(self, template: "ShopperTemplate") -> str:
         return selectors.shopper_state(
-            # Annotated by the shopper list's queryset; the stubs know only the model's fields.
-            template,
-            claimed_by_me=template.claimed_by_me,  # type: ignore[attr-defined]
-            now=self.context["now"],
+            template, claimed_by_me=template.claimed_by_me, now=self.context["now"]
         )
 
 
