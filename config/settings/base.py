@@ -158,7 +158,7 @@ HEALTH_CACHE_SECONDS = min(env_float("HEALTH_CACHE_SECONDS", 1.0), 1.0)
 # Protocols in core/database_errors.py and ops/health.py). The API's exception handler
 # reports a database outage to the first; /healthz pings the Redis the second returns.
 DATABASE_FAULT_REPORTER = "ops.database_faults.report_database_unavailable"
-HEALTH_REDIS = "coupons.counter.coupon_counter"
+HEALTH_REDIS = "coupons.counter_setup.coupon_counter"
 # The periodic jobs `manage.py run_scheduler` runs each interval: name -> dotted path of a
 # callable taking nothing and returning a line to print or None (ops imports no app).
 SCHEDULED_JOBS = {"order expiry": "orders.jobs.expire_overdue_orders"}
@@ -166,9 +166,9 @@ SCHEDULED_JOBS = {"order expiry": "orders.jobs.expire_overdue_orders"}
 # --- Redis (advisory counters; docs/decisions/0004-redis-advisory-counters-with-versions.md) ---
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-# The coupon counter's Redis (coupons.counter.counter_from_settings reads these, nothing else
-# does): by default the same server; with COUPON_REDIS_CLUSTER=1 the URL names any node of a
-# Redis Cluster.
+# The coupon counter's Redis (coupons.counter_setup.counter_from_settings reads these, nothing
+# else does): by default the same server; with COUPON_REDIS_CLUSTER=1 the URL names any node of
+# a Redis Cluster.
 COUPON_COUNTER_REDIS_URL = os.environ.get("COUPON_COUNTER_REDIS_URL", REDIS_URL)
 COUPON_REDIS_CLUSTER = os.environ.get("COUPON_REDIS_CLUSTER", "0") == "1"
 # Prepended to every counter key; lets several deployments (or test runs) share one Redis.

@@ -8,7 +8,7 @@ import time
 import pytest
 from django.conf import settings
 
-from coupons.counter import STATES_BY_RESULT, CachedTerms, CouponTermsMissing
+from coupons.counter_results import STATES_BY_RESULT, CachedTerms, CouponTermsMissing
 from coupons.models import CouponTemplate
 from coupons.rules import ClaimState, TemplateFacts, claim_state, template_state_where
 from tests.support.claim_grid import GRID, MS, NOW, USER_CLAIMS
