@@ -278,7 +278,7 @@ def decide(
         return [adapt(END_OF_TIME if before_window_opens else now), adapt(now)]
 
     try:
-        with decision_transaction() as decision, connection.cursor() as cursor:
+        with decision_transaction() as decision, decision.connection.cursor() as cursor:
             cursor.execute(COUNT_THE_CLAIM_SQL, [template.pk, slot, *window_covers(clock.now())])
             if cursor.rowcount == 0:
                 return IssueOutcome()
