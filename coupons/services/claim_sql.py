@@ -62,6 +62,24 @@ COUNT_THE_CLAIM_SQL = (
     " WHERE id = %s AND claimed_count < total AND per_user_limit >= %s"
     " AND valid_from <= %s AND valid_until >= %s"
 )
+# SQLite (`make run` without DATABASE_URL) has no LAST_INSERT_ID(expr): the same guard, with
+# the new count in the UPDATE's RETURNING row.
+COUNT_THE_CLAIM_RETURNING_SQL = (
+    "UPDATE coupon_templates SET claimed_count = claimed_count + 1"
+    " WHERE id = %s AND claimed_count < total AND per_user_limit >= %s"
+    " AND valid_from <= %s AND valid_until >= %s RETURNING claimed_count"
+)
+
+
+def count_the_claim(cursor: Any, *, vendor: str, params: list) -> int | None:
+    """Run the guarded UPDATE; the template's new claimed count, or None when it counted
+    nothing (no room, the slot over the limit, or outside the window)."""
+    if vendor == "mysql":
+        cursor.execute(COUNT_THE_CLAIM_SQL, params)
+        return cursor.lastrowid if cursor.rowcount == 1 else None
+    cursor.execute(COUNT_THE_CLAIM_RETURNING_SQL, params)
+    row = cursor.fetchone()
+    return None if row is None else row[0]
 # Under the row lock, with `now` sampled after it: inserts nothing when the window closed
 # while the UPDATE waited. The unique (template, user, slot) index refuses a taken slot.
 # The coupon's own use window is computed from the template as the facts read it; the last

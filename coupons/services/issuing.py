@@ -36,7 +36,7 @@ from coupons.models import (
 )
 from coupons.rules import ClaimState, claim_state
 from coupons.services.claim_sql import (
-    COUNT_THE_CLAIM_SQL,
+    count_the_claim,
     END_OF_TIME,
     GRANT_REASON_KEY,
     INSERT_COUPON_SQL,
@@ -279,10 +279,13 @@ def decide(
 
     try:
         with decision_transaction() as decision, decision.connection.cursor() as cursor:
-            cursor.execute(COUNT_THE_CLAIM_SQL, [template.pk, slot, *window_covers(clock.now())])
-            if cursor.rowcount == 0:
+            claimed_count = count_the_claim(
+                cursor,
+                vendor=decision.connection.vendor,
+                params=[template.pk, slot, *window_covers(clock.now())],
+            )
+            if claimed_count is None:
                 return IssueOutcome()
-            claimed_count = cursor.lastrowid
             # Sampled after the lock: time spent waiting for it counts against the window.
             now = clock.now()
             window = template.use_window_at(now)
