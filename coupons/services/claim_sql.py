@@ -80,6 +80,8 @@ def count_the_claim(cursor: Any, *, vendor: str, params: list) -> int | None:
     cursor.execute(COUNT_THE_CLAIM_RETURNING_SQL, params)
     row = cursor.fetchone()
     return None if row is None else row[0]
+
+
 # Under the row lock, with `now` sampled after it: inserts nothing when the window closed
 # while the UPDATE waited. The unique (template, user, slot) index refuses a taken slot.
 # The coupon's own use window is computed from the template as the facts read it; the last

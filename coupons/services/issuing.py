@@ -36,12 +36,12 @@ from coupons.models import (
 )
 from coupons.rules import ClaimState, claim_state
 from coupons.services.claim_sql import (
-    count_the_claim,
     END_OF_TIME,
     GRANT_REASON_KEY,
     INSERT_COUPON_SQL,
     CouponInsert,
     claim_facts,
+    count_the_claim,
 )
 from coupons.services.counter_sync import record_facts, resync_from_database
 from coupons.services.decision_transaction import decision_transaction, is_slot_taken
