@@ -4,7 +4,7 @@ from rest_framework import serializers
 from api.serializers import StrictSerializer
 from core.limits import MAX_BIGINT
 from coupons.ports import COUPON_SCOPE_CHOICES, COUPON_TYPE_CHOICES
-from orders.models import Order, OrderItem
+from orders.models import Category, Order, OrderItem, Product
 
 # Input serializers parse types and storage bounds only; the order rules (line count,
 # quantities, one line per product) live in orders.services, which seckill shares.
@@ -131,3 +131,37 @@ class CouponOptionSerializer(serializers.Serializer):
     eligible_subtotal = serializers.IntegerField(
         allow_null=True, help_text="The cart's lines in the coupon's scope; null for `amount`."
     )
+
+
+class CategorySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Category
+        fields = ["id", "name"]
+        read_only_fields = fields
+
+
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "A product in a category",
+            response_only=True,
+            value={
+                "id": 1,
+                "name": "Tea set",
+                "price": 9900,
+                "stock": 120,
+                "category": {"id": 2, "name": "Kitchen"},
+            },
+        )
+    ]
+)
+class ProductSerializer(serializers.ModelSerializer):
+    category = CategorySerializer(
+        read_only=True, allow_null=True, help_text="Null for an uncategorised product."
+    )
+
+    class Meta:
+        model = Product
+        fields = ["id", "name", "price", "stock", "category"]
+        read_only_fields = fields
+        extra_kwargs = {"price": {"help_text": "Unit price in cents."}}

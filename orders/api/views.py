@@ -17,6 +17,7 @@ from orders.api.serializers import (
     CouponOptionsQuerySerializer,
     OrderSerializer,
     PayInputSerializer,
+    ProductSerializer,
 )
 from orders.errors import (
     AmountMismatch,
@@ -133,3 +134,19 @@ class CouponOptionsView(GenericAPIView):
         )
         page = self.paginate_queryset(options)
         return self.get_paginated_response(CouponOptionSerializer(page, many=True).data)
+
+
+class ProductListView(GenericAPIView):
+    serializer_class = ProductSerializer
+
+    def get_queryset(self):
+        return selectors.products_listed()
+
+    @extend_schema(
+        responses=ProductSerializer(many=True),
+        description="The catalog, a page at a time in id order: what an order's `items` and a "
+        "scoped coupon's `scope_ids` name (product ids, or category ids).",
+    )
+    def get(self, request):
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(ProductSerializer(page, many=True).data)
