@@ -30,6 +30,11 @@ DEBUG = env_bool("DEBUG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
 # Behind a proxy on another port the browser's Origin is not the Host the app sees.
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+# Reverse proxies (addresses or networks) whose X-Forwarded-Proto the app believes when it
+# builds absolute links (pagination); anyone else's is dropped by the first middleware. Empty:
+# nobody's. The shipped nginx passes the client's Host itself, so no X-Forwarded-Host is read.
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", "")
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -50,6 +55,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "ops.middleware.ForwardedHeadersFromProxiesMiddleware",
     "ops.middleware.RequestBodyLimitMiddleware",
     "ops.middleware.DatabaseBreakerMiddleware",
     "django.middleware.security.SecurityMiddleware",
