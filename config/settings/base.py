@@ -161,9 +161,14 @@ HEALTH_TIMEOUT = env_float("HEALTH_TIMEOUT", 0.8)
 # reports a database outage to the first; /healthz pings the Redis the second returns.
 DATABASE_FAULT_REPORTER = "ops.database_faults.report_database_unavailable"
 HEALTH_REDIS = "coupons.counter.coupon_counter"
-# The periodic jobs `manage.py run_scheduler` runs each interval: name -> dotted path of a
-# callable taking nothing and returning a line to print or None (ops imports no app).
-SCHEDULED_JOBS = {"order expiry": "orders.jobs.expire_overdue_orders"}
+# The periodic jobs `manage.py run_scheduler` runs: name -> dotted path of a callable taking
+# nothing and returning a line to print or None (ops imports no app), run each interval; or
+# (dotted path, seconds): at start and then at most that often.
+SCHEDULED_JOBS = {
+    "order expiry": "orders.jobs.expire_overdue_orders",
+    "expired tokens": ("accounts.jobs.flush_expired_tokens", 3600),
+    "idempotency records": ("api.jobs.purge_idempotency_records", 3600),
+}
 
 # --- Redis (advisory counters; see docs/DESIGN.md) --------------------------------------------
 
