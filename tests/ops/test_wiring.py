@@ -72,6 +72,7 @@ def test_the_default_reporter_is_the_operations_one(settings):
     assert import_string(settings.DATABASE_FAULT_REPORTER) is report_database_unavailable
 
 
+@pytest.mark.django_db  # each run closes stale connections
 def test_the_scheduler_runs_every_job_the_setting_names_past_a_failing_one(settings):
     settings.SCHEDULED_JOBS = {"first": f"{__name__}.first_job", "second": f"{__name__}.second_job"}
     written: list[str] = []
@@ -94,6 +95,7 @@ def test_order_expiry_runs_every_interval_and_the_cleanups_hourly():
     }
 
 
+@pytest.mark.django_db  # each run closes stale connections
 def test_a_job_with_a_period_runs_at_start_then_once_per_period(settings):
     settings.SCHEDULED_JOBS = {
         "first": f"{__name__}.first_job",
