@@ -4,7 +4,9 @@ of a real gunicorn), the app's absolute links keep the scheme, host and port the
 
 import http.client
 import json
+import re
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -123,3 +125,73 @@ def test_the_admin_answers_400_for_an_unserved_host_through_nginx(stack):
 
     assert refused.value.code == 400
     assert "<title>Bad request | Coupons admin</title>" in refused.value.read().decode()
+
+
+def admin_login(base_url: str, *, origin: str, username: str) -> http.client.HTTPResponse:
+    """The admin's login form as a browser posts it: the CSRF cookie and token from the form
+    page, and the page's own origin (scheme, host and port) in Origin."""
+    host, port = base_url.removeprefix("http://").split(":")
+    headers = {"X-Forwarded-Proto": origin.split("://")[0]}
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        connection.request("GET", "/admin/login/", headers=headers)
+        page = connection.getresponse()
+        html = page.read().decode()
+        cookie = page.getheader("Set-Cookie").split(";")[0]
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+        form = urllib.parse.urlencode(
+            {
+                "csrfmiddlewaretoken": token,
+                "username": username,
+                "password": "pass-word-123",
+                "next": "/admin/",
+            }
+        )
+        connection.request(
+            "POST",
+            "/admin/login/",
+            body=form,
+            headers={
+                **headers,
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Cookie": cookie,
+                "Origin": origin,
+            },
+        )
+        answer = connection.getresponse()
+        answer.read()
+        return answer
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def staff_username(transactional_db) -> str:
+    return UserFactory(is_staff=True).username
+
+
+def test_the_admin_login_posts_on_whatever_port_nginx_listens_without_trusted_origins(
+    stack, staff_username
+):
+    # No CSRF_TRUSTED_ORIGINS: the page's origin is the Host nginx passes on, port included.
+    answer = admin_login(stack.edge_nginx, origin=stack.edge_nginx, username=staff_username)
+
+    assert answer.status == 302, answer.status
+    assert answer.getheader("Location") == "/admin/"
+
+
+def test_the_admin_login_posts_from_https_behind_a_trusted_tls_front(stack, staff_username):
+    https_origin = stack.fronted_nginx.replace("http://", "https://")
+
+    answer = admin_login(stack.fronted_nginx, origin=https_origin, username=staff_username)
+
+    assert answer.status == 302, answer.status
+    assert answer.getheader("Location") == "/admin/"
+
+
+def test_a_post_from_another_origin_is_still_refused(stack, staff_username):
+    answer = admin_login(
+        stack.edge_nginx, origin="http://attacker.example:8080", username=staff_username
+    )
+
+    assert answer.status == 403
