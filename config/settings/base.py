@@ -265,6 +265,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # The Swagger UI keeps the Bearer token across page reloads.
     "SWAGGER_UI_SETTINGS": {"persistAuthorization": True, "displayOperationId": True},
+    # Ids in paths (api.converters.IdConverter): integers in the schema, as in the URL regex.
+    "PATH_CONVERTER_OVERRIDES": {
+        "id": {"type": "integer", "format": "int64", "minimum": 0, "maximum": 10**18 - 1}
+    },
     "ENUM_NAME_OVERRIDES": {
         "OrderStatusEnum": "orders.models.Order.Status",
         "OrderTypeEnum": "orders.models.Order.Type",

@@ -128,6 +128,10 @@ class TemplateTermsSerializer(serializers.Serializer):
                 "template_id": 7,
                 "status": "unused",
                 "used_at": None,
+                # The coupon's own use window, stamped at issue (the template's valid_days).
+                "valid_from": "2026-12-01T10:15:03.127000Z",
+                "valid_until": "2026-12-08T10:15:03.127000Z",
+                "source": "claim",
                 "created_at": "2026-12-01T10:15:03.127000Z",
                 "updated_at": "2026-12-01T10:15:03.127000Z",
                 "template": {
@@ -136,6 +140,9 @@ class TemplateTermsSerializer(serializers.Serializer):
                     "type": "direct",
                     "value": 500,
                     "min_amount": 0,
+                    "max_discount": None,
+                    "scope": "all",
+                    "scope_ids": [],
                     "valid_from": "2026-12-01T00:00:00Z",
                     "valid_until": "2026-12-31T23:59:59Z",
                 },

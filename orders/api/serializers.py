@@ -69,9 +69,22 @@ class OrderItemSerializer(serializers.ModelSerializer):
                 "discount_amount": 500,
                 "pay_amount": 20800,
                 "coupon_id": 812,
+                # The coupon's 500 shared over the lines in its scope, by value.
                 "items": [
-                    {"product_id": 1, "title": "Tea set", "unit_price": 9900, "quantity": 2},
-                    {"product_id": 3, "title": "Chopsticks", "unit_price": 1500, "quantity": 1},
+                    {
+                        "product_id": 1,
+                        "title": "Tea set",
+                        "unit_price": 9900,
+                        "quantity": 2,
+                        "discount_amount": 465,
+                    },
+                    {
+                        "product_id": 3,
+                        "title": "Chopsticks",
+                        "unit_price": 1500,
+                        "quantity": 1,
+                        "discount_amount": 35,
+                    },
                 ],
                 "expire_at": "2026-12-01T10:30:03.127000Z",
                 "paid_at": None,
