@@ -119,6 +119,31 @@ class OrderSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "A threshold coupon short of its minimum",
+            response_only=True,
+            value={
+                "coupon_id": 812,
+                "template_id": 7,
+                "type": "threshold",
+                "value": 1000,
+                "min_amount": 10000,
+                "max_discount": None,
+                "scope": "categories",
+                "scope_ids": [2],
+                "valid_from": "2026-12-01T10:15:03.127000Z",
+                "valid_until": "2026-12-08T10:15:03.127000Z",
+                "usable": False,
+                "discount": 0,
+                "reason": "threshold_not_met",
+                "shortfall": 3500,
+                "eligible_subtotal": 6500,
+            },
+        )
+    ]
+)
 class CouponOptionSerializer(serializers.Serializer):
     coupon_id = serializers.IntegerField(source="coupon.coupon_id")
     template_id = serializers.IntegerField(source="coupon.template_id")
