@@ -1,20 +1,17 @@
-"""Issuing coupons (SPEC sections 4, 14 and 15): the claim's Redis screen, the one issuing
-core every claim, code and grant goes through, and its decision transaction."""
+"""Issuing coupons (SPEC sections 4, 14 and 15): the claim's Redis screen, and the one issuing
+core every claim, code and grant goes through, deciding in one short transaction
+(coupons/services/decision_transaction.py)."""
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, connection, transaction
-from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
+from django.db import DatabaseError, IntegrityError, connection
 
 from api.throttles import Rate
 from core import clock
-from coupons.counter import (
-    AnyCounter,
+from coupons.counter_results import (
     CouponLimitReached,
     CouponMayHaveRoom,
     CouponNotInWindow,
@@ -22,8 +19,8 @@ from coupons.counter import (
     CouponTermsMissing,
     CouponThrottled,
     ScreenResult,
-    coupon_counter,
 )
+from coupons.counter_setup import AnyCounter, coupon_counter
 from coupons.errors import (
     ClaimLimitReached,
     ClaimNotInWindow,
@@ -47,6 +44,7 @@ from coupons.services.claim_sql import (
     claim_facts,
 )
 from coupons.services.counter_sync import record_facts, resync_from_database
+from coupons.services.decision_transaction import decision_transaction, is_slot_taken
 from coupons.services.terms_cache import cached_terms, template_from_row
 
 
@@ -280,7 +278,7 @@ def decide(
         return [adapt(END_OF_TIME if before_window_opens else now), adapt(now)]
 
     try:
-        with _decision_transaction() as decision, connection.cursor() as cursor:
+        with decision_transaction() as decision, connection.cursor() as cursor:
             cursor.execute(COUNT_THE_CLAIM_SQL, [template.pk, slot, *window_covers(clock.now())])
             if cursor.rowcount == 0:
                 return IssueOutcome()
@@ -309,7 +307,7 @@ def decide(
     except IntegrityError as error:
         if GRANT_REASON_KEY in str(error):
             raise AlreadyGranted() from error
-        if not _is_slot_taken(error):
+        if not is_slot_taken(error):
             raise
         return IssueOutcome(slot_taken=True)
     coupon = UserCoupon(
@@ -328,58 +326,3 @@ def decide(
         updated_at=now,
     )
     return IssueOutcome(coupon=coupon, claimed_count=claimed_count)
-
-
-class _Decision:
-    def __init__(self) -> None:
-        self.rolled_back = False
-
-    def roll_back(self) -> None:
-        """End the decision with nothing written (it returns normally)."""
-        self.rolled_back = True
-
-
-@contextmanager
-def _decision_transaction() -> Iterator[_Decision]:
-    """The decision's transaction in the fewest statements: SET autocommit=0, the decision's
-    own statements, then SET autocommit=1, which commits it (MySQL commits the open
-    transaction when autocommit is switched back on), where atomic() sends COMMIT and then
-    SET autocommit=1. An exception or `roll_back()`: ROLLBACK, nothing written. Inside an
-    atomic block (a caller's transaction, or a test's), a savepoint through atomic()."""
-    decision = _Decision()
-    if connection.in_atomic_block:
-        with transaction.atomic():
-            yield decision
-            if decision.rolled_back:
-                transaction.set_rollback(True)
-        return
-    connection.set_autocommit(False)
-    try:
-        yield decision
-        if decision.rolled_back:
-            connection.rollback()
-    except BaseException:
-        _restore_autocommit(roll_back=True)
-        raise
-    _restore_autocommit(roll_back=False)
-
-
-def _restore_autocommit(*, roll_back: bool) -> None:
-    """Back to autocommit (committing unless rolled back). If that fails the connection is
-    closed, so the next statement starts on a fresh one rather than inside this transaction."""
-    try:
-        with connection.wrap_database_errors:
-            if roll_back:
-                connection.rollback()
-            connection.set_autocommit(True)
-    except DatabaseError:
-        connection.close()
-        if not roll_back:
-            raise
-
-
-def _is_slot_taken(error: IntegrityError) -> bool:
-    """The duplicate-key error of the (template, user, slot) index, on MySQL or SQLite."""
-    if connection.vendor == "mysql":
-        return error.args[0] == ER_DUP_ENTRY
-    return "UNIQUE constraint failed" in str(error)

@@ -3,7 +3,7 @@ SCHEDULED_JOBS names, every --interval seconds (the expiry of unpaid orders, so 
 cancelled within a minute of its deadline without cron) or at most every so many seconds (the
 cleanups: expired tokens, idempotency records). The jobs are dotted paths, so ops imports no
 app. `make run` and docker-compose start it beside gunicorn; SIGTERM or SIGINT stops it after
-the job in progress (docs/DESIGN.md)."""
+the job in progress (docs/decisions/0034-run-scheduler-over-celery.md)."""
 
 import logging
 import signal
@@ -79,8 +79,11 @@ def scheduled_jobs() -> dict[str, ScheduledJob]:
     """SCHEDULED_JOBS: name -> "dotted.path" (every run) or ("dotted.path", seconds)."""
     jobs = {}
     for name, entry in settings.SCHEDULED_JOBS.items():
-        path, every_seconds = (entry, None) if isinstance(entry, str) else entry
-        jobs[name] = ScheduledJob(run=import_string(path), every_seconds=every_seconds)
+        if isinstance(entry, str):
+            jobs[name] = ScheduledJob(run=import_string(entry))
+        else:
+            path, every_seconds = entry
+            jobs[name] = ScheduledJob(run=import_string(path), every_seconds=float(every_seconds))
     return jobs
 
 
