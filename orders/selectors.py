@@ -19,6 +19,11 @@ def orders_for_user(*, user_id: int) -> QuerySet[Order]:
     return Order.objects.filter(user_id=user_id).prefetch_related("items").order_by("-id")
 
 
+def products_listed() -> QuerySet[Product]:
+    """The catalog, in id order, each product with its category in the same query."""
+    return Product.objects.select_related("category").order_by("id")
+
+
 def order_for_user(*, user_id: int, order_id: int) -> Order:
     """One of the user's orders; someone else's is "not found"."""
     order = orders_for_user(user_id=user_id).filter(pk=order_id).first()
