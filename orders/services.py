@@ -11,8 +11,10 @@ from typing import TypedDict
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, QuerySet
+from django.utils.translation import gettext as _
 
 from core import clock
+from core.money import format_money
 from coupons import ports
 from orders.errors import (
     AmountMismatch,
@@ -109,9 +111,13 @@ def raise_if_not_applied(judged: ports.CartJudgement) -> None:
         case "not_applicable":
             raise CouponNotApplicable()
         case "threshold_not_met":
+            amounts = {
+                "subtotal": format_money(judged.eligible_subtotal),
+                "shortfall": format_money(judged.shortfall),
+            }
             raise ThresholdNotMet(
-                f"The eligible subtotal {judged.eligible_subtotal} is {judged.shortfall} short"
-                " of the coupon's threshold."
+                _("The eligible subtotal %(subtotal)s is %(shortfall)s short of the threshold.")
+                % amounts
             )
 
 
@@ -123,7 +129,7 @@ def order_cancel(*, user_id: int, order_id: int) -> Order:
         if order is None:
             if not Order.objects.filter(pk=order_id, user_id=user_id).exists():
                 raise OrderNotFound()
-            raise OrderInvalidState("Only an order awaiting payment can be cancelled.")
+            raise OrderInvalidState(_("Only an order awaiting payment can be cancelled."))
     return order
 
 
@@ -146,12 +152,18 @@ def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
             raise OrderNotFound()
         now = clock.now()
         if order.status != Order.Status.PENDING_PAYMENT:
-            raise OrderInvalidState(f"An order that is {order.status} cannot be paid.")
+            raise OrderInvalidState(
+                _("An order that is %(status)s cannot be paid.")
+                % {"status": order.get_status_display()}
+            )
         if now > order.expire_at:
             # Past its deadline the order belongs to the expiry job, even before it runs.
-            raise OrderInvalidState("The payment window of this order has closed.")
+            raise OrderInvalidState(_("The payment window of this order has closed."))
         if amount != order.pay_amount:
-            raise AmountMismatch(f"This order asks for {order.pay_amount}, not {amount}.")
+            raise AmountMismatch(
+                _("This order asks for %(asked)s, not %(paid)s.")
+                % {"asked": format_money(order.pay_amount), "paid": format_money(amount)}
+            )
         order.status = Order.Status.PAID
         order.paid_at = now
         order.updated_at = now
@@ -162,13 +174,19 @@ def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
 def order_lines_validate(items: Sequence[OrderLine]) -> list[tuple[int, int]]:
     """(product_id, quantity) pairs sorted by product id: the lock order of _stock_take."""
     if not 1 <= len(items) <= MAX_LINES:
-        raise OrderInvalid(fields={"items": [f"Between 1 and {MAX_LINES} lines are required."]})
+        raise OrderInvalid(
+            fields={
+                "items": [_("Between 1 and %(count)d lines are required.") % {"count": MAX_LINES}]
+            }
+        )
     lines = sorted((item["product_id"], item["quantity"]) for item in items)
-    product_ids = [product_id for product_id, _ in lines]
+    product_ids = [product_id for product_id, _quantity in lines]
     if len(set(product_ids)) != len(product_ids):
-        raise OrderInvalid(fields={"items": ["Each product may appear only once."]})
-    if any(not 1 <= quantity <= MAX_QUANTITY for _, quantity in lines):
-        raise OrderInvalid(fields={"items": [f"Quantity must be 1 to {MAX_QUANTITY}."]})
+        raise OrderInvalid(fields={"items": [_("Each product may appear only once.")]})
+    if any(not 1 <= quantity <= MAX_QUANTITY for _product_id, quantity in lines):
+        raise OrderInvalid(
+            fields={"items": [_("Quantity must be 1 to %(count)d.") % {"count": MAX_QUANTITY}]}
+        )
     return lines
 
 
@@ -181,10 +199,10 @@ def _stock_take(lines: list[tuple[int, int]]) -> dict[int, Product]:
         )
         if not taken:
             if not Product.objects.filter(pk=product_id).exists():
-                raise ProductNotFound(f"Product {product_id} not found.")
-            raise OutOfStock(f"Not enough stock for product {product_id}.")
+                raise ProductNotFound(_("Product %(id)s not found.") % {"id": product_id})
+            raise OutOfStock(_("Not enough stock for product %(id)s.") % {"id": product_id})
     # The UPDATEs hold these rows' locks, so the prices read here are the ones charged.
-    return Product.objects.in_bulk([product_id for product_id, _ in lines])
+    return Product.objects.in_bulk([product_id for product_id, _quantity in lines])
 
 
 def _stock_return(order: Order) -> None:
@@ -314,6 +332,9 @@ def product_stock_adjust(*, product_id: int, change: int) -> int:
         raise ProductNotFound()
     if not changed:
         if stock + change < 0:
-            raise OutOfStock(f"Only {stock} in stock; cannot take away {-change}.")
-        raise OrderInvalid(f"Stock cannot exceed {MAX_STOCK}.")
+            raise OutOfStock(
+                _("Only %(stock)s in stock; cannot take away %(change)s.")
+                % {"stock": stock, "change": -change}
+            )
+        raise OrderInvalid(_("Stock cannot exceed %(count)d.") % {"count": MAX_STOCK})
     return stock

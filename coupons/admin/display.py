@@ -9,6 +9,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from core.money import format_money
+from coupons.catalog import scope_catalog
 from coupons.models import CouponTemplate
 
 RECENT_ROWS = 10
@@ -41,11 +42,20 @@ STATE_LABELS = {
 }
 
 
+def zhe(percent_off: int) -> str:
+    """15% off is 85折, 50% off is 5折 (折 counts tenths of the price paid)."""
+    paid = 100 - percent_off
+    return str(paid // 10) if paid % 10 == 0 else str(paid)
+
+
 def terms_text(template: CouponTemplate) -> str:
     """The discount in words: "¥5.00 off", "¥50.00 off orders of ¥200.00 or more",
     "15% off, at most ¥20.00"."""
     if template.type == CouponTemplate.Type.PERCENT:
-        text = _("%(percent)s%% off") % {"percent": template.value}
+        text = _("%(percent)s%% off, %(zhe)s折") % {
+            "percent": template.value,
+            "zhe": zhe(template.value),
+        }
         if template.max_discount:
             text = _("%(terms)s, at most %(cap)s") % {
                 "terms": text,
@@ -59,6 +69,17 @@ def terms_text(template: CouponTemplate) -> str:
             "minimum": format_money(template.min_amount),
         }
     return text
+
+
+def scope_text(template: CouponTemplate) -> str:
+    """ "The whole store", or the categories or products by name (an id the catalog no longer
+    knows is shown as #id)."""
+    if template.scope == CouponTemplate.Scope.ALL or not template.scope_ids:
+        return str(template.get_scope_display())
+    catalog = scope_catalog()
+    names = catalog.names(scope=template.scope, ids=template.scope_ids) if catalog else {}
+    listed = "、".join(names.get(pk, f"#{pk}") for pk in template.scope_ids)
+    return _("%(scope)s: %(listed)s") % {"scope": template.get_scope_display(), "listed": listed}
 
 
 def rate_text(rate: float | None) -> str:

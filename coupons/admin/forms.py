@@ -2,7 +2,8 @@
 rule on the values is the service's (coupons.services.templates)."""
 
 from django import forms
-from django.utils.html import format_html
+from django.contrib.admin import widgets
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -30,14 +31,46 @@ class IdListField(forms.CharField):
         return [int(part) for part in parts]
 
 
+class SecondsSplitDateTime(widgets.AdminSplitDateTime):
+    """The admin's date and time boxes, the time with its seconds: zh-hans formats times as
+    %H:%M first, so saving a template unchanged moved 23:59:59 to 23:59:00 (and logged a
+    change nobody made)."""
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        self.widgets[1].format = "%H:%M:%S"
+
+
+class ScopePicker(forms.TypedMultipleChoiceField):
+    """Categories or products chosen by name, with the admin's filter box to search them
+    (the choices come from the injected catalog, coupons.catalog)."""
+
+    def __init__(self, *, label, **kwargs):
+        super().__init__(
+            label=label,
+            coerce=int,
+            required=False,
+            widget=widgets.FilteredSelectMultiple(label, is_stacked=False),
+            **kwargs,
+        )
+
+
+SCOPE_PICKERS = {
+    CouponTemplate.Scope.CATEGORIES: "scope_categories",
+    CouponTemplate.Scope.PRODUCTS: "scope_products",
+}
+
+
 class CouponTemplateForm(forms.ModelForm):
     # Money off (typed as currency) for direct and threshold coupons, the percent for percent
     # ones: parsed in clean(), once the type is known.
     value = forms.CharField(
         label=gettext_lazy("value"),
         max_length=40,
+        # xgettext:no-python-format
         help_text=gettext_lazy(
-            "Money off, e.g. 50.00; for a percent coupon the percent, a whole number 1 to 99."
+            "Money off, e.g. 50.00. For a percent coupon, the percent OFF, a whole number 1 to "
+            "99: 15 means 15% off, which is 85折; for 85折 type 15, not 85."
         ),
     )
     min_amount = MoneyField(
@@ -54,11 +87,21 @@ class CouponTemplateForm(forms.ModelForm):
         help_text=gettext_lazy("Percent coupons only: the cap, e.g. 20.00 (empty: no cap)."),
     )
     scope_ids = IdListField(
+        label=gettext_lazy("scope ids"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text=gettext_lazy(
             "Category or product ids, separated by commas (empty for the whole store)."
         ),
+    )
+    # With a catalog (the usual case) these replace scope_ids: see __init__.
+    scope_categories = ScopePicker(
+        label=gettext_lazy("categories in scope"),
+        help_text=gettext_lazy("For the scope “Products of some categories”."),
+    )
+    scope_products = ScopePicker(
+        label=gettext_lazy("products in scope"),
+        help_text=gettext_lazy("For the scope “Some products”."),
     )
 
     class Meta:
@@ -76,25 +119,35 @@ class CouponTemplateForm(forms.ModelForm):
             "code": gettext_lazy("code"),
             "visibility": gettext_lazy("visibility"),
         }
-        help_texts = {
-            "valid_from": gettext_lazy(
-                "Claim window. Editing it later changes who may still claim, never the use "
-                "window of coupons already issued."
-            ),
-        }
+        widgets = {"valid_from": SecondsSplitDateTime, "valid_until": SecondsSplitDateTime}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if self.instance.pk and "value" in self.fields:
             self.initial["value"] = value_for_form(self.instance.type, self.instance.value)
-        catalog = scope_catalog()
-        if catalog is not None and "scope_ids" in self.fields:  # from the injected catalog
-            listed = ", ".join(f"{pk} {name}" for pk, name in catalog.categories().items())
-            self.fields["scope_ids"].help_text = format_html(
-                "{} {}",
-                self.fields["scope_ids"].help_text,
-                _("Categories: %(listed)s.") % {"listed": listed or _("none yet")},
+        zone = timezone.get_current_timezone_name()
+        for field in ("valid_from", "valid_until"):
+            if field in self.fields:
+                self.fields[field].help_text = _("Time zone: %(zone)s.") % {"zone": zone}
+        if "valid_from" in self.fields:
+            window = _(
+                "Claim window. Editing it later changes who may still claim, never the use "
+                "window of coupons already issued."
             )
+            self.fields["valid_from"].help_text = f"{window} {self.fields['valid_from'].help_text}"
+        self.scope_pickers = False
+        catalog = scope_catalog()
+        pickers_wanted = all(name in self.fields for name in SCOPE_PICKERS.values())
+        if catalog is not None and pickers_wanted:
+            self.scope_pickers = True
+            self.fields.pop("scope_ids", None)
+            self.fields["scope_categories"].choices = list(catalog.categories().items())
+            self.fields["scope_products"].choices = list(catalog.products().items())
+            if self.instance.pk and self.instance.scope in SCOPE_PICKERS:
+                self.initial[SCOPE_PICKERS[self.instance.scope]] = self.instance.scope_ids
+        else:
+            for name in SCOPE_PICKERS.values():
+                self.fields.pop(name, None)
 
     def clean(self):
         cleaned = super().clean()
@@ -108,15 +161,22 @@ class CouponTemplateForm(forms.ModelForm):
             except forms.ValidationError as error:
                 self.add_error("value", error)
         self._refuse_edits_of_fields_frozen_meanwhile(current)
+        editable = set(self.fields)
+        if self.scope_pickers:
+            picker = SCOPE_PICKERS.get(cleaned.get("scope"))
+            cleaned["scope_ids"] = list(cleaned.get(picker) or []) if picker else []
+            editable.add("scope_ids")
         # A field shown read-only (frozen once claimed) keeps the template's own value.
         terms = {
-            field: cleaned.get(field) if field in self.fields else getattr(current, field)
+            field: cleaned.get(field) if field in editable else getattr(current, field)
             for field in templates.TEMPLATE_TERMS
         }
         try:
             terms = templates.template_terms_validate(terms, current=current)
         except TemplateInvalid as error:
             for field, messages in error.fields.items():
+                if field == "scope_ids" and self.scope_pickers:
+                    field = SCOPE_PICKERS.get(cleaned.get("scope"), "scope")
                 if field not in self.errors:  # already reported by the form field itself
                     self.add_error(field if field in self.fields else None, messages)
             return cleaned

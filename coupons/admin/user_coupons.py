@@ -27,17 +27,29 @@ class ReadOnlyAdminMixin:
 
 @admin.register(UserCoupon)
 class UserCouponAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["id", "template_link", "user_link", "coupon_status", "claimed_at", "used"]
-    list_filter = [DerivedStatusFilter]
-    search_fields = ["user__username", "template__name"]
-    list_select_related = ["template", "user"]
+    list_display = [
+        "id",
+        "template_link",
+        "user_link",
+        "source",
+        "coupon_status",
+        "claimed_at",
+        "used",
+        "granter",
+    ]
+    list_filter = [DerivedStatusFilter, "source"]
+    search_fields = ["user__username", "template__name", "grant_reason"]
+    list_select_related = ["template", "user", "granted_by"]
     fields = [
         "template_link",
         "user_link",
+        "source",
         "coupon_status",
         "claimed_at",
         "used",
         "order_link",
+        "grant_reason",
+        "granter",
     ]
     readonly_fields = fields
     actions = None
@@ -55,6 +67,14 @@ class UserCouponAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description=gettext_lazy("status"))
     def coupon_status(self, coupon: UserCoupon) -> str:
         return COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=clock.now())]
+
+    @admin.display(description=gettext_lazy("granted by"))
+    def granter(self, coupon: UserCoupon) -> str:
+        """The staff member who granted it, by username; "–" for claims and codes."""
+        if coupon.granted_by_id is None:
+            return "–"
+        url = reverse("admin:auth_user_change", args=[coupon.granted_by_id])
+        return format_html('<a href="{}">{}</a>', url, coupon.granted_by.get_username())
 
     @admin.display(description=gettext_lazy("claimed at"), ordering="created_at")
     def claimed_at(self, coupon: UserCoupon) -> str:
@@ -80,7 +100,7 @@ class UserCouponInline(ReadOnlyAdminMixin, admin.TabularInline):
 
     model = UserCoupon
     fk_name = "user"  # not granted_by
-    fields = ["coupon_link", "template", "coupon_status", "source", "claimed_at"]
+    fields = ["coupon_link", "template", "coupon_status", "source", "grant_reason", "claimed_at"]
     readonly_fields = fields
     extra = 0
     shown = 20

@@ -5,11 +5,13 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from coupons.admin import grants
+from coupons.admin.permissions import PermissionLabelsMixin
 from coupons.admin.user_coupons import UserCouponInline
 from coupons.models import GRANT_REASON_MAX_LENGTH, CouponTemplate
 from coupons.services.grants import MAX_GRANT_USERS
@@ -29,10 +31,14 @@ class GrantToSelectedUsersForm(forms.Form):
     )
 
 
-@admin.action(description=gettext_lazy("Grant a coupon to the selected users…"))
+@admin.action(
+    description=gettext_lazy("Grant a coupon to the selected users…"), permissions=["grant"]
+)
 def grant_coupon_to_users(modeladmin, request, queryset):
     """From the user list: pick a template and a reason, then coupons.services.grants.coupon_grant
     (the same service as the template's "Grant to users")."""
+    if not grants.may_grant(request):
+        raise PermissionDenied
     user_ids = list(queryset.order_by("pk").values_list("pk", flat=True)[: MAX_GRANT_USERS + 1])
     if len(user_ids) > MAX_GRANT_USERS:
         modeladmin.message_user(
@@ -45,14 +51,10 @@ def grant_coupon_to_users(modeladmin, request, queryset):
     if form.is_valid():
         template = form.cleaned_data["template"]
         outcomes = grants.grant_from_form(
-            form, template=template, user_ids=user_ids, granted_by_id=request.user.pk
+            modeladmin, request, form, template=template, user_ids=user_ids
         )
         if outcomes is not None:
-            modeladmin.message_user(
-                request,
-                _("Grant of %(template)s: %(outcomes)s.")
-                % {"template": template, "outcomes": "; ".join(outcomes)},
-            )
+            modeladmin.message_user(request, grants.grant_message(template, outcomes))
             return None
     context = {
         **modeladmin.admin_site.each_context(request),
@@ -71,6 +73,9 @@ if admin.site.is_registered(User):
 
 
 @admin.register(User)
-class UserWithCouponsAdmin(UserAdmin):
+class UserWithCouponsAdmin(PermissionLabelsMixin, UserAdmin):
     inlines = [*UserAdmin.inlines, UserCouponInline]
     actions = [grant_coupon_to_users]
+
+    def has_grant_permission(self, request) -> bool:
+        return grants.may_grant(request)

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.utils.translation import gettext as _
 from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
 
 from core import clock
@@ -75,7 +76,7 @@ def coupon_redeem(*, code: str, user_id: int) -> UserCoupon:
         CouponTemplate.objects.filter(code_key=code.upper()).values_list("pk", flat=True).first()
     )
     if template_id is None:
-        raise TemplateNotFound("No coupon has this code.")
+        raise TemplateNotFound(_("No coupon has this code."))
     return coupon_issue(template_id=template_id, user_id=user_id, source=UserCoupon.Source.CODE)
 
 
@@ -150,7 +151,7 @@ def coupon_issue(
     # took this one; each retry follows a coupon the user really received, so it ends.
     slot = facts.user_claims + 1
     try:
-        for _ in range(MAX_DECISIONS):
+        for _attempt in range(MAX_DECISIONS):
             outcome = decide(
                 template=facts.template,
                 user_id=user_id,
