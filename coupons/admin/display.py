@@ -1,6 +1,8 @@
 """How the coupon admin shows things: dates in the operator's zone, money terms in words,
 the labels of types, states and coupon statuses, and the orders app's lookup."""
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.utils import timezone
 from django.utils.formats import date_format
@@ -71,15 +73,29 @@ def terms_text(template: CouponTemplate) -> str:
     return text
 
 
-def scope_text(template: CouponTemplate) -> str:
+def scope_text(template: CouponTemplate, names: dict[int, str] | None = None) -> str:
     """ "The whole store", or the categories or products by name (an id the catalog no longer
-    knows is shown as #id)."""
+    knows is shown as #id). `names` saves the lookup when the caller has them already."""
     if template.scope == CouponTemplate.Scope.ALL or not template.scope_ids:
         return str(template.get_scope_display())
-    catalog = scope_catalog()
-    names = catalog.names(scope=template.scope, ids=template.scope_ids) if catalog else {}
+    if names is None:
+        catalog = scope_catalog()
+        names = catalog.names(scope=template.scope, ids=template.scope_ids) if catalog else {}
     listed = "、".join(names.get(pk, f"#{pk}") for pk in template.scope_ids)
     return _("%(scope)s: %(listed)s") % {"scope": template.get_scope_display(), "listed": listed}
+
+
+def attach_scope_texts(templates: Iterable[CouponTemplate]) -> None:
+    """Set `scope_shown` on each template of a list page, with one catalog lookup per scope
+    kind for the whole page rather than one per row."""
+    templates = list(templates)
+    catalog = scope_catalog()
+    names: dict[str, dict[int, str]] = {}
+    for scope in (CouponTemplate.Scope.CATEGORIES, CouponTemplate.Scope.PRODUCTS):
+        ids = {pk for template in templates if template.scope == scope for pk in template.scope_ids}
+        names[scope] = catalog.names(scope=scope, ids=ids) if catalog and ids else {}
+    for template in templates:
+        template.scope_shown = scope_text(template, names.get(template.scope, {}))
 
 
 def rate_text(rate: float | None) -> str:

@@ -43,10 +43,6 @@ class GrantForm(forms.Form):
     users = forms.CharField(
         label=gettext_lazy("users"),
         widget=forms.Textarea(attrs={"rows": 8, "cols": 40}),
-        help_text=gettext_lazy(
-            "One username or user id per line (a line of digits is an id), at most %(count)d."
-        )
-        % {"count": grants.MAX_GRANT_USERS},
     )
     reason = forms.CharField(
         label=gettext_lazy("reason"),
@@ -55,6 +51,13 @@ class GrantForm(forms.Form):
             "Recorded on each coupon. The same grant again (same reason) issues nothing twice."
         ),
     )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Formatted per request: a lazy text formatted at import would stay in English.
+        self.fields["users"].help_text = _(
+            "One username or user id per line (a line of digits is an id), at most %(count)d."
+        ) % {"count": grants.MAX_GRANT_USERS}
 
     def clean_users(self) -> list[int | str]:
         entries = [line.strip() for line in self.cleaned_data["users"].splitlines()]

@@ -20,6 +20,7 @@ from coupons import selectors
 from coupons.admin import grants
 from coupons.admin.display import (
     STATE_LABELS,
+    attach_scope_texts,
     local_datetime,
     rate_text,
     scope_text,
@@ -145,9 +146,14 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
     def max_discount_money(self, template: CouponTemplate) -> str:
         return format_money(template.max_discount) or "–"
 
+    def get_changelist_instance(self, request):
+        changelist = super().get_changelist_instance(request)
+        attach_scope_texts(changelist.result_list)  # the page's rows, evaluated once
+        return changelist
+
     @admin.display(description=gettext_lazy("scope"))
     def scope_names(self, template: CouponTemplate) -> str:
-        return scope_text(template)
+        return getattr(template, "scope_shown", None) or scope_text(template)
 
     @admin.display(description=gettext_lazy("name"), ordering="name")
     def template_name(self, template: CouponTemplate) -> str:
