@@ -33,7 +33,8 @@ class CategoryAdmin(admin.ModelAdmin):
     search_fields = ["name"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(products_in=models.Count("products"))
+        counted = super().get_queryset(request).annotate(products_in=models.Count("products"))
+        return counted.order_by("name")  # a GROUP BY drops Meta.ordering
 
     @admin.display(description=gettext_lazy("products"), ordering="products_in")
     def product_count(self, category: Category) -> int:
