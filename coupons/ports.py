@@ -177,3 +177,4 @@ class CouponOrder:
     pay_amount: int
     created_at: datetime
     admin_url: str
+    status_label: str = ""  # the status in the admin's language

@@ -93,6 +93,7 @@ def orders_using_coupons(
             pay_amount=order.pay_amount,
             created_at=order.created_at,
             admin_url=reverse("admin:orders_order_change", args=[order.pk]),
+            status_label=str(order.get_status_display()),
         )
         for order in orders.order_by("-id")[:limit]
     ]

@@ -67,10 +67,9 @@ class CouponTemplateForm(forms.ModelForm):
     value = forms.CharField(
         label=gettext_lazy("value"),
         max_length=40,
-        # xgettext:no-python-format
         help_text=gettext_lazy(
             "Money off, e.g. 50.00. For a percent coupon, the percent OFF, a whole number 1 to "
-            "99: 15 means 15% off, which is 85折; for 85折 type 15, not 85."
+            "99: 15 takes 15%, so the price becomes 85折; for 85折 type 15, not 85."
         ),
     )
     min_amount = MoneyField(

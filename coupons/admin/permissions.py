@@ -11,7 +11,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 # Plumbing whose permissions nobody grants by hand (token_blacklist keeps the refresh tokens).
-HIDDEN_APPS = ("token_blacklist", "sessions", "contenttypes")
+# "core" is the api package's idempotency records (its AppConfig keeps that label).
+HIDDEN_APPS = ("token_blacklist", "sessions", "contenttypes", "core")
 
 DEFAULT_ACTIONS = {
     "add": gettext_lazy("Can add %(model)s"),

@@ -91,7 +91,11 @@ class UserCouponAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             return "–"
         return format_html(
             "<br>".join(['<a href="{}">#{} ({})</a>'] * len(orders)),
-            *[part for order in orders for part in (order.admin_url, order.order_id, order.status)],
+            *[
+                part
+                for order in orders
+                for part in (order.admin_url, order.order_id, order.status_label or order.status)
+            ],
         )
 
 

@@ -5,8 +5,10 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.forms import AdminPasswordChangeForm, SetUnusablePasswordMixin
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
+from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -67,6 +69,21 @@ def grant_coupon_to_users(modeladmin, request, queryset):
     return TemplateResponse(request, "admin/coupons/grant_to_selected_users.html", context)
 
 
+class PasswordChangeInAdminLanguageForm(AdminPasswordChangeForm):
+    """Django builds this form's help text by adding English to a lazy translation when the
+    module is imported, so it never follows the language; rebuilt here per form."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "usable_password" in self.fields:
+            self.fields["usable_password"].help_text = format_html(
+                '{}<ul id="id_unusable_warning" class="messagelist"><li class="warning">{}'
+                "</li></ul>",
+                SetUnusablePasswordMixin.usable_password_help_text,
+                _("If disabled, the current password for this user will be lost."),
+            )
+
+
 User = get_user_model()
 if admin.site.is_registered(User):
     admin.site.unregister(User)
@@ -75,6 +92,7 @@ if admin.site.is_registered(User):
 @admin.register(User)
 class UserWithCouponsAdmin(PermissionLabelsMixin, UserAdmin):
     inlines = [*UserAdmin.inlines, UserCouponInline]
+    change_password_form = PasswordChangeInAdminLanguageForm
     actions = [grant_coupon_to_users]
 
     def has_grant_permission(self, request) -> bool:

@@ -177,7 +177,7 @@ def _scope_validate(
         fail(
             "scope_ids",
             _("Between 1 and %(count)d ids are required for scope %(scope)s.")
-            % {"count": MAX_SCOPE_IDS, "scope": scope},
+            % {"count": MAX_SCOPE_IDS, "scope": CouponTemplate.Scope(scope).label},
         )
         return
     catalog = scope_catalog()
@@ -189,7 +189,10 @@ def _scope_validate(
             fail(
                 "scope_ids",
                 _("Unknown %(scope)s: %(ids)s.")
-                % {"scope": scope, "ids": ", ".join(map(str, unknown[:20]))},
+                % {
+                    "scope": CouponTemplate.Scope(scope).label,
+                    "ids": ", ".join(map(str, unknown[:20])),
+                },
             )
 
 
