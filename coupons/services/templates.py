@@ -176,7 +176,7 @@ def _scope_validate(
     if not 1 <= len(ids) <= MAX_SCOPE_IDS:
         fail(
             "scope_ids",
-            _("Between 1 and %(count)d ids are required for scope %(scope)s.")
+            _("Between 1 and %(count)d ids are required for the scope “%(scope)s”.")
             % {"count": MAX_SCOPE_IDS, "scope": CouponTemplate.Scope(scope).label},
         )
         return
@@ -185,14 +185,14 @@ def _scope_validate(
         kept = set(current.scope_ids) if current is not None and current.scope == scope else set()
         new_ids = sorted(set(ids) - kept)
         unknown = sorted(set(new_ids) - set(catalog.names(scope=scope, ids=new_ids)))
+        unknown_text = {
+            CouponTemplate.Scope.CATEGORIES: _("Unknown categories: %(ids)s."),
+            CouponTemplate.Scope.PRODUCTS: _("Unknown products: %(ids)s."),
+        }
         if unknown:
             fail(
                 "scope_ids",
-                _("Unknown %(scope)s: %(ids)s.")
-                % {
-                    "scope": CouponTemplate.Scope(scope).label,
-                    "ids": ", ".join(map(str, unknown[:20])),
-                },
+                unknown_text[scope] % {"ids": ", ".join(map(str, unknown[:20]))},
             )
 
 
