@@ -189,9 +189,15 @@ class CouponTemplateForm(forms.ModelForm):
         if current is None:
             return
         for field in templates.FROZEN_ONCE_CLAIMED:
-            if field in self.fields or field not in self.data:
+            if field in self.fields:
                 continue
-            if posted_term(field, self.data[field], kind=current.type) != getattr(current, field):
+            if field == "scope_ids" and field not in self.data:
+                posted = self._posted_scope_picks(current)
+            elif field in self.data:
+                posted = posted_term(field, self.data[field], kind=current.type)
+            else:
+                continue
+            if posted is not None and posted != getattr(current, field):
                 self.add_error(
                     None,
                     _(
@@ -200,6 +206,18 @@ class CouponTemplateForm(forms.ModelForm):
                     )
                     % {"field": CouponTemplate._meta.get_field(field).verbose_name},
                 )
+
+
+    def _posted_scope_picks(self, current: CouponTemplate) -> list[int] | None:
+        """The ids a page with the scope pickers posted for the template's scope kind; None when
+        it posted none for it (a multiple select sends nothing when nothing is picked)."""
+        picker = SCOPE_PICKERS.get(current.scope)
+        if picker is None or picker not in self.data:
+            return None
+        picked = self.data.getlist(picker) if hasattr(self.data, "getlist") else []
+        if not all(text.isascii() and text.isdigit() for text in picked):
+            return []
+        return sorted({int(text) for text in picked})
 
 
 def value_for_form(kind: str, value: int) -> str:

@@ -137,3 +137,30 @@ def test_scope_names_cost_the_same_queries_for_one_row_and_many(admin_site):
         CouponTemplateFactory(scope=CouponTemplate.Scope.PRODUCTS, scope_ids=[kettle.pk])
 
     assert list_queries() == few
+
+
+def test_scope_picks_posted_after_a_claim_froze_them_are_refused_not_dropped(admin_site):
+    tea, coffee = Category.objects.create(name="Tea"), Category.objects.create(name="Coffee")
+    template = CouponTemplateFactory(scope="categories", scope_ids=[tea.pk], claimed_count=1)
+    url = f"{LIST_URL}{template.pk}/change/"
+    start, end = template.valid_from, template.valid_until
+    page = {
+        "name": template.name,
+        "total": "100",
+        "per_user_limit": "1",
+        "valid_from_0": start.strftime("%Y-%m-%d"),
+        "valid_from_1": start.strftime("%H:%M:%S"),
+        "valid_until_0": end.strftime("%Y-%m-%d"),
+        "valid_until_1": end.strftime("%H:%M:%S"),
+        "visibility": "public",
+        "scope": "categories",
+    }
+
+    same = admin_site.post(url, page | {"scope_categories": [tea.pk]})
+    changed = admin_site.post(url, page | {"scope_categories": [tea.pk, coffee.pk]})
+
+    assert same.status_code == 302
+    assert changed.status_code == 200
+    assert "can no longer change" in str(changed.context["adminform"].form.non_field_errors())
+    template.refresh_from_db()
+    assert template.scope_ids == [tea.pk]
