@@ -207,7 +207,6 @@ class CouponTemplateForm(forms.ModelForm):
                     % {"field": CouponTemplate._meta.get_field(field).verbose_name},
                 )
 
-
     def _posted_scope_picks(self, current: CouponTemplate) -> list[int] | None:
         """The ids a page with the scope pickers posted for the template's scope kind; None when
         it posted none for it (a multiple select sends nothing when nothing is picked)."""
