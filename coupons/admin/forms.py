@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy
 
 from core.admin_fields import MoneyField
 from core.money import MoneyInvalid, format_cents, parse_money
+from coupons.admin.display import zhe
 from coupons.catalog import scope_catalog
 from coupons.errors import TemplateInvalid
 from coupons.models import MAX_AMOUNT, CouponTemplate
@@ -55,6 +56,8 @@ class ScopePicker(forms.TypedMultipleChoiceField):
         )
 
 
+DEEP_DISCOUNT_PERCENT = 50
+
 SCOPE_PICKERS = {
     CouponTemplate.Scope.CATEGORIES: "scope_categories",
     CouponTemplate.Scope.PRODUCTS: "scope_products",
@@ -70,6 +73,15 @@ class CouponTemplateForm(forms.ModelForm):
         help_text=gettext_lazy(
             "Money off, e.g. 50.00. For a percent coupon, the percent OFF, a whole number 1 to "
             "99: 15 takes 15%, so the price becomes 85折; for 85折 type 15, not 85."
+        ),
+    )
+    # An operator who thinks in 折 types 85 for 85折, which here is 85% off: more than half
+    # off must be confirmed (DEEP_DISCOUNT_PERCENT), and the refusal says what to type instead.
+    confirm_deep_discount = forms.BooleanField(
+        label=gettext_lazy("more than half off, on purpose"),
+        required=False,
+        help_text=gettext_lazy(
+            "Needed to save a percent coupon taking half the price or more (5折 or less)."
         ),
     )
     min_amount = MoneyField(
@@ -159,6 +171,7 @@ class CouponTemplateForm(forms.ModelForm):
                 cleaned["value"] = value_from_form(kind, cleaned["value"])
             except forms.ValidationError as error:
                 self.add_error("value", error)
+        self._refuse_deep_discount_unless_confirmed(kind, cleaned)
         self._refuse_edits_of_fields_frozen_meanwhile(current)
         editable = set(self.fields)
         if self.scope_pickers:
@@ -206,6 +219,24 @@ class CouponTemplateForm(forms.ModelForm):
                     )
                     % {"field": CouponTemplate._meta.get_field(field).verbose_name},
                 )
+
+    def _refuse_deep_discount_unless_confirmed(self, kind: str | None, cleaned: dict) -> None:
+        percent = cleaned.get("value")
+        if kind != CouponTemplate.Type.PERCENT or "confirm_deep_discount" not in self.fields:
+            return
+        if not isinstance(percent, int) or percent < DEEP_DISCOUNT_PERCENT:
+            return
+        if cleaned.get("confirm_deep_discount"):
+            return
+        self.add_error(
+            "value",
+            _(
+                "%(percent)s%% off is %(zhe)s折, the price cut by more than half. For "
+                "%(percent)s折 type %(off)s; to give %(percent)s%% off, tick “more than half "
+                "off, on purpose”."
+            )
+            % {"percent": percent, "zhe": zhe(percent), "off": 100 - percent},
+        )
 
     def _posted_scope_picks(self, current: CouponTemplate) -> list[int] | None:
         """The ids a page with the scope pickers posted for the template's scope kind; None when

@@ -86,6 +86,7 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
         "scope_ids",
         "scope_categories",
         "scope_products",
+        "confirm_deep_discount",
     )
 
     @staticmethod
@@ -94,15 +95,13 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
 
     @staticmethod
     def editable_terms() -> list[str]:
-        """The terms as form fields: with a catalog, scope ids are picked by name."""
+        """The terms as form fields: the value with its deep-discount confirmation and, with a
+        catalog, scope ids picked by name."""
+        shown_as = {"scope_ids": list(SCOPE_PICKERS.values())}
         if scope_catalog() is None:
-            return list(templates.TEMPLATE_TERMS)
-        pickers = list(SCOPE_PICKERS.values())
-        return [
-            name
-            for field in templates.TEMPLATE_TERMS
-            for name in (pickers if field == "scope_ids" else [field])
-        ]
+            shown_as = {}
+        shown_as["value"] = ["value", "confirm_deep_discount"]
+        return [name for field in templates.TEMPLATE_TERMS for name in shown_as.get(field, [field])]
 
     def get_fields(self, request, obj=None):
         if obj is None:

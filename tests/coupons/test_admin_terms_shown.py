@@ -164,3 +164,21 @@ def test_scope_picks_posted_after_a_claim_froze_them_are_refused_not_dropped(adm
     assert "can no longer change" in str(changed.context["adminform"].form.non_field_errors())
     template.refresh_from_db()
     assert template.scope_ids == [tea.pk]
+
+
+def test_85_typed_for_85zhe_is_refused_until_confirmed(admin_site):
+    from tests.support.admin_forms import form_data
+
+    percent = {"type": "percent", "min_amount": "", "name": "八五折"}
+    mistaken = admin_site.post(f"{LIST_URL}add/", form_data(value="85", **percent), **ZH)
+    meant = admin_site.post(
+        f"{LIST_URL}add/", form_data(value="85", confirm_deep_discount="on", **percent)
+    )
+    usual = admin_site.post(f"{LIST_URL}add/", form_data(value="15", **percent))
+
+    assert mistaken.status_code == 200
+    assert mistaken.context["adminform"].form.errors["value"] == [
+        "减 85% 即 15折，价格减去一半以上。要打 85折请填 15；确要减 85%，请勾选“确认减去一半以上”。"
+    ]
+    assert (meant.status_code, usual.status_code) == (302, 302)
+    assert sorted(CouponTemplate.objects.values_list("value", flat=True)) == [15, 85]
