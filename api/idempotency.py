@@ -7,6 +7,11 @@ in its own transaction before the handler runs, so a concurrent request with the
 meets the unique (user, key) index and is told 409 `request_in_progress`; the answer is stored
 after the handler returns. 5xx answers are not kept (the record is deleted): the failed attempt
 committed nothing, so running it again is safe.
+
+A record still without an answer is a lease of IDEMPOTENCY_LEASE_SECONDS, not a lock for the
+key's lifetime: when its request died (the worker was stopped) or its 5xx could not be dropped
+(the database still away), the key is free again after the lease, so a client that retries a
+5xx is never locked out for a day (docs/decisions/0322-idempotency-lease.md).
 """
 
 import functools
@@ -15,7 +20,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
@@ -35,6 +40,10 @@ MAX_KEY_LENGTH = 64
 # Printable ASCII, space included (HTTP strips a header value's outer spaces anyway).
 PRINTABLE_ASCII = frozenset(chr(code) for code in range(0x20, 0x7F))
 KEY_RULE = f"Must be 1 to {MAX_KEY_LENGTH} printable ASCII characters (space to tilde)."
+
+
+# Answers of requests that did nothing, so running them again is safe.
+NOT_KEPT_STATUSES = frozenset({429, *range(500, 600)})
 
 
 @dataclass(frozen=True)
@@ -62,7 +71,7 @@ def idempotent(handler: Callable) -> Callable:
             )
         # No answer at all (the worker stopped by gunicorn's timeout raises SystemExit here)
         # leaves the record "in progress": the work may have committed, so a retry must not
-        # run it again (docs/DESIGN.md, "Idempotency", known limit).
+        # run it again (docs/decisions/0018-idempotency-keys-in-mysql.md, a known limit).
         try:
             response = handler(view, request, *args, **kwargs)
         except Exception as error:
@@ -71,7 +80,8 @@ def idempotent(handler: Callable) -> Callable:
         record_finish(record_id=begun.pk, response=response)
         return response
 
-    wrapper.idempotent = True  # read by the schema generator to document the header
+    # Read by the schema generator (getattr) to document the header.
+    setattr(wrapper, "idempotent", True)  # noqa: B010
     return wrapper
 
 
@@ -83,7 +93,11 @@ def key_validate(key: str) -> None:
 def request_digest(request: Request) -> str:
     """What makes two requests "the same": method, path with query string, and body bytes."""
     digest = hashlib.sha256()
-    for part in (request.method.encode(), request.get_full_path().encode(), request._request.body):
+    for part in (
+        (request.method or "").encode(),
+        request.get_full_path().encode(),
+        request._request.body,
+    ):
         digest.update(len(part).to_bytes(8, "big"))  # length-prefixed: no ambiguous joins
         digest.update(part)
     return digest.hexdigest()
@@ -95,6 +109,18 @@ def key_digest(key: str) -> str:
 
 def key_lifetime() -> timedelta:
     return timedelta(hours=settings.IDEMPOTENCY_KEY_HOURS)
+
+
+def lease() -> timedelta:
+    return timedelta(seconds=settings.IDEMPOTENCY_LEASE_SECONDS)
+
+
+def record_is_stale(record: IdempotencyRecord, *, now: datetime) -> bool:
+    """Past the key's lifetime, or still without an answer after the lease (its request
+    failed or died): the key may be taken again."""
+    if record.created_at <= now - key_lifetime():
+        return True
+    return record.response_status is None and record.created_at <= now - lease()
 
 
 def record_begin(
@@ -122,23 +148,31 @@ def record_begin(
         earlier = IdempotencyRecord.objects.filter(user_id=user_id, key_digest=digest).first()
         if earlier is None:
             continue
-        if earlier.created_at <= now - key_lifetime():
-            IdempotencyRecord.objects.filter(pk=earlier.pk, created_at=earlier.created_at).delete()
+        if record_is_stale(earlier, now=now):
+            # Guarded: only the row as read here, not one a concurrent request took over.
+            IdempotencyRecord.objects.filter(
+                pk=earlier.pk,
+                created_at=earlier.created_at,
+                response_status=earlier.response_status,
+            ).delete()
             continue
         if earlier.request_digest != request_digest:
             raise IdempotencyKeyReused()
-        if earlier.response_status is None:
+        # record_finish writes the status and the body together.
+        if earlier.response_status is None or earlier.response_body is None:
             raise RequestInProgress()
         return StoredAnswer(status=earlier.response_status, body=earlier.response_body)
     raise RequestInProgress()
 
 
 def record_finish(*, record_id: int, response: Response) -> None:
-    """Keep the answer for replays, or drop the record for a 5xx. A failure to write it is
-    logged and the real answer still goes out: the work is done and the client
-    must hear so; the record then stays "in progress" (409 to retries) until it expires."""
+    """Keep the answer for replays, or drop the record for a 5xx or a 429 (the request did
+    nothing: a throttle counted in the handler, SPEC section 15, must not make its answer the
+    key's for good). A failure to write it is logged and the real answer still goes out: the
+    work is done and the client must hear so; the record then stays "in progress" (409 to
+    retries) until its lease ends."""
     try:
-        if not isinstance(response, Response) or response.status_code >= 500:
+        if not isinstance(response, Response) or response.status_code in NOT_KEPT_STATUSES:
             IdempotencyRecord.objects.filter(pk=record_id).delete()
             return
         IdempotencyRecord.objects.filter(pk=record_id).update(

@@ -4,13 +4,15 @@ typed errors from coupons.errors; no model instance ever crosses this line.
 The writes (use_coupon, rollback_coupon) must run inside the caller's transaction, so that the
 coupon changes state together with the order or not at all."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
+from django.utils.functional import Promise
 
 from core import clock
-from coupons.discounts import CartJudgement, CartLine, DiscountTerms, judge_cart
+from coupons.discounts import CartJudgement, CartLine, CartRefusal, DiscountTerms, judge_cart
 from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
 from coupons.models import CouponStatus, CouponTemplate, UserCoupon
 
@@ -19,6 +21,7 @@ __all__ = [
     "COUPON_TYPE_CHOICES",
     "CartJudgement",
     "CartLine",
+    "CartRefusal",
     "TransactionRequired",
     "UsableCoupon",
     "get_usable",
@@ -30,8 +33,8 @@ __all__ = [
 
 # The kinds of coupon and of scope a UsableCoupon may name, with labels (for the orders API's
 # schema, so both apps' enums are one).
-COUPON_TYPE_CHOICES: list[tuple[str, str]] = CouponTemplate.Type.choices
-COUPON_SCOPE_CHOICES: list[tuple[str, str]] = CouponTemplate.Scope.choices
+COUPON_TYPE_CHOICES: Sequence[tuple[str, str | Promise]] = CouponTemplate.Type.choices
+COUPON_SCOPE_CHOICES: Sequence[tuple[str, str | Promise]] = CouponTemplate.Scope.choices
 
 
 class TransactionRequired(RuntimeError):

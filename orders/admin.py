@@ -2,6 +2,8 @@
 only by atomic adjustments; orders read-only, with their coupon linked and a filter by coupon
 template. Writes go through orders.services."""
 
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
@@ -20,6 +22,17 @@ from orders import services
 from orders.errors import OrderInvalid, OutOfStock
 from orders.models import MAX_PRICE, MAX_STOCK, Category, Order, OrderItem, Product
 
+
+class ProductsIn(TypedDict):
+    products_in: int
+
+
+if TYPE_CHECKING:  # django-stubs' helper is a dev dependency: for mypy only
+    from django_stubs_ext import WithAnnotations
+
+    # A category as CategoryAdmin's list reads it, with its product count.
+    CategoryWithCount: TypeAlias = WithAnnotations[Category, ProductsIn]
+
 ADJUST_STOCK_PERMISSION = "orders.adjust_stock"
 CANCEL_ORDER_PERMISSION = "orders.cancel_order"
 
@@ -37,7 +50,7 @@ class CategoryAdmin(admin.ModelAdmin):
         return counted.order_by("name")  # a GROUP BY drops Meta.ordering
 
     @admin.display(description=gettext_lazy("products"), ordering="products_in")
-    def product_count(self, category: Category) -> int:
+    def product_count(self, category: "CategoryWithCount") -> int:
         return category.products_in
 
 
@@ -123,8 +136,8 @@ class ProductAdmin(RefusalAsFormErrorAdmin):
 
 class OrderItemInline(admin.TabularInline):
     model = OrderItem
-    fields = ["product", "title", "unit_price_display", "quantity", "discount_share"]
-    readonly_fields = fields
+    readonly_fields = ("product", "title", "unit_price_display", "quantity", "discount_share")
+    fields = readonly_fields
     extra = 0
     can_delete = False
 
@@ -179,7 +192,7 @@ class OrderAdmin(admin.ModelAdmin):
     list_filter = ["status", "order_type", CouponTemplateFilter]
     list_select_related = ["user"]
     search_fields = ["user__username"]
-    fields = [
+    readonly_fields = (
         "user",
         "order_type",
         "status",
@@ -191,8 +204,8 @@ class OrderAdmin(admin.ModelAdmin):
         "paid_at",
         "cancelled_at",
         "created_at",
-    ]
-    readonly_fields = fields
+    )
+    fields = readonly_fields
     inlines = [OrderItemInline]
     actions = ["cancel_orders"]
 

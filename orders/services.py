@@ -1,14 +1,15 @@
 """Every write to orders. Transactions live here; views and commands only call these.
 
 Lock order, the same in every transaction, so two of them never wait on each other in a circle:
-the order row (cancel, pay), then product rows by ascending id, then the user coupon row."""
+the user row (checkout), the order row (cancel, pay), then product rows by ascending id, then
+the user coupon row."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TypedDict
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils.translation import gettext as _
@@ -26,13 +27,10 @@ from orders.errors import (
     OutOfStock,
     ProductNotFound,
     ThresholdNotMet,
+    TooManyUnpaidOrders,
 )
-from orders.models import MAX_LINES, MAX_QUANTITY, MAX_STOCK, Order, OrderItem, Product
-
-
-class OrderLine(TypedDict):
-    product_id: int
-    quantity: int
+from orders.lines import OrderLine, ProductQuantity, cart_lines, order_lines_validate
+from orders.models import MAX_STOCK, Order, OrderItem, Product
 
 
 def order_checkout(
@@ -65,13 +63,14 @@ def _order_place(
     *,
     user_id: int,
     order_type: str,
-    lines: list[tuple[int, int]],
+    lines: list[ProductQuantity],
     coupon_id: int | None,
 ) -> Order:
     """One transaction: take stock, price the lines, redeem the coupon if any, write the
     order. Any error rolls all of it back."""
     with transaction.atomic():
         now = clock.now()
+        _unpaid_room_check(user_id=user_id)
         products = _stock_take(lines)
         cart = cart_lines(lines, products)
         total = sum(line.amount for line in cart)
@@ -94,23 +93,21 @@ def _order_place(
         )
 
 
-def cart_lines(lines: list[tuple[int, int]], products: dict[int, Product]) -> list[ports.CartLine]:
-    """The order's lines as the coupon rules see them: product, category, amount."""
-    return [
-        ports.CartLine(
-            product_id=product_id,
-            category_id=products[product_id].category_id,
-            amount=products[product_id].price * quantity,
-        )
-        for product_id, quantity in lines
-    ]
+def _unpaid_room_check(*, user_id: int) -> None:
+    """Raise TooManyUnpaidOrders when the user already holds MAX_UNPAID_ORDERS orders awaiting
+    payment. The user's row is locked first, so concurrent checkouts of one user count one
+    after the other and cannot pass the cap together. Inside the checkout's transaction."""
+    get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk").first()
+    unpaid = Order.objects.filter(user_id=user_id, status=Order.Status.PENDING_PAYMENT).count()
+    if unpaid >= settings.MAX_UNPAID_ORDERS:
+        raise TooManyUnpaidOrders()
 
 
 def raise_if_not_applied(judged: ports.CartJudgement) -> None:
     match judged.reason:
-        case "not_applicable":
+        case ports.CartRefusal.NOT_APPLICABLE:
             raise CouponNotApplicable()
-        case "threshold_not_met":
+        case ports.CartRefusal.THRESHOLD_NOT_MET:
             amounts = {
                 "subtotal": format_money(judged.eligible_subtotal),
                 "shortfall": format_money(judged.shortfall),
@@ -171,38 +168,19 @@ def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
     return order
 
 
-def order_lines_validate(items: Sequence[OrderLine]) -> list[tuple[int, int]]:
-    """(product_id, quantity) pairs sorted by product id: the lock order of _stock_take."""
-    if not 1 <= len(items) <= MAX_LINES:
-        raise OrderInvalid(
-            fields={
-                "items": [_("Between 1 and %(count)d lines are required.") % {"count": MAX_LINES}]
-            }
-        )
-    lines = sorted((item["product_id"], item["quantity"]) for item in items)
-    product_ids = [product_id for product_id, _quantity in lines]
-    if len(set(product_ids)) != len(product_ids):
-        raise OrderInvalid(fields={"items": [_("Each product may appear only once.")]})
-    if any(not 1 <= quantity <= MAX_QUANTITY for _product_id, quantity in lines):
-        raise OrderInvalid(
-            fields={"items": [_("Quantity must be 1 to %(count)d.") % {"count": MAX_QUANTITY}]}
-        )
-    return lines
-
-
-def _stock_take(lines: list[tuple[int, int]]) -> dict[int, Product]:
+def _stock_take(lines: list[ProductQuantity]) -> dict[int, Product]:
     """Take stock for each line with a guarded UPDATE (never below zero), in ascending product
     id order, and return the products as the locked rows now stand. Inside a transaction."""
-    for product_id, quantity in lines:
-        taken = Product.objects.filter(pk=product_id, stock__gte=quantity).update(
-            stock=F("stock") - quantity
+    for line in lines:
+        taken = Product.objects.filter(pk=line.product_id, stock__gte=line.quantity).update(
+            stock=F("stock") - line.quantity
         )
         if not taken:
-            if not Product.objects.filter(pk=product_id).exists():
-                raise ProductNotFound(_("Product %(id)s not found.") % {"id": product_id})
-            raise OutOfStock(_("Not enough stock for product %(id)s.") % {"id": product_id})
+            if not Product.objects.filter(pk=line.product_id).exists():
+                raise ProductNotFound(_("Product %(id)s not found.") % {"id": line.product_id})
+            raise OutOfStock(_("Not enough stock for product %(id)s.") % {"id": line.product_id})
     # The UPDATEs hold these rows' locks, so the prices read here are the ones charged.
-    return Product.objects.in_bulk([product_id for product_id, _quantity in lines])
+    return Product.objects.in_bulk([line.product_id for line in lines])
 
 
 def _stock_return(order: Order) -> None:
@@ -215,7 +193,7 @@ def _order_create(
     *,
     user_id: int,
     order_type: str,
-    lines: list[tuple[int, int]],
+    lines: list[ProductQuantity],
     products: dict[int, Product],
     total: int,
     line_discounts: list[int],
@@ -237,13 +215,13 @@ def _order_create(
     OrderItem.objects.bulk_create(
         OrderItem(
             order=order,
-            product_id=product_id,
-            title=products[product_id].name,
-            unit_price=products[product_id].price,
-            quantity=quantity,
+            product_id=line.product_id,
+            title=products[line.product_id].name,
+            unit_price=products[line.product_id].price,
+            quantity=line.quantity,
             discount_amount=line_discount,
         )
-        for (product_id, quantity), line_discount in zip(lines, line_discounts, strict=True)
+        for line, line_discount in zip(lines, line_discounts, strict=True)
     )
     return order
 

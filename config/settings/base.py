@@ -30,6 +30,8 @@ DEBUG = env_bool("DEBUG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
 # Behind a proxy on another port the browser's Origin is not the Host the app sees.
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+# A CSRF refusal in the JSON envelope under /api/ and on /healthz, Django's page elsewhere.
+CSRF_FAILURE_VIEW = "api.exceptions.csrf_failure"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -95,13 +97,13 @@ TEMPLATES = [
 DATABASE_LOCK_WAIT_TIMEOUT = int(os.environ.get("DB_LOCK_WAIT_TIMEOUT", "5"))
 
 
-def database_from_env() -> dict:
+def database_from_env() -> dj_database_url.DBConfig:
     url = os.environ.get("DATABASE_URL", "")
     if not url:
         VAR_DIR.mkdir(exist_ok=True)
         return {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "db.sqlite3",
+            "NAME": str(VAR_DIR / "db.sqlite3"),
             # IMMEDIATE makes write transactions take the write lock at BEGIN, so they
             # serialize instead of failing with "database is locked" halfway through.
             "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
@@ -148,23 +150,25 @@ DATABASE_UNAVAILABLE_RETRY_AFTER = int(os.environ.get("DATABASE_UNAVAILABLE_RETR
 DATABASE_FAULT_LOG_INTERVAL = env_float("DATABASE_FAULT_LOG_INTERVAL", 10)
 # After a request found the database server away, answer 503 at once for this long.
 DATABASE_BREAKER_SECONDS = env_float("DATABASE_BREAKER_SECONDS", 2)
-# /healthz answers within this many seconds whatever the database does.
-HEALTH_TIMEOUT = env_float("HEALTH_TIMEOUT", 0.8)
+# /healthz answers within this many seconds whatever the database does (ops/health.py),
+# and one answer serves every call for HEALTH_CACHE_SECONDS (at most 1: SPEC section 19).
+HEALTH_TIMEOUT = env_float("HEALTH_TIMEOUT", 0.5)
+HEALTH_CACHE_SECONDS = min(env_float("HEALTH_CACHE_SECONDS", 1.0), 1.0)
 # Wiring, not configuration: the callables ops uses without importing an app (typing
 # Protocols in core/database_errors.py and ops/health.py). The API's exception handler
 # reports a database outage to the first; /healthz pings the Redis the second returns.
 DATABASE_FAULT_REPORTER = "ops.database_faults.report_database_unavailable"
-HEALTH_REDIS = "coupons.counter.coupon_counter"
+HEALTH_REDIS = "coupons.counter_setup.coupon_counter"
 # The periodic jobs `manage.py run_scheduler` runs each interval: name -> dotted path of a
 # callable taking nothing and returning a line to print or None (ops imports no app).
 SCHEDULED_JOBS = {"order expiry": "orders.jobs.expire_overdue_orders"}
 
-# --- Redis (advisory counters; see docs/DESIGN.md) --------------------------------------------
+# --- Redis (advisory counters; docs/decisions/0004-redis-advisory-counters-with-versions.md) ---
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-# The coupon counter's Redis (coupons.counter.counter_from_settings reads these, nothing else
-# does): by default the same server; with COUPON_REDIS_CLUSTER=1 the URL names any node of a
-# Redis Cluster.
+# The coupon counter's Redis (coupons.counter_setup.counter_from_settings reads these, nothing
+# else does): by default the same server; with COUPON_REDIS_CLUSTER=1 the URL names any node of
+# a Redis Cluster.
 COUPON_COUNTER_REDIS_URL = os.environ.get("COUPON_COUNTER_REDIS_URL", REDIS_URL)
 COUPON_REDIS_CLUSTER = os.environ.get("COUPON_REDIS_CLUSTER", "0") == "1"
 # Prepended to every counter key; lets several deployments (or test runs) share one Redis.
@@ -172,6 +176,9 @@ COUPON_REDIS_PREFIX = os.environ.get("COUPON_REDIS_PREFIX", "")
 # Every counter call is on a request's path, so one timeout (connect and read) bounds each.
 COUPON_COUNTER_CLAIM_TIMEOUT = float(os.environ.get("COUPON_COUNTER_CLAIM_TIMEOUT", "0.25"))
 COUPON_COUNTER_BACKOFF = float(os.environ.get("COUPON_COUNTER_BACKOFF", "5"))
+# Cached template terms (SPEC section 15) live this many seconds from the database read they
+# came from; a staff change that cannot reach Redis waits this long before it returns.
+COUPON_TERMS_LEASE = float(os.environ.get("COUPON_TERMS_LEASE", "5"))
 # Wiring, not configuration: which callable tells coupons which category and product ids exist
 # (coupons.catalog). The orders app provides it; coupons never imports orders.
 COUPON_SCOPE_CATALOG = "orders.catalog.OrdersCatalog"
@@ -189,15 +196,26 @@ CACHES = {
     }
 }
 
-# --- Throttles (api/throttles.py): counted in the cache's Redis, open when it is down -----
+# --- Throttles (api/throttles.py, accounts/throttles.py): counted in the cache's Redis; ----
+# while it is down password and code guesses are counted per process. The claim's own
+# ("claim", per user and template) is counted in the coupon counter's claim script.
 
 THROTTLE_RATES = {
-    "login_username": os.environ.get("THROTTLE_LOGIN_USERNAME", "10/min"),
+    # Failed logins (API and admin) per (username, client IP): the lockout a guesser meets.
+    "login_username_ip": os.environ.get("THROTTLE_LOGIN_USERNAME_IP", "10/min"),
+    # Failed logins per username from all addresses: high enough that one address (locked
+    # out after 10) cannot lock the account for its owner elsewhere.
+    "login_username": os.environ.get("THROTTLE_LOGIN_USERNAME", "100/min"),
+    # Failed logins per client IP, across usernames.
     "login_ip": os.environ.get("THROTTLE_LOGIN_IP", "30/min"),
+    "refresh": os.environ.get("THROTTLE_REFRESH", "30/min"),  # token refreshes per user
     "claim": os.environ.get("THROTTLE_CLAIM", "60/min"),
-    "redeem": os.environ.get("THROTTLE_REDEEM", "10/min"),
+    "redeem": os.environ.get("THROTTLE_REDEEM", "10/min"),  # code redemptions per user
+    "redeem_ip": os.environ.get("THROTTLE_REDEEM_IP", "60/min"),  # ... per client IP
+    # Per user: one shopper cannot take a whole stock by ordering in a loop (SPEC section 19).
+    "checkout": os.environ.get("THROTTLE_CHECKOUT", "30/min"),
 }
-# After a Redis failure the throttles skip Redis for this many seconds (requests pass).
+# After a Redis failure the throttles skip Redis for this many seconds.
 THROTTLE_REDIS_BACKOFF = env_float("THROTTLE_REDIS_BACKOFF", 5)
 
 # --- Auth -------------------------------------------------------------------------------------
@@ -236,8 +254,10 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",
     "PAGE_SIZE": 20,
     # Trusted reverse proxies in front of the app (1 behind the shipped nginx): the client IP
-    # that login throttles count is then taken from X-Forwarded-For, not the proxy's address.
-    "NUM_PROXIES": int(os.environ["NUM_PROXIES"]) if os.environ.get("NUM_PROXIES") else None,
+    # the throttles count is then the one the nearest proxy appended to X-Forwarded-For. 0
+    # (the default): the socket's address, and X-Forwarded-For, which any client can write
+    # when it reaches the server directly, is ignored.
+    "NUM_PROXIES": int(os.environ.get("NUM_PROXIES") or 0),
 }
 
 SPECTACULAR_SETTINGS = {
@@ -264,22 +284,32 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# --- Idempotency-Key (see docs/DESIGN.md, "Idempotency") -------------------------------------
+# --- Idempotency-Key (docs/decisions/0018-idempotency-keys-in-mysql.md) -----------------------
 
 # How long a key's answer is kept for replays; SPEC section 12 asks for at least 24 hours.
 IDEMPOTENCY_KEY_HOURS = int(os.environ.get("IDEMPOTENCY_KEY_HOURS", "24"))
 if IDEMPOTENCY_KEY_HOURS < 24:
     raise ImproperlyConfigured("IDEMPOTENCY_KEY_HOURS must be at least 24.")
+# A key whose request has no recorded answer after this long (it failed and its record could
+# not be dropped, or it died) is free again. Longer than any request can run (gunicorn's
+# 30 s timeout, config/gunicorn_conf.py), so a running request never loses its key.
+IDEMPOTENCY_LEASE_SECONDS = int(os.environ.get("IDEMPOTENCY_LEASE_SECONDS", "60"))
+if not 31 <= IDEMPOTENCY_LEASE_SECONDS <= 60:
+    raise ImproperlyConfigured("IDEMPOTENCY_LEASE_SECONDS must be from 31 to 60.")
 
 # --- Orders -----------------------------------------------------------------------------------
 
 ORDER_PAYMENT_TIMEOUT_MINUTES = int(os.environ.get("ORDER_PAYMENT_TIMEOUT_MINUTES", "15"))
+# Orders awaiting payment that one user may hold at once (each holds its stock until paid or
+# expired); the next checkout is 409 `too_many_unpaid_orders`.
+MAX_UNPAID_ORDERS = int(os.environ.get("MAX_UNPAID_ORDERS", "5"))
 
 # --- I18n, time, static -----------------------------------------------------------------------
 
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
-LOCALE_PATHS = [BASE_DIR / "locale"]  # compiled by `make` (msgfmt), see docs/DESIGN.md
+# Compiled by `make messages` (msgfmt): docs/decisions/0031-admin-money-time-languages.md.
+LOCALE_PATHS = [BASE_DIR / "locale"]
 # Times are stored in UTC and shown (admin, CSV export, chart days) in this zone.
 TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
 USE_I18N = True
@@ -299,7 +329,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "filters": {"database_outage": {"()": "ops.database_faults.DatabaseOutageLogFilter"}},
+    "filters": {
+        "database_outage": {"()": "ops.database_faults.DatabaseOutageLogFilter"},
+        "without_traceback": {"()": "ops.log_filters.WithoutTraceback"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
@@ -311,8 +344,18 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # A 409 "sold out" is the normal answer to a flash crowd, not a server problem: log only
     # 5xx here (Django logs every 4xx as a warning by default).
-    "loggers": {"django.request": {"level": "ERROR"}},
+    "loggers": {
+        "django.request": {"level": "ERROR"},
+        # A request for a Host we do not serve: one line naming it, answered 400.
+        "django.security.DisallowedHost": {"filters": ["without_traceback"]},
+    },
 }
+
+# --- Demo data -------------------------------------------------------------------------------
+
+# `seed_demo` creates users whose password is in the README: only the local and test settings
+# turn this on, so a production deployment (or any settings module of its own) refuses it.
+DEMO_DATA_ALLOWED = False
 
 # --- The operator's admin ---------------------------------------------------------------------
 

@@ -95,7 +95,10 @@ def attach_scope_texts(templates: Iterable[CouponTemplate]) -> None:
         ids = {pk for template in templates if template.scope == scope for pk in template.scope_ids}
         names[scope] = catalog.names(scope=scope, ids=ids) if catalog and ids else {}
     for template in templates:
-        template.scope_shown = scope_text(template, names.get(template.scope, {}))
+        # The list page's own attribute, read back with getattr (coupons/admin/templates.py).
+        template.scope_shown = scope_text(  # type: ignore[attr-defined]
+            template, names.get(template.scope, {})
+        )
 
 
 def rate_text(rate: float | None) -> str:

@@ -58,7 +58,7 @@ class ScopePicker(forms.TypedMultipleChoiceField):
 
 DEEP_DISCOUNT_PERCENT = 50
 
-SCOPE_PICKERS = {
+SCOPE_PICKERS: dict[str, str] = {
     CouponTemplate.Scope.CATEGORIES: "scope_categories",
     CouponTemplate.Scope.PRODUCTS: "scope_products",
 }
@@ -211,13 +211,15 @@ class CouponTemplateForm(forms.ModelForm):
             else:
                 continue
             if posted is not None and posted != getattr(current, field):
+                model_field = CouponTemplate._meta.get_field(field)
+                label = model_field.verbose_name if hasattr(model_field, "verbose_name") else field
                 self.add_error(
                     None,
                     _(
                         "A coupon was claimed while you were editing, so “%(field)s” can no "
                         "longer change. Nothing was saved."
                     )
-                    % {"field": CouponTemplate._meta.get_field(field).verbose_name},
+                    % {"field": label},
                 )
 
     def _refuse_deep_discount_unless_confirmed(self, kind: str | None, cleaned: dict) -> None:

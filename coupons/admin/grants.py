@@ -9,6 +9,7 @@ from dataclasses import asdict
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -84,12 +85,14 @@ def grant_from_form(
     if not may_grant(request):
         raise PermissionDenied
     reason = form.cleaned_data["reason"]
+    staff_id = request.user.pk
+    assert staff_id is not None  # the admin site admits only signed-in staff
     try:
         result = grants.coupon_grant(
             template_id=template.pk,
             user_ids=user_ids,
             reason=reason,
-            granted_by_id=request.user.pk,
+            granted_by_id=staff_id,
         )
     except DomainError as error:
         details = [str(error.detail)]
@@ -159,7 +162,7 @@ def grant_to_users(
         "form": form,
         "template": template,
         "opts": modeladmin.model._meta,
-        "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
     }
     return TemplateResponse(request, "admin/coupons/grant.html", context)
 

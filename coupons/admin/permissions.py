@@ -10,9 +10,10 @@ from django.db.models import QuerySet
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-# Plumbing whose permissions nobody grants by hand (token_blacklist keeps the refresh tokens).
-# "core" is the api package's idempotency records (its AppConfig keeps that label).
-HIDDEN_APPS = ("token_blacklist", "sessions", "contenttypes", "core")
+# Plumbing whose permissions nobody grants by hand (token_blacklist keeps the refresh tokens,
+# accounts the token generations). "core" is the api package's idempotency records (its
+# AppConfig keeps that label).
+HIDDEN_APPS = ("token_blacklist", "accounts", "sessions", "contenttypes", "core")
 
 DEFAULT_ACTIONS = {
     "add": gettext_lazy("Can add %(model)s"),
@@ -55,7 +56,7 @@ def operator_permissions(queryset: QuerySet[Permission]) -> QuerySet[Permission]
 class PermissionLabelsMixin:
     """For a ModelAdmin with a `permissions` or `user_permissions` many-to-many."""
 
-    def formfield_for_manytomany(self, db_field, request, **kwargs):
+    def formfield_for_manytomany(self, db_field, request=None, **kwargs):
         field = super().formfield_for_manytomany(db_field, request, **kwargs)
         if db_field.name in ("permissions", "user_permissions"):
             field.queryset = operator_permissions(field.queryset)

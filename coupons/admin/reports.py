@@ -9,6 +9,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from core import clock
+from core.csv_cells import csv_row
 from core.money import format_money
 from coupons import selectors
 from coupons.admin.chart import activity_chart_svg
@@ -101,7 +102,7 @@ def csv_lines(template: CouponTemplate, *, now) -> Iterator[str]:
             return text
 
     writer = csv.writer(Line())
-    yield UTF8_BOM + writer.writerow([str(header) for header in CSV_HEADER])
+    yield UTF8_BOM + writer.writerow(csv_row([str(header) for header in CSV_HEADER]))
     sources = dict(UserCoupon.Source.choices)
     last_id = 0
     while True:
@@ -120,20 +121,24 @@ def csv_lines(template: CouponTemplate, *, now) -> Iterator[str]:
         for coupon in batch:
             coupon.template = template  # the one template, not a query per row
             granter = coupon.granted_by
+            # Every cell through csv_row: a username, a template name or a grant reason may
+            # start with = + - @ (CSV injection).
             yield writer.writerow(
-                [
-                    coupon.pk,
-                    template.name,
-                    coupon.user_id,
-                    coupon.user.get_username(),
-                    str(sources.get(coupon.source, coupon.source)),
-                    str(COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=now)]),
-                    csv_time(coupon.created_at),
-                    csv_time(coupon.valid_until),
-                    csv_time(coupon.used_at),
-                    order_of.get(coupon.pk, ""),
-                    coupon.grant_reason or "",
-                    granter.get_username() if granter is not None else "",
-                ]
+                csv_row(
+                    [
+                        coupon.pk,
+                        template.name,
+                        coupon.user_id,
+                        coupon.user.get_username(),
+                        str(sources.get(coupon.source, coupon.source)),
+                        str(COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=now)]),
+                        csv_time(coupon.created_at),
+                        csv_time(coupon.valid_until),
+                        csv_time(coupon.used_at),
+                        order_of.get(coupon.pk, ""),
+                        coupon.grant_reason or "",
+                        granter.get_username() if granter is not None else "",
+                    ]
+                )
             )
         last_id = ids[-1]

@@ -40,7 +40,7 @@ class UserCouponAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = [DerivedStatusFilter, "source"]
     search_fields = ["user__username", "template__name", "grant_reason"]
     list_select_related = ["template", "user", "granted_by"]
-    fields = [
+    readonly_fields = (
         "template_link",
         "user_link",
         "source",
@@ -50,8 +50,8 @@ class UserCouponAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "order_link",
         "grant_reason",
         "granter",
-    ]
-    readonly_fields = fields
+    )
+    fields = readonly_fields
     actions = None
 
     @admin.display(description=gettext_lazy("template"))
@@ -66,15 +66,16 @@ class UserCouponAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description=gettext_lazy("status"))
     def coupon_status(self, coupon: UserCoupon) -> str:
-        return COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=clock.now())]
+        return str(COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=clock.now())])
 
     @admin.display(description=gettext_lazy("granted by"))
     def granter(self, coupon: UserCoupon) -> str:
         """The staff member who granted it, by username; "–" for claims and codes."""
-        if coupon.granted_by_id is None:
+        granter = coupon.granted_by  # None without a query when granted_by_id is None
+        if granter is None:
             return "–"
-        url = reverse("admin:auth_user_change", args=[coupon.granted_by_id])
-        return format_html('<a href="{}">{}</a>', url, coupon.granted_by.get_username())
+        url = reverse("admin:auth_user_change", args=[granter.pk])
+        return format_html('<a href="{}">{}</a>', url, granter.get_username())
 
     @admin.display(description=gettext_lazy("claimed at"), ordering="created_at")
     def claimed_at(self, coupon: UserCoupon) -> str:
@@ -104,8 +105,15 @@ class UserCouponInline(ReadOnlyAdminMixin, admin.TabularInline):
 
     model = UserCoupon
     fk_name = "user"  # not granted_by
-    fields = ["coupon_link", "template", "coupon_status", "source", "grant_reason", "claimed_at"]
-    readonly_fields = fields
+    readonly_fields = (
+        "coupon_link",
+        "template",
+        "coupon_status",
+        "source",
+        "grant_reason",
+        "claimed_at",
+    )
+    fields = readonly_fields
     extra = 0
     shown = 20
     verbose_name_plural = gettext_lazy("coupons (newest 20)")
@@ -136,7 +144,7 @@ class UserCouponInline(ReadOnlyAdminMixin, admin.TabularInline):
 
     @admin.display(description=gettext_lazy("status"))
     def coupon_status(self, coupon: UserCoupon) -> str:
-        return COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=clock.now())]
+        return str(COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=clock.now())])
 
     @admin.display(description=gettext_lazy("claimed at"))
     def claimed_at(self, coupon: UserCoupon) -> str:

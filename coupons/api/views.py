@@ -7,7 +7,7 @@ from rest_framework.response import Response
 
 from api.idempotency import idempotent
 from api.schema import api_errors
-from api.throttles import ClaimThrottle, RedeemThrottle
+from api.throttles import RedeemIPThrottle, RedeemThrottle
 from core import clock
 from coupons import selectors
 from coupons.api.serializers import (
@@ -17,7 +17,13 @@ from coupons.api.serializers import (
     UserCouponSerializer,
     user_coupon_data,
 )
-from coupons.errors import ClaimLimitReached, ClaimNotInWindow, ClaimSoldOut, TemplateNotFound
+from coupons.errors import (
+    ClaimLimitReached,
+    ClaimNotInWindow,
+    ClaimSoldOut,
+    ClaimThrottled,
+    TemplateNotFound,
+)
 from coupons.services import issuing
 
 
@@ -34,10 +40,12 @@ class CouponListView(GenericAPIView):
 
 class CouponClaimView(GenericAPIView):
     serializer_class = UserCouponSerializer
-    throttle_classes = [ClaimThrottle]
+    # The claim throttle is counted in the claim's own Redis round trip (SPEC section 15),
+    # per user and template: coupons.services.issuing raises ClaimThrottled.
+    throttle_classes = []
 
     @extend_schema(request=None, responses={201: UserCouponSerializer})
-    @api_errors(TemplateNotFound, ClaimNotInWindow, ClaimSoldOut, ClaimLimitReached)
+    @api_errors(TemplateNotFound, ClaimNotInWindow, ClaimSoldOut, ClaimLimitReached, ClaimThrottled)
     @idempotent
     def post(self, request, template_id: int):
         coupon = issuing.coupon_claim(template_id=template_id, user_id=request.user.pk)
@@ -47,7 +55,8 @@ class CouponClaimView(GenericAPIView):
 
 class CouponRedeemView(GenericAPIView):
     serializer_class = UserCouponSerializer
-    throttle_classes = [RedeemThrottle]  # SPEC section 12; also bounds guessing hidden codes
+    # SPEC sections 12 and 19; they also bound guessing hidden codes
+    throttle_classes = [RedeemThrottle, RedeemIPThrottle]
 
     @extend_schema(
         request=RedeemInputSerializer,

@@ -10,7 +10,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('coupons', '0005_admin_permissions_and_labels'),
+        ('coupons', '0006_admin_permissions_and_labels'),
         ('orders', '0003_verbose_names'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('coupons', '0004_verbose_names'),
+        ('coupons', '0005_grant_reason_key'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
