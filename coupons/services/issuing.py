@@ -8,6 +8,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection
+from django.utils.translation import gettext as _
 
 from api.throttles import Rate
 from core import clock
@@ -114,7 +115,7 @@ def coupon_redeem(*, code: str, user_id: int) -> UserCoupon:
         CouponTemplate.objects.filter(code_key=code.upper()).values_list("pk", flat=True).first()
     )
     if template_id is None:
-        raise TemplateNotFound("No coupon has this code.")
+        raise TemplateNotFound(_("No coupon has this code."))
     return coupon_issue(template_id=template_id, user_id=user_id, source=UserCoupon.Source.CODE)
 
 
@@ -211,7 +212,7 @@ def _issue(
     # took this one; each retry follows a coupon the user really received, so it ends.
     slot = user_claims + 1
     try:
-        for _ in range(MAX_DECISIONS):
+        for _attempt in range(MAX_DECISIONS):
             outcome = decide(
                 template=template,
                 user_id=user_id,
