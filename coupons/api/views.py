@@ -9,7 +9,7 @@ from config import clock
 from config.schema import api_errors
 from config.throttles import ClaimThrottle, RedeemThrottle
 from core.idempotency import idempotent
-from coupons import selectors, services
+from coupons import selectors, services, shopper_list
 from coupons.api.serializers import (
     MineQuerySerializer,
     RedeemInputSerializer,
@@ -25,10 +25,13 @@ class CouponListView(GenericAPIView):
 
     @extend_schema(responses=ShopperTemplateSerializer(many=True))
     def get(self, request):
-        now = clock.now()  # one `now` for the whole page
-        page = self.paginate_queryset(selectors.templates_for_shopper(user_id=request.user.pk))
-        data = ShopperTemplateSerializer(page, many=True, context={"now": now}).data
-        return self.get_paginated_response(data)
+        # One `now` for the whole page. The items are built by coupons.shopper_list (one
+        # statement, terms kept in memory); ShopperTemplateSerializer stays the documented
+        # shape, and tests/coupons/test_shopper_list.py holds the two equal.
+        items = shopper_list.shopper_page(
+            user_id=request.user.pk, now=clock.now(), paginate=self.paginate_queryset
+        )
+        return self.get_paginated_response(items)
 
 
 class CouponClaimView(GenericAPIView):
