@@ -271,3 +271,6 @@ class PublishedTermsVersion(models.Model):
     class Meta:
         db_table = "coupon_published_terms_version"
         verbose_name = _("published terms version")
+
+    def __str__(self) -> str:
+        return str(self.version)

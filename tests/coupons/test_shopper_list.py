@@ -53,9 +53,7 @@ def test_every_item_and_the_page_links_are_what_the_serializer_gives(
     hour = timedelta(hours=1)
     CouponTemplateFactory(valid_from=now + hour, valid_until=now + 2 * hour)
     CouponTemplateFactory(valid_from=now - 2 * hour, valid_until=now - hour)
-    CouponTemplateFactory(
-        type="percent", value=15, min_amount=0, max_discount=2000, valid_days=7
-    )
+    CouponTemplateFactory(type="percent", value=15, min_amount=0, max_discount=2000, valid_days=7)
     CouponTemplateFactory(type="threshold", value=500, min_amount=5000, scope="products",
                           scope_ids=[3, 1, 2])  # fmt: skip
     sold_out = CouponTemplateFactory(total=1)
@@ -126,9 +124,7 @@ def test_after_an_edit_the_terms_are_read_again_in_one_statement(
 # --- freshness (SPEC section 15) ---------------------------------------------------------------
 
 
-def test_an_edit_through_the_admin_api_is_listed_by_the_next_request(
-    shopper_client, staff_client
-):
+def test_an_edit_through_the_admin_api_is_listed_by_the_next_request(shopper_client, staff_client):
     template = CouponTemplateFactory(name="Before", total=10, per_user_limit=1)
     assert by_id(listed(shopper_client))[template.pk]["name"] == "Before"  # kept in memory
 
@@ -217,7 +213,8 @@ def test_an_edit_not_yet_committed_is_not_listed_and_its_commit_is():
     editing, committed = threading.Event(), threading.Event()
 
     def edit() -> None:
-        from django.db import connection as thread_connection, transaction
+        from django.db import connection as thread_connection
+        from django.db import transaction
 
         try:
             with transaction.atomic():
@@ -243,7 +240,9 @@ def test_time_passing_flips_the_state_without_any_edit(
     shopper_client, frozen_now, django_assert_num_queries
 ):
     now = frozen_now.now()
-    starts = CouponTemplateFactory(valid_from=now + timedelta(seconds=1), valid_until=now + timedelta(hours=1))
+    starts = CouponTemplateFactory(
+        valid_from=now + timedelta(seconds=1), valid_until=now + timedelta(hours=1)
+    )
     ends = CouponTemplateFactory(valid_from=now - timedelta(hours=1), valid_until=now)  # fmt: skip
     assert {pk: item["state"] for pk, item in by_id(listed(shopper_client)).items()} == {
         starts.pk: "not_started",
