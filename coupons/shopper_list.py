@@ -134,26 +134,32 @@ def _page_counts(
     *, user_id: int, template_ids: list[int]
 ) -> tuple[int | None, dict[int, TemplateCounts]]:
     """The one statement of a request: the terms' version, and each page template's
-    claimed_count and the caller's count (the (template_id, user_id, slot) index). One row
-    with the version and NULLs when the page is empty; no row when the version row is gone."""
-    matches = f"t.id IN ({', '.join(['%s'] * len(template_ids))})" if template_ids else "1 = 0"
-    sql = (
-        "SELECT v.version, t.id, t.claimed_count,"
-        f" (SELECT COUNT(*) FROM {UserCoupon._meta.db_table} c"
-        "  WHERE c.template_id = t.id AND c.user_id = %s)"
-        f" FROM {PublishedTermsVersion._meta.db_table} v"
-        f" LEFT JOIN {CouponTemplate._meta.db_table} t ON {matches}"
-        " WHERE v.id = %s"
-    )
+    claimed_count and the caller's count (the (template_id, user_id, slot) index). The
+    version is None when it could not be read (no row, or none of the page's templates)."""
+    version = f"SELECT version FROM {PublishedTermsVersion._meta.db_table} WHERE id = %s"
+    if template_ids:
+        # Driven by the templates' primary key; the version is an uncorrelated subquery (read
+        # once). A LEFT JOIN from the version row would scan every template instead.
+        sql = (
+            f"SELECT ({version}), t.id, t.claimed_count,"
+            f" (SELECT COUNT(*) FROM {UserCoupon._meta.db_table} c"
+            "  WHERE c.template_id = t.id AND c.user_id = %s)"
+            f" FROM {CouponTemplate._meta.db_table} t"
+            f" WHERE t.id IN ({', '.join(['%s'] * len(template_ids))})"
+        )
+        params = [PublishedTermsVersion.ROW_ID, user_id, *template_ids]
+    else:  # a page past the end: only the version
+        sql, params = version, [PublishedTermsVersion.ROW_ID]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [user_id, *template_ids, PublishedTermsVersion.ROW_ID])
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
-    if not rows:
+    if not rows or rows[0][0] is None:
         return None, {}
+    if not template_ids:
+        return int(rows[0][0]), {}
     counts = {
-        template_id: TemplateCounts(claimed_count=int(claimed), claimed_by_me=int(mine))
+        int(template_id): TemplateCounts(claimed_count=int(claimed), claimed_by_me=int(mine))
         for _, template_id, claimed, mine in rows
-        if template_id is not None
     }
     return int(rows[0][0]), counts
 
