@@ -8,6 +8,7 @@ import MySQLdb
 import pytest
 from django.db import connection
 from django.db.models import F
+from rest_framework.renderers import JSONRenderer
 
 from coupons import selectors, services, shopper_list
 from coupons.api.serializers import ShopperTemplateSerializer
@@ -63,15 +64,27 @@ def test_every_item_and_the_page_links_are_what_the_serializer_gives(
     limit = CouponTemplateFactory(per_user_limit=1)
     UserCouponFactory(template=limit, user=user)
     CouponTemplateFactory(visibility="hidden", code="SECRET1")  # never listed
-    CouponTemplateFactory.create_batch(3)
+    CouponTemplateFactory.create_batch(2)
+    CouponTemplateFactory(name="Zhé\u2028“quoted” </script>")  # what JSON must escape
     expected = ShopperTemplateSerializer(
         selectors.templates_for_shopper(user_id=user.pk), many=True, context={"now": now}
     ).data
 
     # when: three pages of 4, one past the end, served from memory after the first read
-    pages = [listed(shopper_client, f"?page_size=4&page={n}") for n in (1, 2, 3, 4)]
+    answers = [shopper_client.get(f"/api/coupons?page_size=4&page={n}") for n in (1, 2, 3, 4)]
+    pages = [answer.json() for answer in answers]
 
-    # then
+    # then: byte for byte what DRF renders for the serializer's data, and so the same JSON
+    for number, (answer, page) in enumerate(zip(answers, pages, strict=True)):
+        assert answer.status_code == 200
+        assert answer["Content-Type"] == "application/json"
+        rendered = {
+            "count": 10,
+            "next": page["next"],
+            "previous": page["previous"],
+            "results": expected[4 * number : 4 * number + 4],
+        }
+        assert answer.content == JSONRenderer().render(rendered)
     assert [page["count"] for page in pages] == [10, 10, 10, 10]
     items = [item for page in pages for item in page["results"]]
     assert items == [dict(item) for item in expected]
