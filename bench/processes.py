@@ -5,6 +5,7 @@ count this run's requests and nothing else."""
 
 import atexit
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -134,7 +135,8 @@ class MariaDBServer(ManagedProcess):
         self.base_dir = base_dir
         self.datadir = base_dir / "mariadb-data"
         command = [
-            "mariadbd", "--no-defaults", f"--datadir={self.datadir}", f"--port={port}",
+            shutil.which("mariadbd") or "/usr/sbin/mariadbd", "--no-defaults",
+            f"--datadir={self.datadir}", f"--port={port}",
             "--bind-address=127.0.0.1", f"--socket={base_dir / 'mariadbd.sock'}",
             f"--pid-file={base_dir / 'mariadbd.pid'}", "--user=root", "--skip-log-bin",
             "--innodb-buffer-pool-size=128M", "--innodb-log-file-size=96M",
