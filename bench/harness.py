@@ -271,6 +271,7 @@ class Harness:
         meter = CpuMeter(
             app_master=self.gunicorn.process.pid,
             redis_pid=self.redis.process.pid if self.redis.process else None,
+            mariadb_pid=self.mariadb.process.pid if self.mariadb.process else None,
         )
         counters_before = self.server_counters()
         before, started = meter.snapshot(), time.monotonic()
