@@ -6,6 +6,7 @@ but the load and these reads adds to them."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import MySQLdb
 import redis
@@ -38,12 +39,19 @@ class ServerCounters:
     redis_calls: Mapping[str, int]  # calls per command name
 
 
-def read_counters(database: MySQLdb.Connection, redis_client: redis.Redis | None) -> ServerCounters:
-    """The counters now. `redis_client` None (Redis stopped): no Redis figures."""
+def read_counters(
+    database: MySQLdb.Connection,
+    redis_client: redis.Redis | None,
+    *,
+    scope: Literal["GLOBAL", "SESSION"] = "GLOBAL",
+) -> ServerCounters:
+    """The counters now: the whole server's (the bench: the app runs in other processes), or
+    `database`'s own session's (a test serving requests on its own connection). Redis
+    figures only with a `redis_client` (None: Redis stopped)."""
     names = ("Questions", PING, *STATEMENT_KINDS)
     cursor = database.cursor()
     cursor.execute(
-        "SHOW GLOBAL STATUS WHERE Variable_name IN (" + ", ".join(["%s"] * len(names)) + ")",
+        f"SHOW {scope} STATUS WHERE Variable_name IN (" + ", ".join(["%s"] * len(names)) + ")",
         names,
     )
     mariadb = {str(name): int(value) for name, value in cursor.fetchall()}

@@ -78,3 +78,33 @@ def test_no_redis_figures_when_redis_is_stopped(servers):
     assert (done.statements, done.redis_commands) == (0.0, None)
     assert work.per_request(before, after, requests=0) is None
     status.close()
+
+
+@pytest.mark.django_db
+def test_the_list_is_the_baseline_plus_one_statement_as_the_server_counts_them(user):
+    """The same counting on the requests themselves: seeded through the real schema, served
+    in-process on the test's own connection, counted by MariaDB for that session."""
+    from django.db import connection
+    from django.test import Client
+    from rest_framework_simplejwt.tokens import AccessToken
+
+    from bench import seed
+
+    seed.create_templates("counted", 20, total=100, per_user_limit=1)
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {AccessToken.for_user(user)}")
+    assert client.get("/api/coupons").status_code == 200  # the terms are read once
+    connection.ensure_connection()
+
+    def measured(path: str, requests: int = 5) -> work.Work:
+        before = work.read_counters(connection.connection, None, scope="SESSION")
+        for _ in range(requests):
+            assert client.get(path).status_code == 200
+        after = work.read_counters(connection.connection, None, scope="SESSION")
+        done = work.per_request(before, after, requests=requests)
+        assert done is not None
+        return done
+
+    baseline, listed = measured("/api/auth/me"), measured("/api/coupons")
+
+    assert (baseline.statements, baseline.statements_by_kind) == (1.0, {"select": 1.0})
+    assert (listed.statements, listed.statements_by_kind) == (2.0, {"select": 2.0})
