@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 WORKERS ?= 2
 
-.PHONY: run test bench lint format demo messages
+.PHONY: run test check bench lint format demo messages
 
 # Translations: the .po files are the source, the .mo files are built (msgfmt, from Debian's
 # gettext, which scripts/ensure-build-deps installs) and not committed.
@@ -46,6 +46,10 @@ run: $(VENV)/.runtime-installed $(MO_FILES)
 test: $(VENV)/.dev-installed $(MO_FILES)
 	scripts/ensure-bench-deps
 	$(BIN)/pytest
+
+## check: static checks that need no database: the import contracts (pyproject.toml)
+check: $(VENV)/.dev-installed
+	$(BIN)/lint-imports
 
 ## bench: load benchmarks; prints a table and writes bench/results/*.json
 bench: $(VENV)/.dev-installed

@@ -8,7 +8,7 @@ from django.contrib.auth.hashers import make_password
 from django.db import connection
 from rest_framework_simplejwt.tokens import AccessToken
 
-from config import clock
+from core import clock
 from coupons.models import CouponTemplate
 from coupons.shopper_list import published_terms_changed
 

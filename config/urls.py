@@ -3,10 +3,10 @@ from django.urls import include, path, register_converter
 from django.utils.translation import gettext_lazy
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from config.admin_login import throttled_admin_login
-from config.auth_views import LogoutView, TokenObtainView, TokenRefreshRotatingView, me
-from config.converters import IdConverter
-from config.health import healthz
+from accounts.admin_login import throttled_admin_login
+from accounts.views import LogoutView, TokenObtainView, TokenRefreshRotatingView, me
+from api.converters import IdConverter
+from ops.health import healthz
 
 register_converter(IdConverter, "id")
 
@@ -29,8 +29,8 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]
 
-# JSON for the API, admin-styled pages under /admin/ (config/exceptions.py decides by path).
-handler400 = "config.exceptions.bad_request"
-handler403 = "config.exceptions.permission_denied"
-handler404 = "config.exceptions.not_found"
-handler500 = "config.exceptions.server_error"
+# JSON for the API, admin-styled pages under /admin/ (api/exceptions.py decides by path).
+handler400 = "api.exceptions.bad_request"
+handler403 = "api.exceptions.permission_denied"
+handler404 = "api.exceptions.not_found"
+handler500 = "api.exceptions.server_error"

@@ -22,9 +22,9 @@ from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from config import clock
-from config.admin_support import MoneyField, RefusalAsFormErrorAdmin, RefusedOnSave
-from config.money import MoneyInvalid, format_cents, format_money, parse_money
+from core import clock
+from core.admin_fields import MoneyField, RefusalAsFormErrorAdmin, RefusedOnSave
+from core.money import MoneyInvalid, format_cents, format_money, parse_money
 from coupons import admin_grants, selectors, services
 from coupons.admin_chart import activity_chart_svg
 from coupons.catalog import scope_catalog

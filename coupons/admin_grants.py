@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from config.errors import DomainError
+from core.domain_errors import DomainError
 from coupons import selectors, services
 from coupons.models import GRANT_REASON_MAX_LENGTH, CouponTemplate
 

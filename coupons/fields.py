@@ -2,7 +2,7 @@ from datetime import datetime
 
 from django.db import models
 
-from config.clock import truncate_to_milliseconds
+from core.clock import truncate_to_milliseconds
 
 
 class MillisecondDateTimeField(models.DateTimeField):

@@ -8,7 +8,7 @@ from django.db.models.functions import Length, Trim, Upper
 from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, LessThanOrEqual
 from django.utils.translation import gettext_lazy as _
 
-from config.limits import MAX_BIGINT, MAX_INT_UNSIGNED
+from core.limits import MAX_BIGINT, MAX_INT_UNSIGNED
 from coupons.fields import MillisecondDateTimeField
 
 # Storage bounds of the columns (BIGINT UNSIGNED capped to what every backend stores signed,

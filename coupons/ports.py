@@ -9,7 +9,7 @@ from datetime import datetime
 
 from django.db import transaction
 
-from config import clock
+from core import clock
 from coupons.discounts import CartJudgement, CartLine, DiscountTerms, judge_cart
 from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
 from coupons.models import CouponTemplate, UserCoupon

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.db import DatabaseError, IntegrityError, connection, models, transaction
 from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
 
-from config import clock
+from core import clock
 from coupons.catalog import scope_catalog
 from coupons.counter import (
     STATES_BY_RESULT,

@@ -10,8 +10,8 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from config.admin_support import MoneyField, RefusalAsFormErrorAdmin, RefusedOnSave
-from config.money import format_money
+from core.admin_fields import MoneyField, RefusalAsFormErrorAdmin, RefusedOnSave
+from core.money import format_money
 from coupons import ports
 from orders import services
 from orders.errors import OrderInvalid, OutOfStock

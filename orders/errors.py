@@ -1,8 +1,8 @@
-"""Order domain errors. Each has a stable `code`; config/exceptions.py gives it a status."""
+"""Order domain errors. Each has a stable `code`; api/exceptions.py gives it a status."""
 
 from django.utils.translation import gettext_lazy as _
 
-from config.errors import DomainError
+from core.domain_errors import DomainError
 
 
 class OrderNotFound(DomainError):

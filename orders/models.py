@@ -89,7 +89,7 @@ class Order(models.Model):
     expire_at = models.DateTimeField(help_text="Unpaid after this moment: cancelled.")
     paid_at = models.DateTimeField(null=True, blank=True)
     cancelled_at = models.DateTimeField(null=True, blank=True)
-    # Set from config.clock by the services, like every other time of the order.
+    # Set from core.clock by the services, like every other time of the order.
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from django.db.models import QuerySet
 from django.urls import reverse
 
-from config import clock
+from core import clock
 from coupons import ports
 from orders.errors import OrderNotFound, ProductNotFound
 from orders.models import Order, Product

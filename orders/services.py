@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, QuerySet
 
-from config import clock
+from core import clock
 from coupons import ports
 from orders.errors import (
     AmountMismatch,

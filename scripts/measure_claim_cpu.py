@@ -114,7 +114,7 @@ def run(count: int, warmup: int, profiled: str | None) -> None:
     from django.test import Client
     from rest_framework_simplejwt.tokens import AccessToken
 
-    from config import clock
+    from core import clock
     from coupons import services
 
     call_command("migrate", verbosity=0)

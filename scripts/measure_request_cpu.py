@@ -98,7 +98,7 @@ def run(count: int, warmup: int, profiled: str | None, only: str | None) -> None
     from django.test.utils import CaptureQueriesContext
     from rest_framework_simplejwt.tokens import AccessToken
 
-    from config import clock
+    from core import clock
     from coupons.models import CouponTemplate
 
     call_command("migrate", verbosity=0)
@@ -147,7 +147,7 @@ def run(count: int, warmup: int, profiled: str | None, only: str | None) -> None
 
     def without_revocation_digest() -> Callable[[], None] | None:
         try:
-            from config import authentication
+            from accounts import authentication
         except ImportError:  # an older tree (version 1) has no revocation check
             return None
 

@@ -5,23 +5,14 @@ import pytest
 import redis
 from django.conf import settings
 from rest_framework.test import APIClient
-from rest_framework_simplejwt.tokens import AccessToken
 
-from config.database_faults import breaker as database_breaker
-from config.throttles import backoff as throttle_backoff
+from api.throttles import backoff as throttle_backoff
 from coupons.counter import counter_from_settings, install_coupon_counter
-from tests.factories import UserFactory
-from tests.helpers import use_counter_at
-
-
-def cache_settings(caches: dict, **changes) -> dict:
-    """CACHES with the default cache's LOCATION or KEY_PREFIX changed."""
-    default = dict(caches["default"])
-    if "location" in changes:
-        default["LOCATION"] = changes["location"]
-    if "key_prefix" in changes:
-        default["KEY_PREFIX"] = changes["key_prefix"]
-    return {**caches, "default": default}
+from ops.database_faults import breaker as database_breaker
+from tests.support.caches import cache_settings
+from tests.support.clients import bearer_client
+from tests.support.factories import UserFactory
+from tests.support.helpers import use_counter_at
 
 
 def pytest_sessionstart(session):
@@ -57,6 +48,21 @@ def pytest_sessionstart(session):
         pytest.exit("\n".join(["The test suite needs real services:", *problems]), returncode=3)
 
 
+def pytest_collection_modifyitems(items):
+    """A test that starts a redis-server of its own must carry the `servers` marker, so that
+    `-m "not servers"` never starts one."""
+    unmarked = [
+        item.nodeid
+        for item in items
+        if "own_redis" in getattr(item, "fixturenames", ())
+        and item.get_closest_marker("servers") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            "These tests use own_redis without @pytest.mark.servers: " + ", ".join(unmarked)
+        )
+
+
 @pytest.fixture(autouse=True)
 def redis_namespace(settings):
     """Each test counts in its own key namespace on the shared Redis, so template ids reused
@@ -76,12 +82,6 @@ def redis_namespace(settings):
     keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
     if keys:
         client.delete(*keys)
-
-
-def bearer_client(user) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {AccessToken.for_user(user)}")
-    return client
 
 
 @pytest.fixture
@@ -115,10 +115,10 @@ def admin_site(client, staff):
 
 @pytest.fixture
 def frozen_now(monkeypatch):
-    """Freeze config.clock.now at a fixed instant; returns a setter to move it."""
+    """Freeze core.clock.now at a fixed instant; returns a setter to move it."""
     from datetime import UTC, datetime
 
-    from config import clock
+    from core import clock
 
     state = {"now": datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)}
     monkeypatch.setattr(clock, "now", lambda: state["now"])
@@ -135,7 +135,7 @@ def frozen_now(monkeypatch):
 def own_redis(tmp_path, settings, redis_namespace):
     """A redis-server of this test's own, already serving as the app's Redis (REDIS_URL, the
     coupon counter, and the cache the throttles count in)."""
-    from tests.redis_server import OwnRedis
+    from tests.support.redis_server import OwnRedis
 
     server = OwnRedis(tmp_path)
     server.start()

@@ -42,15 +42,16 @@ INSTALLED_APPS = [
     "rest_framework_simplejwt.token_blacklist",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "core",
+    "api",
     "coupons",
     "orders",
-    "config.apps.PlatformConfig",
+    "accounts",
+    "ops",
 ]
 
 MIDDLEWARE = [
-    "config.middleware.RequestBodyLimitMiddleware",
-    "config.middleware.DatabaseBreakerMiddleware",
+    "ops.middleware.RequestBodyLimitMiddleware",
+    "ops.middleware.DatabaseBreakerMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -142,13 +143,21 @@ DATABASES = {"default": database_from_env()}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Database down or stalled: 503 `unavailable` with this Retry-After (seconds), and one log
-# line per kind of failure per interval (config/database_faults.py).
+# line per kind of failure per interval (ops/database_faults.py).
 DATABASE_UNAVAILABLE_RETRY_AFTER = int(os.environ.get("DATABASE_UNAVAILABLE_RETRY_AFTER", "5"))
 DATABASE_FAULT_LOG_INTERVAL = env_float("DATABASE_FAULT_LOG_INTERVAL", 10)
 # After a request found the database server away, answer 503 at once for this long.
 DATABASE_BREAKER_SECONDS = env_float("DATABASE_BREAKER_SECONDS", 2)
 # /healthz answers within this many seconds whatever the database does.
 HEALTH_TIMEOUT = env_float("HEALTH_TIMEOUT", 0.8)
+# Wiring, not configuration: the callables ops uses without importing an app (typing
+# Protocols in core/database_errors.py and ops/health.py). The API's exception handler
+# reports a database outage to the first; /healthz pings the Redis the second returns.
+DATABASE_FAULT_REPORTER = "ops.database_faults.report_database_unavailable"
+HEALTH_REDIS = "coupons.counter.coupon_counter"
+# The periodic jobs `manage.py run_scheduler` runs each interval: name -> dotted path of a
+# callable taking nothing and returning a line to print or None (ops imports no app).
+SCHEDULED_JOBS = {"order expiry": "orders.jobs.expire_overdue_orders"}
 
 # --- Redis (advisory counters; see docs/DESIGN.md) --------------------------------------------
 
@@ -180,7 +189,7 @@ CACHES = {
     }
 }
 
-# --- Throttles (config/throttles.py): counted in the cache's Redis, open when it is down -----
+# --- Throttles (api/throttles.py): counted in the cache's Redis, open when it is down -----
 
 THROTTLE_RATES = {
     "login_username": os.environ.get("THROTTLE_LOGIN_USERNAME", "10/min"),
@@ -209,7 +218,7 @@ SIMPLE_JWT = {
     "ROTATE_REFRESH_TOKENS": True,
     "BLACKLIST_AFTER_ROTATION": True,
     # A digest of the password hash in every token: a password change revokes them all
-    # (config/authentication.py compares it with the user row it loads anyway).
+    # (accounts/authentication.py compares it with the user row it loads anyway).
     "CHECK_REVOKE_TOKEN": True,
 }
 
@@ -217,14 +226,14 @@ SIMPLE_JWT = {
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "config.authentication.RevocableJWTAuthentication",
+        "accounts.authentication.RevocableJWTAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["config.parsers.BoundedJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PAGINATION_CLASS": "config.pagination.PageNumberPagination",
-    "EXCEPTION_HANDLER": "config.exceptions.api_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "config.schema.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.PageNumberPagination",
+    "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",
     "PAGE_SIZE": 20,
     # Trusted reverse proxies in front of the app (1 behind the shipped nginx): the client IP
     # that login throttles count is then taken from X-Forwarded-For, not the proxy's address.
@@ -276,7 +285,7 @@ TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 
-# Money is stored in integer cents and shown / entered in this currency (config/money.py).
+# Money is stored in integer cents and shown / entered in this currency (core/money.py).
 COUPON_CURRENCY = os.environ.get("COUPON_CURRENCY", "CNY")
 
 STATIC_URL = "static/"
@@ -290,7 +299,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "filters": {"database_outage": {"()": "config.database_faults.DatabaseOutageLogFilter"}},
+    "filters": {"database_outage": {"()": "ops.database_faults.DatabaseOutageLogFilter"}},
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",

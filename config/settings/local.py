@@ -1,6 +1,6 @@
 """Local development: `make run`. Safe defaults for a laptop, never for the internet."""
 
-from config.secret_key import local_secret_key
+from config.settings.secret_key import local_secret_key
 
 from .base import *  # noqa: F403
 from .base import SECRET_KEY, VAR_DIR

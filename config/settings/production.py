@@ -2,7 +2,7 @@
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.secret_key import refuse_unsafe_secret_key
+from config.settings.secret_key import refuse_unsafe_secret_key
 
 from .base import *  # noqa: F403
 from .base import BASE_DIR, DATABASES, SECRET_KEY, env_bool

@@ -6,8 +6,8 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 
-from config.schema import api_errors
-from core.idempotency import idempotent
+from api.idempotency import idempotent
+from api.schema import api_errors
 from coupons import selectors, services
 from coupons.api.serializers import (
     AdminTemplateSerializer,

@@ -4,8 +4,8 @@ from typing import Any
 from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
-from config.limits import MAX_BIGINT
-from config.serializers import AwareDateTimeField, StrictSerializer
+from api.serializers import AwareDateTimeField, StrictSerializer
+from core.limits import MAX_BIGINT
 from coupons import selectors, services
 from coupons.models import CODE_PATTERN, GRANT_REASON_MAX_LENGTH, CouponTemplate, UserCoupon
 from coupons.rules import ClaimState

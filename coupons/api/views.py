@@ -6,10 +6,10 @@ from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
-from config import clock
-from config.schema import api_errors
-from config.throttles import ClaimThrottle, RedeemThrottle
-from core.idempotency import idempotent
+from api.idempotency import idempotent
+from api.schema import api_errors
+from api.throttles import ClaimThrottle, RedeemThrottle
+from core import clock
 from coupons import selectors, services, shopper_list
 from coupons.api.serializers import (
     MineQuerySerializer,

@@ -1,8 +1,8 @@
 from drf_spectacular.utils import OpenApiExample, extend_schema_serializer
 from rest_framework import serializers
 
-from config.limits import MAX_BIGINT
-from config.serializers import StrictSerializer
+from api.serializers import StrictSerializer
+from core.limits import MAX_BIGINT
 from coupons.ports import COUPON_SCOPE_CHOICES, COUPON_TYPE_CHOICES
 from orders.models import Order, OrderItem
 

@@ -6,8 +6,8 @@ from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
-from config.schema import api_errors
-from core.idempotency import idempotent
+from api.idempotency import idempotent
+from api.schema import api_errors
 from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
 from orders import selectors, services
 from orders.api.serializers import (

@@ -13,15 +13,15 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework_simplejwt.tokens import AccessToken
 
-from config import clock
+from core import clock
 from orders import services
-from tests.factories import (
+from tests.support.factories import (
     CouponTemplateFactory,
     ProductFactory,
     UserCouponFactory,
     UserFactory,
 )
-from tests.live_server import gunicorn_serving
+from tests.support.live_server import gunicorn_serving
 
 User = get_user_model()
 
@@ -107,6 +107,7 @@ def run_schemathesis(
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.servers
 @pytest.mark.django_db(transaction=True)
 def test_the_live_app_keeps_to_its_schema_for_a_shopper_and_for_staff(tmp_path):
     ids = shop_with_data()

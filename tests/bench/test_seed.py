@@ -5,7 +5,7 @@ import pytest
 
 from bench import seed
 from coupons.models import CouponTemplate, UserCoupon
-from tests.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
+from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
 
 
 @pytest.mark.django_db

@@ -25,6 +25,7 @@ def servers(tmp_path_factory) -> Iterator[tuple[MariaDBServer, RedisServer]]:
         mariadb.stop()
 
 
+@pytest.mark.servers
 def test_statements_pings_and_redis_commands_per_request(servers):
     # given: a status connection and an app connection of their own, as the harness has
     mariadb, redis_server = servers
@@ -66,6 +67,7 @@ def test_statements_pings_and_redis_commands_per_request(servers):
     app.close()
 
 
+@pytest.mark.servers
 def test_no_redis_figures_when_redis_is_stopped(servers):
     mariadb, _ = servers
     status = mariadb.connect()

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from config import clock
+from core import clock
 from coupons import services
 from coupons.models import CouponTemplate
-from tests.factories import UserFactory
+from tests.support.factories import UserFactory
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -70,6 +70,7 @@ def fill_template_form(page: Page, *, name: str, value: str) -> None:
     page.fill("#id_valid_until_1", end.strftime("%H:%M:%S"))
 
 
+@pytest.mark.servers
 @pytest.mark.django_db(transaction=True)
 def test_the_operator_journey(page: Page, live_server):
     UserFactory(username="operator", password=PASSWORD, is_staff=True, is_superuser=True)

@@ -3,7 +3,7 @@
 import pytest
 from rest_framework.test import APIClient
 
-from tests.helpers import use_counter_at
+from tests.support.helpers import use_counter_at
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from django.core.exceptions import ImproperlyConfigured
 
-from config.secret_key import KNOWN_REPO_KEYS, local_secret_key, refuse_unsafe_secret_key
+from config.settings.secret_key import KNOWN_REPO_KEYS, local_secret_key, refuse_unsafe_secret_key
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET_ASSIGNMENT = re.compile(r"SECRET_KEY\W{0,4}[:=]\s*[\"']?([^\s\"',)]+)")

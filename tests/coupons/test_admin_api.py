@@ -3,8 +3,8 @@
 import pytest
 
 from coupons.models import CouponTemplate, UserCoupon
-from tests.conftest import bearer_client
-from tests.factories import CouponTemplateFactory, UserCouponFactory
+from tests.support.clients import bearer_client
+from tests.support.factories import CouponTemplateFactory, UserCouponFactory
 
 pytestmark = pytest.mark.django_db
 

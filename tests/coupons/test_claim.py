@@ -9,10 +9,10 @@ from django.db import connection
 from coupons import services
 from coupons.counter import coupon_counter
 from coupons.models import CouponTemplate, UserCoupon
-from tests.concurrency import run_together
-from tests.conftest import bearer_client
-from tests.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
-from tests.helpers import claim_url, redis_counts
+from tests.support.clients import bearer_client
+from tests.support.concurrency import run_together
+from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
+from tests.support.helpers import claim_url, redis_counts
 
 
 @pytest.mark.django_db

@@ -1,22 +1,21 @@
 """Claims stay exact whatever happens to Redis or the database. Every Redis here is one the
 test started itself."""
 
-import socket
-import threading
-
 import pytest
 from django.db import connection
 
 from coupons.counter import UnavailableCounter, coupon_counter, install_coupon_counter
 from coupons.models import UserCoupon
-from tests.concurrency import run_together
-from tests.conftest import bearer_client
-from tests.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
-from tests.helpers import claim_url, redis_counts, use_counter_at
+from tests.support.clients import bearer_client
+from tests.support.concurrency import run_together
+from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
+from tests.support.helpers import claim_url, redis_counts, use_counter_at
+from tests.support.redis_server import SilentServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.mark.servers
 def test_redis_stopped_claims_stay_exact(own_redis):
     template = CouponTemplateFactory(total=10)
     users = UserFactory.create_batch(30)
@@ -35,31 +34,6 @@ def test_redis_stopped_claims_stay_exact(own_redis):
     assert UserCoupon.objects.count() == 10
 
 
-class SilentServer:
-    """Accepts TCP connections and never answers: a Redis that hangs."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.url = f"redis://127.0.0.1:{self.sock.getsockname()[1]}/0"
-        self.accepted: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted.append(conn)
-
-    def close(self) -> None:
-        for conn in self.accepted:
-            conn.close()
-        self.sock.close()
-
-
 def test_a_hanging_redis_costs_one_timeout_then_is_skipped(redis_namespace):
     """Each call waits at most the claim timeout, and after the first failure the back-off
     keeps every later request away from Redis: only one connection is ever attempted."""
@@ -76,6 +50,7 @@ def test_a_hanging_redis_costs_one_timeout_then_is_skipped(redis_namespace):
     assert len(server.accepted) == 1
 
 
+@pytest.mark.servers
 def test_flushall_between_waves_stays_exact_and_counters_end_equal_to_the_database(own_redis):
     template = CouponTemplateFactory(total=20, per_user_limit=2)
     users = UserFactory.create_batch(12)
@@ -122,6 +97,7 @@ def failing_inserts():
     remove()
 
 
+@pytest.mark.servers
 def test_database_failure_is_500_with_nothing_written_and_counters_restored(
     own_redis, failing_inserts
 ):

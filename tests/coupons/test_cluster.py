@@ -11,12 +11,12 @@ from rest_framework_simplejwt.tokens import AccessToken
 from coupons import services
 from coupons.counter import LUA_DIR, CouponCounter
 from coupons.models import CouponTemplate, UserCoupon
-from tests.app_server import AppServer
-from tests.concurrency import run_together
-from tests.factories import CouponTemplateFactory, UserFactory
-from tests.redis_cluster import OwnRedisCluster
+from tests.support.app_server import AppServer
+from tests.support.concurrency import run_together
+from tests.support.factories import CouponTemplateFactory, UserFactory
+from tests.support.redis_cluster import OwnRedisCluster
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.servers]
 SCRIPT_SHAS = [
     hashlib.sha1((LUA_DIR / name).read_bytes()).hexdigest() for name in ("claim.lua", "sync.lua")
 ]

@@ -4,7 +4,7 @@ straight to the database past all Python validation."""
 import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
 
-from tests.factories import CouponTemplateFactory, UserCouponFactory
+from tests.support.factories import CouponTemplateFactory, UserCouponFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from coupons.counter import (
     CouponNotInWindow,
     CouponSoldOut,
 )
-from tests.helpers import counter_at
+from tests.support.helpers import counter_at
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 TERMS = ClaimTerms(
@@ -150,6 +150,7 @@ def test_key_names_match_the_specification():
     ]
 
 
+@pytest.mark.servers
 def test_scripts_reload_themselves_after_script_flush(own_redis):
     counter = counter_at(own_redis.url)
     assert claim(counter) == CouponClaimed()
@@ -160,6 +161,7 @@ def test_scripts_reload_themselves_after_script_flush(own_redis):
     assert sync(counter, user_id=7, db_claimed=0, db_user=0)
 
 
+@pytest.mark.servers
 def test_unreachable_redis_is_swallowed_and_backs_off(own_redis):
     counter = counter_at(own_redis.url, backoff=60)
     own_redis.stop()

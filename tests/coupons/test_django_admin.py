@@ -1,36 +1,14 @@
 """The Django admin publishes and edits through the same rules as the API."""
 
-from datetime import timedelta
-
 import pytest
 
-from config import clock
 from coupons import services
 from coupons.models import CouponTemplate
-from tests.concurrency import run_together
-from tests.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
+from tests.support.admin_forms import form_data
+from tests.support.concurrency import run_together
+from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
-
-
-def form_data(**overrides):
-    start = clock.now()
-    end = start + timedelta(days=3)
-    data = {
-        "name": "Admin coupon",
-        "type": "threshold",
-        "value": "10.00",
-        "min_amount": "50.00",
-        "total": "10",
-        "per_user_limit": "1",
-        "valid_from_0": start.strftime("%Y-%m-%d"),
-        "valid_from_1": start.strftime("%H:%M:%S"),
-        "valid_until_0": end.strftime("%Y-%m-%d"),
-        "valid_until_1": end.strftime("%H:%M:%S"),
-        "scope": "all",
-        "visibility": "public",
-    }
-    return data | overrides
 
 
 def test_publish_through_the_django_admin(admin_site):

@@ -8,13 +8,13 @@ import pytest
 from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
-from config import clock
+from core import clock
 from coupons import services
 from coupons.errors import ClaimLimitReached, ClaimNotInWindow, ClaimSoldOut
 from coupons.models import CouponTemplate, UserCoupon
-from tests.conftest import bearer_client
-from tests.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
-from tests.helpers import claim_url, redis_counts
+from tests.support.clients import bearer_client
+from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
+from tests.support.helpers import claim_url, redis_counts
 
 WAITING_UPDATE = "UPDATE coupon_templates SET claimed_count%"
 

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from coupons.models import UserCoupon
-from tests.factories import CouponTemplateFactory, UserCouponFactory
+from tests.support.factories import CouponTemplateFactory, UserCouponFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -60,7 +60,7 @@ def test_every_state_in_spec_order(user, shopper_client, frozen_now):
 
 def test_one_now_for_the_whole_page(user, shopper_client, monkeypatch):
     """The clock is read once per request, so a page cannot straddle an instant."""
-    from config import clock
+    from core import clock
 
     real_now = clock.now
     calls = []

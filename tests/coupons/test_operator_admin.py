@@ -10,11 +10,16 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from config.money import MoneyInvalid, format_money, parse_money
+from core.money import MoneyInvalid, format_money, parse_money
 from coupons import selectors
 from coupons.models import CouponTemplate, UserCoupon
 from orders import services as order_services
-from tests.factories import CouponTemplateFactory, ProductFactory, UserCouponFactory, UserFactory
+from tests.support.factories import (
+    CouponTemplateFactory,
+    ProductFactory,
+    UserCouponFactory,
+    UserFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +64,7 @@ def test_money_is_shown_in_the_configured_currency(settings):
 
 
 def test_bad_money_in_the_template_form_is_a_form_error_naming_the_field(admin_site):
-    from tests.coupons.test_django_admin import form_data
+    from tests.support.admin_forms import form_data
 
     response = admin_site.post(LIST_URL + "add/", form_data(value="10.001", min_amount="abc"))
 
@@ -73,7 +78,7 @@ def test_bad_money_in_the_template_form_is_a_form_error_naming_the_field(admin_s
 
 
 def claimed_at(coupon: UserCoupon, moment: datetime) -> UserCoupon:
-    """created_at is stamped by the database layer's clock, not config.clock: set it."""
+    """created_at is stamped by the database layer's clock, not core.clock: set it."""
     UserCoupon.objects.filter(pk=coupon.pk).update(created_at=moment)
     coupon.refresh_from_db()
     return coupon
@@ -361,7 +366,7 @@ def test_api_details_follow_accept_language_and_codes_do_not(shopper_client):
 def test_every_domain_error_detail_has_a_chinese_translation():
     from django.utils import translation
 
-    from config.errors import DomainError
+    from core.domain_errors import DomainError
 
     def subclasses(cls):
         for sub in cls.__subclasses__():
@@ -474,7 +479,7 @@ def test_a_grant_without_a_reason_is_a_form_error_and_grants_nothing(admin_site)
 
 
 def test_a_percent_coupon_takes_its_value_as_a_percent_and_its_cap_as_money(admin_site):
-    from tests.coupons.test_django_admin import form_data
+    from tests.support.admin_forms import form_data
 
     bad = admin_site.post(
         LIST_URL + "add/", form_data(type="percent", value="15.5", min_amount="", name="Bad")

@@ -5,8 +5,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from coupons.counter import coupon_counter
-from tests.factories import CouponTemplateFactory, UserCouponFactory
-from tests.helpers import redis_counts, use_counter_at
+from tests.support.factories import CouponTemplateFactory, UserCouponFactory
+from tests.support.helpers import redis_counts, use_counter_at
 
 pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

@@ -10,8 +10,8 @@ from django.conf import settings
 from coupons.counter import STATES_BY_RESULT, ClaimTerms
 from coupons.models import CouponTemplate
 from coupons.rules import ClaimState, TemplateFacts, claim_state, template_state_where
-from tests.factories import CouponTemplateFactory
-from tests.helpers import counter_at
+from tests.support.factories import CouponTemplateFactory
+from tests.support.helpers import counter_at
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 MS = timedelta(milliseconds=1)

@@ -13,8 +13,8 @@ from rest_framework.renderers import JSONRenderer
 from coupons import selectors, services, shopper_list
 from coupons.api.serializers import ShopperTemplateSerializer
 from coupons.models import CouponTemplate, PublishedTermsVersion
-from tests.conftest import bearer_client
-from tests.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
+from tests.support.clients import bearer_client
+from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -311,6 +311,7 @@ def test_a_claimed_count_raised_behind_the_apps_back_is_listed(shopper_client):
 # --- without Redis, and without the version row ------------------------------------------------
 
 
+@pytest.mark.servers
 def test_the_list_needs_no_redis(shopper_client, staff_client, own_redis):
     template = CouponTemplateFactory(name="Before")
     listed(shopper_client)

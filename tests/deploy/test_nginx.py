@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.live_server import BASE_DIR, gunicorn_serving, stop_process_group
-from tests.redis_server import free_port
+from tests.support.live_server import BASE_DIR, gunicorn_serving, stop_process_group
+from tests.support.redis_server import free_port
+from tests.support.waiting import wait_until
 
 # The servers read the test database, which pytest-django creates only for marked tests.
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.servers]
 
 TEMPLATE = BASE_DIR / "deploy" / "nginx" / "coupons.conf.template"
 SLOW_CLIENTS = 50
@@ -88,18 +89,17 @@ def nginx_serving(upstream: str) -> Iterator[str]:
         start_new_session=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 10
-        while True:
+
+        def listening() -> bool:
             if process.poll() is not None:
                 log = (directory / "error.log").read_text(errors="replace")
                 raise RuntimeError(f"nginx exited at start:\n{log}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+
+        wait_until(
+            listening, timeout=10, what=f"nginx on port {port}", interval=0.05, ignoring=(OSError,)
+        )
         yield f"http://127.0.0.1:{port}"
     finally:
         stop_process_group(process)

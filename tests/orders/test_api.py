@@ -6,8 +6,13 @@ import pytest
 from rest_framework.test import APIClient
 
 from orders import services
-from tests.conftest import bearer_client
-from tests.factories import CouponTemplateFactory, ProductFactory, UserCouponFactory, UserFactory
+from tests.support.clients import bearer_client
+from tests.support.factories import (
+    CouponTemplateFactory,
+    ProductFactory,
+    UserCouponFactory,
+    UserFactory,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,13 @@ from coupons import ports
 from coupons.errors import CouponRollbackFailed
 from orders import services
 from orders.models import Order, Product
-from tests.factories import CouponTemplateFactory, ProductFactory, UserCouponFactory, UserFactory
-from tests.orders.conftest import snapshot
+from tests.support.factories import (
+    CouponTemplateFactory,
+    ProductFactory,
+    UserCouponFactory,
+    UserFactory,
+)
+from tests.support.snapshots import snapshot
 
 pytestmark = pytest.mark.django_db
 
@@ -186,7 +191,7 @@ def test_paying_at_the_deadline_itself_is_accepted(shopper_client, order_with_co
 
 @pytest.mark.parametrize("action", ["cancel", "pay", "get"])
 def test_someone_elses_order_is_404_and_unchanged(order_with_coupon, action):
-    from tests.conftest import bearer_client
+    from tests.support.clients import bearer_client
 
     stranger = bearer_client(UserFactory())
     before = snapshot()

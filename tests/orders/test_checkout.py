@@ -8,9 +8,14 @@ from coupons.models import UserCoupon
 from orders import services
 from orders.errors import OutOfStock, ProductNotFound
 from orders.models import Order, OrderItem
-from tests.conftest import bearer_client
-from tests.factories import CouponTemplateFactory, ProductFactory, UserCouponFactory, UserFactory
-from tests.orders.conftest import snapshot
+from tests.support.clients import bearer_client
+from tests.support.factories import (
+    CouponTemplateFactory,
+    ProductFactory,
+    UserCouponFactory,
+    UserFactory,
+)
+from tests.support.snapshots import snapshot
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,9 @@ import pytest
 
 from coupons.models import UserCoupon
 from orders.models import Category, Order, OrderItem
-from tests.conftest import bearer_client
-from tests.factories import CouponTemplateFactory, ProductFactory, UserCouponFactory
-from tests.orders.conftest import snapshot
+from tests.support.clients import bearer_client
+from tests.support.factories import CouponTemplateFactory, ProductFactory, UserCouponFactory
+from tests.support.snapshots import snapshot
 
 pytestmark = pytest.mark.django_db
 

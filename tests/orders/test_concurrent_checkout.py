@@ -4,9 +4,14 @@ import pytest
 
 from coupons.models import UserCoupon
 from orders.models import Order, OrderItem, Product
-from tests.concurrency import run_together
-from tests.conftest import bearer_client
-from tests.factories import CouponTemplateFactory, ProductFactory, UserCouponFactory, UserFactory
+from tests.support.clients import bearer_client
+from tests.support.concurrency import run_together
+from tests.support.factories import (
+    CouponTemplateFactory,
+    ProductFactory,
+    UserCouponFactory,
+    UserFactory,
+)
 
 CHECKOUTS = 20
 

@@ -10,8 +10,13 @@ from coupons.models import UserCoupon
 from orders import services
 from orders.errors import OrderInvalidState
 from orders.models import Order, Product
-from tests.concurrency import run_together
-from tests.factories import CouponTemplateFactory, ProductFactory, UserCouponFactory, UserFactory
+from tests.support.concurrency import run_together
+from tests.support.factories import (
+    CouponTemplateFactory,
+    ProductFactory,
+    UserCouponFactory,
+    UserFactory,
+)
 
 
 def run_command() -> str:

@@ -9,8 +9,8 @@ from django.db import transaction
 from coupons import ports
 from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
 from coupons.models import UserCoupon
-from tests.concurrency import run_together
-from tests.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
+from tests.support.concurrency import run_together
+from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 

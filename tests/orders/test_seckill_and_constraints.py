@@ -6,8 +6,8 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from orders import services
 from orders.errors import CouponNotAllowed
 from orders.models import Order
-from tests.factories import ProductFactory, UserCouponFactory
-from tests.orders.conftest import snapshot
+from tests.support.factories import ProductFactory, UserCouponFactory
+from tests.support.snapshots import snapshot
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from config.errors import DomainError
+from core.domain_errors import DomainError
 from coupons import selectors, services
 
 PROGRESS_EVERY = 100

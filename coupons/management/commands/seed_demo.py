@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from config import clock
+from core import clock
 from coupons import services
 from coupons.catalog import scope_catalog
 from coupons.models import CouponTemplate

@@ -1,0 +1,1 @@
+"""Who is calling: JWT authentication, token views, token revocation, admin login."""

@@ -1,0 +1,81 @@
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
+from rest_framework_simplejwt.tokens import RefreshToken
+from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
+
+from accounts.authentication import RevocableTokenRefreshSerializer, user_of_token
+from api.schema import api_errors
+from api.serializers import StrictSerializer
+from api.throttles import LOGIN_THROTTLES
+
+
+class NoStore:
+    """Token answers must not be kept by any cache (SPEC section 12): errors included."""
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+class TokenObtainView(NoStore, TokenObtainPairView):
+    """POST /api/auth/token: throttled per client IP and per username."""
+
+    throttle_classes = LOGIN_THROTTLES
+
+
+class TokenRefreshRotatingView(NoStore, TokenRefreshView):
+    """POST /api/auth/token/refresh: a new pair; the presented refresh token is blacklisted."""
+
+    serializer_class = RevocableTokenRefreshSerializer
+
+
+class LogoutSerializer(StrictSerializer):
+    refresh = serializers.CharField()
+
+
+class LogoutView(NoStore, APIView):
+    """POST /api/auth/logout {"refresh"}: blacklist that refresh token. Holding it is the
+    credential, so no access token is needed (one that has expired must not stop a logout)."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+    def get_authenticate_header(self, request) -> str:
+        return 'Bearer realm="api"'  # a bad refresh token is 401, as on /token/refresh
+
+    @extend_schema(request=LogoutSerializer, responses={204: None})
+    @api_errors(InvalidToken)
+    def post(self, request) -> Response:
+        body = LogoutSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            refresh = RefreshToken(body.validated_data["refresh"])
+        except TokenError as error:
+            raise InvalidToken(error.args[0]) from None
+        user_of_token(refresh)
+        refresh.blacklist()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(
+    responses=inline_serializer(
+        "Me",
+        {
+            "id": serializers.IntegerField(),
+            "username": serializers.CharField(),
+            "is_staff": serializers.BooleanField(),
+        },
+    )
+)
+@api_view(["GET"])
+def me(request) -> Response:
+    """Who the Bearer token belongs to. Also the benchmarks' baseline: the claim endpoint's
+    authentication and nothing else."""
+    user = request.user
+    return Response({"id": user.pk, "username": user.get_username(), "is_staff": user.is_staff})

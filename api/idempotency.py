@@ -1,0 +1,167 @@
+"""Idempotency-Key for POST commands (SPEC section 12): a retried request gets the first
+answer again instead of running twice.
+
+Apply with one line, `@idempotent`, on a DRF view's handler method. The handler runs after
+authentication and permissions, so records are per user. The record is inserted and committed
+in its own transaction before the handler runs, so a concurrent request with the same key
+meets the unique (user, key) index and is told 409 `request_in_progress`; the answer is stored
+after the handler returns. 5xx answers are not kept (the record is deleted): the failed attempt
+committed nothing, so running it again is safe.
+"""
+
+import functools
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import DatabaseError, IntegrityError, transaction
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.utils.encoders import JSONEncoder
+
+from api.errors import IdempotencyKeyInvalid, IdempotencyKeyReused, RequestInProgress
+from api.models import IdempotencyRecord
+from core import clock
+
+logger = logging.getLogger(__name__)
+
+KEY_HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
+MAX_KEY_LENGTH = 64
+# Printable ASCII, space included (HTTP strips a header value's outer spaces anyway).
+PRINTABLE_ASCII = frozenset(chr(code) for code in range(0x20, 0x7F))
+KEY_RULE = f"Must be 1 to {MAX_KEY_LENGTH} printable ASCII characters (space to tilde)."
+
+
+@dataclass(frozen=True)
+class StoredAnswer:
+    status: int
+    body: str
+
+
+def idempotent(handler: Callable) -> Callable:
+    """Decorate a DRF view handler (`def post(self, request, ...)`) to honour Idempotency-Key.
+    Without the header the handler runs as before."""
+
+    @functools.wraps(handler)
+    def wrapper(view, request: Request, *args, **kwargs) -> Response:
+        key = request.headers.get(KEY_HEADER)
+        if key is None or not request.user.is_authenticated:
+            return handler(view, request, *args, **kwargs)
+        key_validate(key)
+        begun = record_begin(
+            user_id=request.user.pk, key=key, request_digest=request_digest(request)
+        )
+        if isinstance(begun, StoredAnswer):
+            return Response(
+                json.loads(begun.body), status=begun.status, headers={REPLAYED_HEADER: "true"}
+            )
+        # No answer at all (the worker stopped by gunicorn's timeout raises SystemExit here)
+        # leaves the record "in progress": the work may have committed, so a retry must not
+        # run it again (docs/DESIGN.md, "Idempotency", known limit).
+        try:
+            response = handler(view, request, *args, **kwargs)
+        except Exception as error:
+            # Rendered here (as DRF would after us) so that a 4xx is kept like any answer.
+            response = view.handle_exception(error)
+        record_finish(record_id=begun.pk, response=response)
+        return response
+
+    wrapper.idempotent = True  # read by the schema generator to document the header
+    return wrapper
+
+
+def key_validate(key: str) -> None:
+    if not 1 <= len(key) <= MAX_KEY_LENGTH or not set(key) <= PRINTABLE_ASCII:
+        raise IdempotencyKeyInvalid(fields={KEY_HEADER: [KEY_RULE]})
+
+
+def request_digest(request: Request) -> str:
+    """What makes two requests "the same": method, path with query string, and body bytes."""
+    digest = hashlib.sha256()
+    for part in (request.method.encode(), request.get_full_path().encode(), request._request.body):
+        digest.update(len(part).to_bytes(8, "big"))  # length-prefixed: no ambiguous joins
+        digest.update(part)
+    return digest.hexdigest()
+
+
+def key_digest(key: str) -> str:
+    return hashlib.sha256(key.encode("ascii")).hexdigest()
+
+
+def key_lifetime() -> timedelta:
+    return timedelta(hours=settings.IDEMPOTENCY_KEY_HOURS)
+
+
+def record_begin(
+    *, user_id: int, key: str, request_digest: str
+) -> IdempotencyRecord | StoredAnswer:
+    """Claim the key for this request (committed at once), or say what the earlier use of the
+    key means for it: its stored answer, 422 for a different request, 409 while it runs. Must
+    run outside any transaction that the request's work uses."""
+    digest = key_digest(key)
+    # Twice at most: the row found may be expired (deleted here) or deleted by its own 5xx
+    # between our insert and our read, and then the key is free to take.
+    for _ in range(2):
+        now = clock.now()
+        try:
+            with transaction.atomic():
+                return IdempotencyRecord.objects.create(
+                    user_id=user_id,
+                    key_digest=digest,
+                    key=key,
+                    request_digest=request_digest,
+                    created_at=now,
+                )
+        except IntegrityError:
+            pass
+        earlier = IdempotencyRecord.objects.filter(user_id=user_id, key_digest=digest).first()
+        if earlier is None:
+            continue
+        if earlier.created_at <= now - key_lifetime():
+            IdempotencyRecord.objects.filter(pk=earlier.pk, created_at=earlier.created_at).delete()
+            continue
+        if earlier.request_digest != request_digest:
+            raise IdempotencyKeyReused()
+        if earlier.response_status is None:
+            raise RequestInProgress()
+        return StoredAnswer(status=earlier.response_status, body=earlier.response_body)
+    raise RequestInProgress()
+
+
+def record_finish(*, record_id: int, response: Response) -> None:
+    """Keep the answer for replays, or drop the record for a 5xx. A failure to write it is
+    logged and the real answer still goes out: the work is done and the client
+    must hear so; the record then stays "in progress" (409 to retries) until it expires."""
+    try:
+        if not isinstance(response, Response) or response.status_code >= 500:
+            IdempotencyRecord.objects.filter(pk=record_id).delete()
+            return
+        IdempotencyRecord.objects.filter(pk=record_id).update(
+            response_status=response.status_code,
+            response_body=json.dumps(response.data, cls=JSONEncoder),
+            completed_at=clock.now(),
+        )
+    except DatabaseError as error:
+        # One line, no traceback: during a database outage this repeats per request.
+        logger.error("Could not record the answer of idempotency record %s: %s", record_id, error)
+
+
+def records_purge(*, batch_size: int = 1000) -> int:
+    """Delete the records older than the key lifetime, in batches; returns how many. Each batch
+    is its own statement, so no long lock."""
+    cutoff = clock.now() - key_lifetime()
+    deleted = 0
+    while True:
+        ids = list(
+            IdempotencyRecord.objects.filter(created_at__lt=cutoff).values_list("pk", flat=True)[
+                :batch_size
+            ]
+        )
+        if not ids:
+            return deleted
+        deleted += IdempotencyRecord.objects.filter(pk__in=ids).delete()[0]

@@ -1,0 +1,1 @@
+"""Staying up: database faults (the breaker), health, middleware, the scheduler."""

@@ -1,0 +1,98 @@
+"""The periodic jobs of the service, in one small long-running process: every job the setting
+SCHEDULED_JOBS names (today the expiry of unpaid orders, orders.jobs.expire_overdue_orders)
+every --interval seconds, so an order is cancelled within a minute of its deadline without
+cron. The jobs are dotted paths, so ops imports no app. `make run` and docker-compose start it
+beside gunicorn; SIGTERM or SIGINT stops it after the job in progress (docs/DESIGN.md)."""
+
+import logging
+import signal
+import threading
+from collections.abc import Callable
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import DatabaseError, close_old_connections
+from django.utils.module_loading import import_string
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL_SECONDS = 20.0
+
+
+def run_every(
+    job: Callable[[], object],
+    *,
+    interval: float,
+    stop: threading.Event,
+    max_runs: int | None = None,
+) -> int:
+    """Run `job` now and then every `interval` seconds until `stop` is set (or `max_runs`
+    runs). A failing run is logged and retried next time: a database outage must not end the
+    scheduler. Returns how many runs were made."""
+    runs = 0
+    while not stop.is_set():
+        run_guarded(job)
+        runs += 1
+        if max_runs is not None and runs >= max_runs:
+            break
+        stop.wait(interval)
+    return runs
+
+
+def run_guarded(job: Callable[[], object]) -> object:
+    """Run `job` once; a failure is logged (the next interval retries), never raised. Returns
+    what the job returned, None after a failure."""
+    try:
+        return job()
+    except DatabaseError:
+        logger.warning("scheduled job failed on the database; retrying next interval")
+    except Exception:
+        logger.exception("scheduled job failed; retrying next interval")
+    finally:
+        close_old_connections()  # a long-lived process must not keep a dead connection
+    return None
+
+
+def scheduled_jobs() -> dict[str, Callable[[], str | None]]:
+    """SCHEDULED_JOBS: name -> the callable its dotted path names."""
+    return {name: import_string(path) for name, path in settings.SCHEDULED_JOBS.items()}
+
+
+def run_jobs(jobs: dict[str, Callable[[], str | None]], *, write: Callable[[str], object]) -> None:
+    """One run: every job in turn; one failing job does not keep the others from running.
+    The lines the jobs return are written."""
+    for job in jobs.values():
+        line = run_guarded(job)
+        if line:
+            write(str(line))
+
+
+class Command(BaseCommand):
+    help = "Run the periodic jobs (setting SCHEDULED_JOBS) until SIGTERM/SIGINT."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--interval",
+            type=float,
+            default=DEFAULT_INTERVAL_SECONDS,
+            help=f"Seconds between runs (default {DEFAULT_INTERVAL_SECONDS:g}).",
+        )
+
+    def handle(self, *args, interval: float, **options) -> None:
+        if not 0 < interval <= 60:
+            self.stderr.write("--interval must be more than 0 and at most 60 seconds.")
+            raise SystemExit(2)
+        stop = threading.Event()
+
+        def request_stop(signum, frame) -> None:
+            stop.set()  # the loop finishes the run in progress, then returns
+
+        signal.signal(signal.SIGTERM, request_stop)
+        signal.signal(signal.SIGINT, request_stop)
+        jobs = scheduled_jobs()
+        self.stdout.write(f"Scheduler started: {', '.join(jobs)} every {interval:g} s.")
+
+        runs = run_every(
+            lambda: run_jobs(jobs, write=self.stdout.write), interval=interval, stop=stop
+        )
+        self.stdout.write(f"Scheduler stopped after {runs} runs.")

@@ -1,0 +1,110 @@
+"""The Django admin with the new template fields (same validation as the API) and the
+"Grant to users" action (same service as the API)."""
+
+from datetime import timedelta
+
+import pytest
+
+from core import clock
+from coupons.models import CouponTemplate, UserCoupon
+from orders.models import Category
+from tests.support.factories import CouponTemplateFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+CHANGELIST = "/admin/coupons/coupontemplate/"
+
+
+def form_data(**overrides):
+    start = clock.now()
+    end = start + timedelta(days=3)
+    return {
+        "name": "Admin percent",
+        "type": "percent",
+        "value": "15",
+        "min_amount": "0",
+        "max_discount": "30.00",  # money as currency (SPEC section 13)
+        "total": "10",
+        "per_user_limit": "1",
+        "valid_from_0": start.strftime("%Y-%m-%d"),
+        "valid_from_1": start.strftime("%H:%M:%S"),
+        "valid_until_0": end.strftime("%Y-%m-%d"),
+        "valid_until_1": end.strftime("%H:%M:%S"),
+        "valid_days": "",
+        "scope": "all",
+        "scope_ids": "",
+        "code": "",
+        "visibility": "public",
+    } | overrides
+
+
+def test_the_admin_publishes_a_scoped_percent_coupon_and_lists_categories(admin_site):
+    tea = Category.objects.create(name="Tea")
+    page = admin_site.get(f"{CHANGELIST}add/")
+    assert f"Categories: {tea.pk} Tea".encode() in page.content
+
+    response = admin_site.post(
+        f"{CHANGELIST}add/",
+        form_data(scope="categories", scope_ids=f"{tea.pk}", code="Admin-15", valid_days="5"),
+    )
+
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    template = CouponTemplate.objects.get()
+    assert (template.type, template.value, template.max_discount) == ("percent", 15, 3000)
+    assert (template.scope, template.scope_ids, template.code, template.valid_days) == (
+        "categories",
+        [tea.pk],
+        "Admin-15",
+        5,
+    )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"value": "100"}, "value"),
+        ({"type": "direct", "value": "500"}, "max_discount"),
+        ({"scope": "categories", "scope_ids": ""}, "scope_ids"),
+        ({"scope": "products", "scope_ids": "1, x"}, "scope_ids"),
+        ({"code": "no"}, "code"),
+        ({"valid_days": "0"}, "valid_days"),
+    ],
+)
+def test_the_admin_applies_the_same_rules(admin_site, overrides, field):
+    response = admin_site.post(f"{CHANGELIST}add/", form_data(**overrides))
+
+    assert response.status_code == 200
+    assert field in response.context["adminform"].form.errors
+    assert CouponTemplate.objects.count() == 0
+
+
+def test_the_grant_action_grants_through_the_service(admin_site, staff):
+    template = CouponTemplateFactory(total=5)
+    alice, bob = UserFactory(username="alice"), UserFactory()
+    chosen = {"action": "grant_to_users", "_selected_action": [template.pk]}
+
+    page = admin_site.post(CHANGELIST, chosen)
+    assert page.status_code == 200
+    assert b"Grant" in page.content
+
+    done = admin_site.post(
+        CHANGELIST,
+        chosen | {"apply": "1", "users": f"alice\n{bob.pk}\nghost\n", "reason": "Admin grant"},
+        follow=True,
+    )
+
+    assert done.status_code == 200
+    message = str(list(done.context["messages"])[0])
+    assert f"granted: {alice.pk}, {bob.pk}" in message
+    assert "unknown usernames: ghost" in message
+    coupons = UserCoupon.objects.order_by("user_id")
+    assert [(c.user_id, c.source, c.granted_by_id, c.grant_reason) for c in coupons] == [
+        (alice.pk, "grant", staff.pk, "Admin grant"),
+        (bob.pk, "grant", staff.pk, "Admin grant"),
+    ]
+
+
+def test_the_admin_has_no_bulk_delete(admin_site):
+    CouponTemplateFactory()
+    page = admin_site.get(CHANGELIST)
+    assert b"delete_selected" not in page.content
+    assert b"grant_to_users" in page.content

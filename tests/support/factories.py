@@ -1,0 +1,68 @@
+from datetime import timedelta
+
+import factory
+from django.contrib.auth import get_user_model
+
+from core import clock
+from coupons.models import CouponTemplate, UserCoupon
+from orders.models import Product
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    password = factory.django.Password("pass-word-123")
+
+
+class CouponTemplateFactory(factory.django.DjangoModelFactory):
+    """A direct coupon, open now for a day either side."""
+
+    class Meta:
+        model = CouponTemplate
+
+    name = factory.Sequence(lambda n: f"Coupon {n}")
+    type = CouponTemplate.Type.DIRECT
+    value = 500
+    min_amount = 0
+    total = 100
+    per_user_limit = 1
+    valid_from = factory.LazyFunction(lambda: clock.now() - timedelta(days=1))
+    valid_until = factory.LazyFunction(lambda: clock.now() + timedelta(days=1))
+
+
+class UserCouponFactory(factory.django.DjangoModelFactory):
+    """A claimed coupon. Takes the user's next slot and raises its template's claimed_count as
+    a real claim would."""
+
+    class Meta:
+        model = UserCoupon
+
+    user = factory.SubFactory(UserFactory)
+    template = factory.SubFactory(CouponTemplateFactory)
+    status = UserCoupon.Status.UNUSED
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        from django.db.models import F
+
+        template = kwargs["template"]
+        CouponTemplate.objects.filter(pk=template.pk).update(claimed_count=F("claimed_count") + 1)
+        template.refresh_from_db(fields=["claimed_count"])
+        if "valid_from" not in kwargs:  # stamped at issue, as the issuing core does
+            window = template.use_window_at(clock.now())
+            kwargs["valid_from"], kwargs["valid_until"] = window.valid_from, window.valid_until
+        if "slot" not in kwargs:
+            held = UserCoupon.objects.filter(template=template, user=kwargs["user"]).count()
+            kwargs["slot"] = held + 1
+        return super()._create(model_class, *args, **kwargs)
+
+
+class ProductFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Product
+
+    name = factory.Sequence(lambda n: f"Product {n}")
+    price = 9900
+    stock = 100
