@@ -174,6 +174,33 @@ class UseWindow:
     valid_until: datetime
 
 
+class CouponStatus(models.TextChoices):
+    """A coupon's status as shoppers, orders and the admin see it: the stored status, with an
+    unused coupon past its OWN use window (stamped at issue, SPEC section 10) as expired. The
+    template's claim window plays no part: it says who may still claim, not who may use."""
+
+    UNUSED = "unused"
+    USED = "used"
+    EXPIRED = "expired"
+
+
+def coupon_status_q(status: CouponStatus, *, now: datetime) -> Q:
+    """The one writing of the status in SQL; `UserCoupon.status_at` is the same rule for one
+    coupon in hand. Both read only the coupon's own columns."""
+    match CouponStatus(status):
+        case CouponStatus.UNUSED:
+            return Q(status=CouponStatus.UNUSED, valid_until__gte=now)
+        case CouponStatus.EXPIRED:
+            return Q(status=CouponStatus.UNUSED, valid_until__lt=now)
+        case CouponStatus.USED:
+            return Q(status=CouponStatus.USED)
+
+
+class UserCouponQuerySet(models.QuerySet):
+    def with_status(self, status: CouponStatus, *, now: datetime) -> "UserCouponQuerySet":
+        return self.filter(coupon_status_q(status, now=now))
+
+
 class UserCoupon(models.Model):
     class Status(models.TextChoices):
         UNUSED = "unused"
@@ -215,6 +242,8 @@ class UserCoupon(models.Model):
     created_at = MillisecondDateTimeField(auto_now_add=True)
     updated_at = MillisecondDateTimeField(auto_now=True)
 
+    objects = UserCouponQuerySet.as_manager()
+
     class Meta:
         db_table = "user_coupons"
         verbose_name = _("user coupon")
@@ -255,13 +284,19 @@ class UserCoupon(models.Model):
     def __str__(self) -> str:
         return f"{self.template_id}/{self.user_id}#{self.pk}"
 
+    def status_at(self, now: datetime) -> CouponStatus:
+        """This coupon's status at `now`: the rule of `coupon_status_q`, for one coupon."""
+        if self.status == self.Status.UNUSED and now > self.valid_until:
+            return CouponStatus.EXPIRED
+        return CouponStatus(self.status)
+
 
 class PublishedTermsVersion(models.Model):
     """One row whose `version` changes (to a fresh random number) in the same transaction as
     every change to what the shopper list shows of a template's terms: publish, edit, delete
     (and pause / resume). The list keeps those terms in memory and reads this row in the one
     statement each request makes, so a change is seen by the next request of every process
-    (coupons/shopper_list.py, docs/decisions/0220-shopper-list-cache.md)."""
+    (coupons/shopper_list.py, docs/decisions/0220-shopper-list-terms-in-memory.md)."""
 
     ROW_ID = 1
 

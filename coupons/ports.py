@@ -12,7 +12,7 @@ from django.db import transaction
 from core import clock
 from coupons.discounts import CartJudgement, CartLine, DiscountTerms, judge_cart
 from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
-from coupons.models import CouponTemplate, UserCoupon
+from coupons.models import CouponStatus, CouponTemplate, UserCoupon
 
 __all__ = [
     "COUPON_SCOPE_CHOICES",
@@ -98,11 +98,8 @@ def list_unused(*, user_id: int) -> list[UsableCoupon]:
     window has not started), newest first. Writes nothing; needs no transaction."""
     coupons = (
         UserCoupon.objects.select_related("template")
-        .filter(
-            user_id=user_id,
-            status=UserCoupon.Status.UNUSED,
-            valid_until__gte=clock.now(),
-        )
+        .filter(user_id=user_id)
+        .with_status(CouponStatus.UNUSED, now=clock.now())
         .order_by("-id")
     )
     return [_usable(coupon) for coupon in coupons]

@@ -5,11 +5,11 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce, TruncHour
 
 from coupons.errors import TemplateNotFound
-from coupons.models import CouponTemplate, UserCoupon
+from coupons.models import CouponStatus, CouponTemplate, UserCoupon
 from coupons.rules import ClaimState, TemplateFacts, claim_state
 
 
@@ -69,7 +69,7 @@ def shopper_state(template: CouponTemplate, *, claimed_by_me: int, now: datetime
     return claim_state(template_facts(template), now=now, user_claims=claimed_by_me)
 
 
-MINE_STATUSES = ("unused", "used", "expired")
+MINE_STATUSES = tuple(CouponStatus.values)
 
 
 def coupons_of_user(*, user_id: int, status: str | None, now: datetime) -> QuerySet[UserCoupon]:
@@ -83,20 +83,14 @@ def coupons_of_user(*, user_id: int, status: str | None, now: datetime) -> Query
     coupons = (
         UserCoupon.objects.filter(user_id=user_id).prefetch_related("template").order_by("-id")
     )
-    match status:
-        case "unused":
-            return coupons.filter(status=UserCoupon.Status.UNUSED, valid_until__gte=now)
-        case "expired":
-            return coupons.filter(status=UserCoupon.Status.UNUSED, valid_until__lt=now)
-        case "used":
-            return coupons.filter(status=UserCoupon.Status.USED)
-    return coupons
+    if status is None:
+        return coupons
+    return coupons.with_status(CouponStatus(status), now=now)
 
 
 def derived_status(coupon: UserCoupon, *, now: datetime) -> str:
-    if coupon.status == UserCoupon.Status.UNUSED and now > coupon.valid_until:
-        return "expired"
-    return coupon.status
+    """The coupon's status at `now` (UserCoupon.status_at: the one rule, coupons/models.py)."""
+    return coupon.status_at(now).value
 
 
 @dataclass(frozen=True)
@@ -130,18 +124,13 @@ def users_by_name_or_id(entries: list[str]) -> UserLookup:
 # --- The operator's admin (SPEC section 13) ---------------------------------------------------
 
 
-def coupon_expired_q(*, now: datetime) -> Q:
-    """Unused and past its own use window (SPEC section 10): the admin's "expired"."""
-    return Q(status=UserCoupon.Status.UNUSED, valid_until__lt=now)
-
-
 def templates_with_funnel(*, now: datetime) -> QuerySet[CouponTemplate]:
     """Templates, newest first, with `used_count` and `expired_count`: one correlated subquery
     each on the (template_id, ...) index, so a page costs the same number of queries for 1 or
     100 rows. Claimed is the template's own `claimed_count` column."""
     used = coupons_per_template(UserCoupon.objects.filter(status=UserCoupon.Status.USED))
     # Each coupon's own window decides (valid_days coupons expire one by one).
-    expired = coupons_per_template(UserCoupon.objects.filter(coupon_expired_q(now=now)))
+    expired = coupons_per_template(UserCoupon.objects.with_status(CouponStatus.EXPIRED, now=now))
     return CouponTemplate.objects.annotate(used_count=used, expired_count=expired).order_by("-id")
 
 

@@ -6,7 +6,7 @@ template has room (a new user each time), a sold-out claim, and the claim servic
 
 It creates (and drops afterwards) its own database `coupons_cpu_<pid>` and counts under its
 own Redis key prefix on REDIS_URL, deleting those keys afterwards. It only uses the HTTP API
-and `services.coupon_claim`, so the same script measures older versions of the code too
+and `issuing.coupon_claim`, so the same script measures older versions of the code too
 (run it from their checkout). Prints one row per scenario: median and mean CPU (process time)
 and wall time per request in milliseconds."""
 
@@ -115,7 +115,7 @@ def run(count: int, warmup: int, profiled: str | None) -> None:
     from rest_framework_simplejwt.tokens import AccessToken
 
     from core import clock
-    from coupons import services
+    from coupons.services import issuing, templates
 
     call_command("migrate", verbosity=0)
     users = get_user_model().objects.bulk_create(
@@ -125,7 +125,7 @@ def run(count: int, warmup: int, profiled: str | None) -> None:
     now = clock.now()
 
     def template(total: int) -> int:
-        return services.coupon_template_publish(
+        return templates.coupon_template_publish(
             name=f"cpu {total}",
             type="direct",
             value=100,
@@ -152,7 +152,7 @@ def run(count: int, warmup: int, profiled: str | None) -> None:
         "claim, sold out (409)": lambda i: request(
             "post", f"/api/coupons/{sold_out}/claim", 2 * per + i, 409
         ),
-        "services.coupon_claim alone (issued)": lambda i: services.coupon_claim(
+        "issuing.coupon_claim alone (issued)": lambda i: issuing.coupon_claim(
             template_id=service_only, user_id=users[3 * per + i].pk
         ),
     }

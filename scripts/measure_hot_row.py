@@ -25,6 +25,10 @@ DATABASE = f"coupons_hot_{os.getpid()}"
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 os.environ["DATABASE_URL"] = f"mysql://root@127.0.0.1:3306/{DATABASE}"
 USERS = 60_000  # more than the claims a run makes on this machine
+# Every template's claim window, whole milliseconds as the columns store them (the INSERT
+# checks the template still has the window the decision read).
+_START = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+TEMPLATE_WINDOW = (_START - timedelta(days=1), _START + timedelta(days=1))
 
 
 @dataclass(frozen=True)
@@ -74,9 +78,9 @@ def lock_first_claim(cursor, connection, *, template_id: int, user_id: int) -> t
     )
     cursor.fetchall()
     cursor.execute(
-        "INSERT INTO user_coupons (template_id, user_id, slot, status, created_at, updated_at)"
-        " VALUES (%s, %s, 1, 'unused', %s, %s)",
-        [template_id, user_id, now, now],
+        "INSERT INTO user_coupons (template_id, user_id, slot, status, valid_from, valid_until,"
+        " source, created_at, updated_at) VALUES (%s, %s, 1, 'unused', %s, %s, 'claim', %s, %s)",
+        [template_id, user_id, *TEMPLATE_WINDOW, now, now],
     )
     cursor.execute(
         "UPDATE coupon_templates SET claimed_count = claimed_count + 1 WHERE id = %s",
@@ -87,8 +91,10 @@ def lock_first_claim(cursor, connection, *, template_id: int, user_id: int) -> t
 
 
 def claim(cursor, connection, *, template_id: int, user_id: int) -> tuple[bool, float]:
-    """One decision transaction as the service runs it: (issued, seconds it took)."""
-    from coupons.services import COUNT_THE_CLAIM_SQL, INSERT_COUPON_SQL
+    """One decision transaction as the service runs it, with the service's statements and
+    parameters (claim_sql.CouponInsert): (issued, seconds it took)."""
+    from coupons.models import UseWindow
+    from coupons.services.claim_sql import COUNT_THE_CLAIM_SQL, INSERT_COUPON_SQL, CouponInsert
 
     now = datetime.now(UTC).replace(tzinfo=None)
     started = time.perf_counter()
@@ -96,12 +102,27 @@ def claim(cursor, connection, *, template_id: int, user_id: int) -> tuple[bool, 
     if cursor.rowcount == 0:
         connection.rollback()
         return False, time.perf_counter() - started
-    cursor.execute(INSERT_COUPON_SQL, [user_id, 1, now, now, template_id, now, now])
+    window = UseWindow(*TEMPLATE_WINDOW)
+    insert = CouponInsert(
+        template_id=template_id,
+        user_id=user_id,
+        slot=1,
+        coupon_window=window,
+        source="claim",
+        granted_by_id=None,
+        grant_reason=None,
+        now=now,
+        window_opens_by=now,
+        template_window=window,
+        template_valid_days=None,
+    )
+    cursor.execute(INSERT_COUPON_SQL, insert.params())
+    issued = cursor.rowcount == 1
     connection.commit()
-    return True, time.perf_counter() - started
+    return issued, time.perf_counter() - started
 
 
-def lock_hold(template_id: int, users: Users, count: int = 1000) -> list[float]:
+def lock_hold(template_id: int, users: Users, count: int) -> list[float]:
     connection = connect()
     cursor = connection.cursor()
     held = [claim(cursor, connection, template_id=template_id, user_id=users.take())[1]]
@@ -142,6 +163,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--users", type=int, default=USERS, help="more than a run claims")
+    parser.add_argument("--decisions", type=int, default=1000, help="timed on one connection")
     args = parser.parse_args()
 
     import MySQLdb
@@ -149,12 +172,12 @@ def main() -> None:
     admin = MySQLdb.connect(host="127.0.0.1", user="root")
     admin.cursor().execute(f"CREATE DATABASE {DATABASE}")
     try:
-        run(args.threads, args.seconds)
+        run(args.threads, args.seconds, user_count=args.users, decisions=args.decisions)
     finally:
         admin.cursor().execute(f"DROP DATABASE IF EXISTS {DATABASE}")
 
 
-def run(threads: int, seconds: float) -> None:
+def run(threads: int, seconds: float, *, user_count: int, decisions: int) -> None:
     import django
 
     django.setup()
@@ -169,21 +192,22 @@ def run(threads: int, seconds: float) -> None:
         cursor.execute(
             "INSERT INTO auth_user (password, is_superuser, username, first_name, last_name,"
             " email, is_staff, is_active, date_joined)"
-            f" SELECT '!', 0, CONCAT('hot', seq), '', '', '', 0, 1, NOW() FROM seq_1_to_{USERS}"
+            " SELECT '!', 0, CONCAT('hot', seq), '', '', '', 0, 1, NOW()"
+            f" FROM seq_1_to_{user_count}"
         )
         cursor.execute(
             "INSERT INTO coupon_templates (name, type, value, min_amount, total, per_user_limit,"
             " valid_from, valid_until, claimed_count, created_at, updated_at)"
             " SELECT CONCAT('hot ', seq), 'direct', 100, 0, 4000000000, 1, %s, %s, 0, %s, %s"
             f" FROM seq_1_to_{threads + 1}",
-            [now - timedelta(days=1), now + timedelta(days=1), now, now],
+            [*TEMPLATE_WINDOW, now, now],
         )
         cursor.execute("SELECT id FROM coupon_templates ORDER BY id")
         template_ids = [row[0] for row in cursor.fetchall()]
     loader.commit()
     loader.close()
     users = Users()
-    took = lock_hold(template_ids[0], users)
+    took = lock_hold(template_ids[0], users, decisions)
     results = [
         storm(
             f"lock first (before), {threads} conns, one template",

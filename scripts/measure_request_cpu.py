@@ -15,6 +15,7 @@ It creates (and drops afterwards) its own database `coupons_cpu_<pid>` on DATABA
 server (default 127.0.0.1:3306, root without a password) and uses its own Redis key prefix."""
 
 import argparse
+import importlib
 import os
 import random
 import secrets
@@ -83,7 +84,11 @@ def main() -> None:
     try:
         run(args.requests, args.warmup, args.profile, args.only)
     finally:
+        from django.db import connections
+
+        connections.close_all()  # an open transaction would hold the DROP on a metadata lock
         admin.cursor().execute(f"DROP DATABASE IF EXISTS {DATABASE}")
+        admin.close()
 
 
 def run(count: int, warmup: int, profiled: str | None, only: str | None) -> None:
@@ -103,7 +108,7 @@ def run(count: int, warmup: int, profiled: str | None, only: str | None) -> None
     try:
         from core import clock
     except ImportError:  # an older tree (version 1) kept the clock in config
-        from config import clock
+        clock = importlib.import_module("config.clock")
 
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create(username="cpu", password="!")
@@ -154,7 +159,8 @@ def run(count: int, warmup: int, profiled: str | None, only: str | None) -> None
             from accounts import authentication
         except ImportError:
             try:
-                from config import authentication  # version 2 before the layout
+                # version 2 before the layout
+                authentication = importlib.import_module("config.authentication")
             except ImportError:  # version 1 has no revocation check
                 return None
 

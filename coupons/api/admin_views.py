@@ -8,7 +8,7 @@ from rest_framework.response import Response
 
 from api.idempotency import idempotent
 from api.schema import api_errors
-from coupons import selectors, services
+from coupons import selectors
 from coupons.api.serializers import (
     AdminTemplateSerializer,
     GrantInputSerializer,
@@ -17,6 +17,7 @@ from coupons.api.serializers import (
 )
 from coupons.errors import ClaimNotInWindow, TemplateInvalid, TemplateNotFound
 from coupons.models import CouponTemplate
+from coupons.services import grants, templates
 
 
 class AdminTemplateListView(GenericAPIView):
@@ -36,7 +37,7 @@ class AdminTemplateListView(GenericAPIView):
     def post(self, request):
         payload = TemplateInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        template = services.coupon_template_publish(**payload.validated_data)
+        template = templates.coupon_template_publish(**payload.validated_data)
         data = AdminTemplateSerializer(selectors.template_for_admin(template.pk)).data
         return Response(data, status=status.HTTP_201_CREATED)
 
@@ -70,7 +71,7 @@ class AdminTemplateDetailView(GenericAPIView):
             raise TemplateNotFound()
         payload = TemplateInputSerializer(data=request.data, partial=partial)
         payload.is_valid(raise_exception=True)
-        services.coupon_template_edit(template_id=template_id, changes=payload.validated_data)
+        templates.coupon_template_edit(template_id=template_id, changes=payload.validated_data)
         return Response(AdminTemplateSerializer(selectors.template_for_admin(template_id)).data)
 
 
@@ -94,7 +95,7 @@ class AdminTemplateGrantView(GenericAPIView):
             raise TemplateNotFound()
         payload = GrantInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        result = services.coupon_grant(
+        result = grants.coupon_grant(
             template_id=template_id, granted_by_id=request.user.pk, **payload.validated_data
         )
         return Response(GrantResultSerializer(result).data)

@@ -6,9 +6,10 @@ from rest_framework import serializers
 
 from api.serializers import AwareDateTimeField, StrictSerializer
 from core.limits import MAX_BIGINT
-from coupons import selectors, services
+from coupons import selectors
 from coupons.models import CODE_PATTERN, GRANT_REASON_MAX_LENGTH, CouponTemplate, UserCoupon
 from coupons.rules import ClaimState
+from coupons.services import grants, templates
 
 # The values of the API's enums (the schema names them in SPECTACULAR_SETTINGS).
 SHOPPER_STATES = tuple(state.value for state in ClaimState if state is not ClaimState.ACTIVE)
@@ -17,7 +18,7 @@ COUPON_STATUSES = selectors.MINE_STATUSES
 
 @extend_schema_field(serializers.ChoiceField(choices=CouponTemplate.Type.choices))
 class TemplateTypeField(serializers.CharField):
-    """A plain string to the parser (services.template_terms_validate names a bad type); an
+    """A plain string to the parser (templates.template_terms_validate names a bad type); an
     enum in the schema."""
 
 
@@ -40,7 +41,7 @@ class TemplateTypeField(serializers.CharField):
     ]
 )
 class TemplateInputSerializer(StrictSerializer):
-    """Parses types only; every rule about the values lives in services.template_terms_validate."""
+    """Parses types only; every rule about the values lives in templates.template_terms_validate."""
 
     name = serializers.CharField(allow_blank=True, trim_whitespace=False)
     type = TemplateTypeField()
@@ -61,7 +62,7 @@ class TemplateInputSerializer(StrictSerializer):
 class TemplateSerializer(serializers.ModelSerializer):
     class Meta:
         model = CouponTemplate
-        fields = ["id", *services.TEMPLATE_TERMS, "claimed_count", "created_at", "updated_at"]
+        fields = ["id", *templates.TEMPLATE_TERMS, "claimed_count", "created_at", "updated_at"]
         read_only_fields = fields
 
 
@@ -85,7 +86,7 @@ class ShopperTemplateSerializer(serializers.ModelSerializer):
         # out, not listed.
         fields = [
             "id",
-            *(term for term in services.TEMPLATE_TERMS if term not in ("code", "visibility")),
+            *(term for term in templates.TEMPLATE_TERMS if term not in ("code", "visibility")),
             "claimed_count",
             "claimed_by_me",
             "state",
@@ -215,12 +216,12 @@ class RedeemInputSerializer(StrictSerializer):
 
 
 class GrantInputSerializer(StrictSerializer):
-    """Types and sizes; the reason's trimmed length is checked by services.coupon_grant."""
+    """Types and sizes; the reason's trimmed length is checked by grants.coupon_grant."""
 
     user_ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=MAX_BIGINT),
         min_length=1,
-        max_length=services.MAX_GRANT_USERS,
+        max_length=grants.MAX_GRANT_USERS,
     )
     reason = serializers.CharField(max_length=GRANT_REASON_MAX_LENGTH)
 

@@ -10,7 +10,7 @@ from api.idempotency import idempotent
 from api.schema import api_errors
 from api.throttles import ClaimThrottle, RedeemThrottle
 from core import clock
-from coupons import selectors, services, shopper_list
+from coupons import selectors, shopper_list
 from coupons.api.serializers import (
     MineQuerySerializer,
     RedeemInputSerializer,
@@ -19,6 +19,7 @@ from coupons.api.serializers import (
     user_coupon_data,
 )
 from coupons.errors import ClaimLimitReached, ClaimNotInWindow, ClaimSoldOut, TemplateNotFound
+from coupons.services import issuing
 
 
 class CouponListView(GenericAPIView):
@@ -50,7 +51,7 @@ class CouponClaimView(GenericAPIView):
     @api_errors(TemplateNotFound, ClaimNotInWindow, ClaimSoldOut, ClaimLimitReached)
     @idempotent
     def post(self, request, template_id: int):
-        coupon = services.coupon_claim(template_id=template_id, user_id=request.user.pk)
+        coupon = issuing.coupon_claim(template_id=template_id, user_id=request.user.pk)
         data = user_coupon_data(coupon, now=clock.now())
         return Response(data, status=status.HTTP_201_CREATED)
 
@@ -70,9 +71,7 @@ class CouponRedeemView(GenericAPIView):
     def post(self, request):
         payload = RedeemInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        coupon = services.coupon_redeem(
-            code=payload.validated_data["code"], user_id=request.user.pk
-        )
+        coupon = issuing.coupon_redeem(code=payload.validated_data["code"], user_id=request.user.pk)
         data = user_coupon_data(coupon, now=clock.now())
         return Response(data, status=status.HTTP_201_CREATED)
 

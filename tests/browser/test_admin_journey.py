@@ -13,8 +13,8 @@ import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from core import clock
-from coupons import services
 from coupons.models import CouponTemplate
+from coupons.services import issuing
 from tests.support.factories import UserFactory
 
 CHROMIUM = "/usr/bin/chromium"
@@ -119,7 +119,7 @@ def test_the_operator_journey(page: Page, live_server):
     assert (template.name, template.total) == ("Spring sale (extended)", 200)
 
     # A shopper claims: the terms are frozen and shown read-only, the funnel and chart move.
-    services.coupon_claim(template_id=template.pk, user_id=shopper.pk)
+    issuing.coupon_claim(template_id=template.pk, user_id=shopper.pk)
     page.goto(f"{admin}coupons/coupontemplate/{template.pk}/change/")
     expect(page.locator("#id_value")).to_have_count(0)
     expect(page.locator(".form-row.field-value_shown .readonly")).to_have_text("¥50.00")

@@ -6,9 +6,9 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from coupons import services
 from coupons.counter import coupon_counter
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.services import issuing
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
@@ -258,7 +258,7 @@ def test_the_claim_answer_is_exactly_what_user_coupon_serializer_documents(state
 
     now = frozen_now.now()
     template = CouponTemplateFactory(type="threshold", value=500, min_amount=2000)
-    fresh = services.coupon_claim(template_id=template.pk, user_id=UserFactory().pk)
+    fresh = issuing.coupon_claim(template_id=template.pk, user_id=UserFactory().pk)
     if state == "used":
         UserCoupon.objects.filter(pk=fresh.pk).update(status="used", used_at=now)
     if state == "expired":

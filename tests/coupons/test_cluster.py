@@ -8,9 +8,9 @@ import pytest
 from redis.crc import key_slot
 from rest_framework_simplejwt.tokens import AccessToken
 
-from coupons import services
 from coupons.counter import LUA_DIR, CouponCounter
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.services import templates
 from tests.support.app_server import AppServer
 from tests.support.concurrency import run_together
 from tests.support.factories import CouponTemplateFactory, UserFactory
@@ -101,7 +101,7 @@ def test_two_apps_on_a_redis_cluster_stay_exact_through_script_flush(
     for node in redis_cluster.nodes():
         assert node.script_flush()
         assert node.script_exists(*SCRIPT_SHAS) == [False, False]
-    services.coupon_template_edit(template_id=template.pk, changes={"total": 45})
+    templates.coupon_template_edit(template_id=template.pk, changes={"total": 45})
     latecomers = UserFactory.create_batch(25)
     answers = storm(two_apps, template, latecomers)
 

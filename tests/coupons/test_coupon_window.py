@@ -5,9 +5,10 @@ from datetime import timedelta
 
 import pytest
 
-from coupons import ports, services
+from coupons import ports
 from coupons.errors import ClaimNotInWindow, CouponExpired
 from coupons.models import UserCoupon
+from coupons.services import grants, issuing
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, ProductFactory, UserFactory
 from tests.support.helpers import claim_url
@@ -47,7 +48,7 @@ def test_editing_the_template_window_after_a_claim_keeps_the_coupon_window(
     template = CouponTemplateFactory(
         valid_from=now - timedelta(days=1), valid_until=now + timedelta(days=10)
     )
-    coupon = services.coupon_claim(template_id=template.pk, user_id=user.pk)
+    coupon = issuing.coupon_claim(template_id=template.pk, user_id=user.pk)
     assert (coupon.valid_from, coupon.valid_until) == (template.valid_from, template.valid_until)
 
     # staff close the claim window early
@@ -61,7 +62,7 @@ def test_editing_the_template_window_after_a_claim_keeps_the_coupon_window(
 
     # nobody new may claim ...
     with pytest.raises(ClaimNotInWindow):
-        services.coupon_claim(template_id=template.pk, user_id=UserFactory().pk)
+        issuing.coupon_claim(template_id=template.pk, user_id=UserFactory().pk)
     # ... but the coupon already held keeps its window: listed unused, usable at checkout
     mine = bearer_client(user).get("/api/coupons/mine?status=unused").json()["results"]
     assert [(item["id"], item["status"]) for item in mine] == [(coupon.pk, "unused")]
@@ -83,7 +84,7 @@ def test_a_coupon_not_yet_started_is_not_usable(user, frozen_now):
     template = CouponTemplateFactory(
         valid_from=now + timedelta(days=1), valid_until=now + timedelta(days=2)
     )
-    coupon = services.coupon_grant(
+    coupon = grants.coupon_grant(
         template_id=template.pk, user_ids=[user.pk], reason="early bird", granted_by_id=None
     )
     assert coupon.granted == [user.pk]

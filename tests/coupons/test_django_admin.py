@@ -2,8 +2,8 @@
 
 import pytest
 
-from coupons import services
 from coupons.models import CouponTemplate
+from coupons.services import issuing, templates
 from tests.support.admin_forms import form_data
 from tests.support.concurrency import run_together
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
@@ -70,23 +70,22 @@ def test_an_edit_of_a_term_frozen_meanwhile_is_a_form_error_not_dropped(admin_si
 
 def claim_committed_elsewhere(template, user) -> None:
     """A shopper's claim, committed on another connection while the admin request runs."""
-    run_together([lambda: services.coupon_claim(template_id=template.pk, user_id=user.pk)])
+    run_together([lambda: issuing.coupon_claim(template_id=template.pk, user_id=user.pk)])
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_claim_landing_between_the_check_and_the_save_is_a_form_error(admin_site, monkeypatch):
-    from coupons import admin as coupons_admin
 
     template, shopper = CouponTemplateFactory(name="Racing"), UserFactory()
     url = f"/admin/coupons/coupontemplate/{template.pk}/change/"
-    real_edit = services.coupon_template_edit
+    real_edit = templates.coupon_template_edit
 
     def claim_then_edit(**kwargs):
         claim_committed_elsewhere(template, shopper)  # lands after the form's check
-        monkeypatch.setattr(coupons_admin.services, "coupon_template_edit", real_edit)
+        monkeypatch.setattr(templates, "coupon_template_edit", real_edit)
         return real_edit(**kwargs)
 
-    monkeypatch.setattr(coupons_admin.services, "coupon_template_edit", claim_then_edit)
+    monkeypatch.setattr(templates, "coupon_template_edit", claim_then_edit)
 
     response = admin_site.post(
         url, form_data(name="Racing", type="direct", value="9.00", min_amount="0")
@@ -132,16 +131,15 @@ def test_claimed_template_cannot_be_deleted_and_the_page_says_why(admin_site):
 @pytest.mark.django_db(transaction=True)
 def test_delete_refused_when_a_claim_lands_after_the_page_was_shown(admin_site, monkeypatch):
     """The admin saw no claim; the service re-checks under the row lock and refuses."""
-    from coupons import admin as coupons_admin
 
     template, shopper = CouponTemplateFactory(), UserFactory()
-    real_delete = services.coupon_template_delete
+    real_delete = templates.coupon_template_delete
 
     def claim_then_delete(**kwargs):
         claim_committed_elsewhere(template, shopper)
         return real_delete(**kwargs)
 
-    monkeypatch.setattr(coupons_admin.services, "coupon_template_delete", claim_then_delete)
+    monkeypatch.setattr(templates, "coupon_template_delete", claim_then_delete)
 
     response = admin_site.post(
         f"/admin/coupons/coupontemplate/{template.pk}/delete/", {"post": "yes"}

@@ -9,8 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from core import clock
-from coupons import services
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.services import grants
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
@@ -134,7 +134,7 @@ def test_a_grant_racing_claims_on_total_10_issues_exactly_10():
     claimers = [UserFactory() for _ in range(20)]
 
     def grant():
-        return services.coupon_grant(
+        return grants.coupon_grant(
             template_id=template.pk,
             user_ids=[u.pk for u in granted_users],
             reason="race",
@@ -165,7 +165,7 @@ def test_two_runs_of_one_grant_racing_issue_each_user_once():
     users = [UserFactory() for _ in range(10)]
 
     def grant():
-        return services.coupon_grant(
+        return grants.coupon_grant(
             template_id=template.pk,
             user_ids=[u.pk for u in users],
             reason="twice",

@@ -1,4 +1,4 @@
-"""The issuing core (services.coupon_issue): the per-user limit held by the slot index and the
+"""The issuing core (issuing.coupon_issue): the per-user limit held by the slot index and the
 guarded UPDATE, whatever the limit is edited to and whenever."""
 
 import threading
@@ -9,9 +9,9 @@ from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
 from core import clock
-from coupons import services
 from coupons.errors import ClaimLimitReached, ClaimNotInWindow, ClaimSoldOut
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.services import issuing, templates
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
 from tests.support.helpers import claim_url, redis_counts
@@ -31,15 +31,15 @@ def slots(template, user) -> list[int]:
 def test_a_limit_lowered_below_what_a_user_holds_refuses_and_raised_again_admits(user):
     template = CouponTemplateFactory(per_user_limit=3)
     for _ in range(3):
-        services.coupon_claim(template_id=template.pk, user_id=user.pk)
-    services.coupon_template_edit(template_id=template.pk, changes={"per_user_limit": 2})
+        issuing.coupon_claim(template_id=template.pk, user_id=user.pk)
+    templates.coupon_template_edit(template_id=template.pk, changes={"per_user_limit": 2})
 
     with pytest.raises(ClaimLimitReached):
-        services.coupon_claim(template_id=template.pk, user_id=user.pk)
+        issuing.coupon_claim(template_id=template.pk, user_id=user.pk)
     assert slots(template, user) == [1, 2, 3]
 
-    services.coupon_template_edit(template_id=template.pk, changes={"per_user_limit": 4})
-    coupon = services.coupon_claim(template_id=template.pk, user_id=user.pk)
+    templates.coupon_template_edit(template_id=template.pk, changes={"per_user_limit": 4})
+    coupon = issuing.coupon_claim(template_id=template.pk, user_id=user.pk)
 
     assert coupon.slot == 4
     assert slots(template, user) == [1, 2, 3, 4]
@@ -56,13 +56,13 @@ def test_an_issue_before_the_window_opens_passes_only_the_start(user, frozen_now
     )
 
     with pytest.raises(ClaimNotInWindow):
-        services.coupon_issue(template_id=template.pk, user_id=user.pk, source="claim")
-    coupon = services.coupon_issue(
+        issuing.coupon_issue(template_id=template.pk, user_id=user.pk, source="claim")
+    coupon = issuing.coupon_issue(
         template_id=template.pk, user_id=user.pk, before_window_opens=True, source="claim"
     )
     assert (coupon.template_id, coupon.user_id, coupon.slot) == (template.pk, user.pk, 1)
     with pytest.raises(ClaimSoldOut):  # total and limit still hold
-        services.coupon_issue(
+        issuing.coupon_issue(
             template_id=template.pk,
             user_id=UserFactory().pk,
             before_window_opens=True,
@@ -72,7 +72,7 @@ def test_an_issue_before_the_window_opens_passes_only_the_start(user, frozen_now
     frozen_now(now + timedelta(days=2, milliseconds=1))
     CouponTemplate.objects.filter(pk=template.pk).update(total=5)
     with pytest.raises(ClaimNotInWindow):  # never after the end
-        services.coupon_issue(
+        issuing.coupon_issue(
             template_id=template.pk,
             user_id=UserFactory().pk,
             before_window_opens=True,

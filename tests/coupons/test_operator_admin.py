@@ -266,7 +266,7 @@ def test_export_streams_every_coupon_as_csv(admin_site, frozen_now, settings):
 
 
 def test_export_reads_in_batches(admin_site, monkeypatch):
-    from coupons import admin as coupons_admin
+    from coupons.admin import reports as coupons_admin
 
     monkeypatch.setattr(coupons_admin, "CSV_BATCH_SIZE", 2)
     template = CouponTemplateFactory()
@@ -326,7 +326,7 @@ def test_a_coupon_links_to_the_order_that_used_it_and_back(admin_site, user):
 
 
 def test_the_user_page_shows_their_newest_coupons_inline(admin_site, monkeypatch):
-    from coupons.admin import UserCouponInline
+    from coupons.admin.user_coupons import UserCouponInline
 
     monkeypatch.setattr(UserCouponInline, "shown", 2)
     user = UserFactory()

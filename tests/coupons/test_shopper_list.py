@@ -10,9 +10,10 @@ from django.db import connection
 from django.db.models import F
 from rest_framework.renderers import JSONRenderer
 
-from coupons import selectors, services, shopper_list
+from coupons import selectors, shopper_list
 from coupons.api.serializers import ShopperTemplateSerializer
 from coupons.models import CouponTemplate, PublishedTermsVersion
+from coupons.services import templates
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
 
@@ -168,7 +169,7 @@ def test_publish_and_delete_are_listed_by_the_next_request(shopper_client, staff
         format="json",
     )
     assert response.status_code == 201
-    services.coupon_template_delete(template_id=gone.pk)  # the Django admin's delete
+    templates.coupon_template_delete(template_id=gone.pk)  # the Django admin's delete
 
     page = listed(shopper_client)
     assert [item["id"] for item in page["results"]] == [response.json()["id"], kept.pk]

@@ -13,7 +13,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from core.domain_errors import DomainError
-from coupons import selectors, services
+from coupons import selectors
+from coupons.services import grants
 
 PROGRESS_EVERY = 100
 
@@ -45,7 +46,7 @@ class Command(BaseCommand):
             f" ({len(unknown_names)} unknown username(s)), reason: {reason!r}"
         )
         totals: dict[str, int] = {}
-        batch_size = services.MAX_GRANT_USERS
+        batch_size = grants.MAX_GRANT_USERS
         for start in range(0, len(user_ids), batch_size):
             batch = user_ids[start : start + batch_size]
 
@@ -54,7 +55,7 @@ class Command(BaseCommand):
                     self.stdout.write(f"  {start + done}/{len(user_ids)}")
 
             try:
-                result = services.coupon_grant(
+                result = grants.coupon_grant(
                     template_id=template_id,
                     user_ids=batch,
                     reason=reason,

@@ -3,9 +3,9 @@
 import redis
 from django.core.management.base import BaseCommand, CommandError
 
-from coupons import services
 from coupons.errors import TemplateNotFound
 from coupons.models import CouponTemplate
+from coupons.services import counter_sync
 
 
 class Command(BaseCommand):
@@ -22,7 +22,7 @@ class Command(BaseCommand):
         total = len(template_ids)
         for done, template_id in enumerate(template_ids, start=1):
             try:
-                claimed = services.coupon_counters_rebuild(template_id=template_id)
+                claimed = counter_sync.coupon_counters_rebuild(template_id=template_id)
             except TemplateNotFound as error:
                 raise CommandError(f"template {template_id}: {error.detail}") from error
             except redis.RedisError as error:

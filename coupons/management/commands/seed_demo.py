@@ -8,9 +8,9 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from core import clock
-from coupons import services
 from coupons.catalog import scope_catalog
 from coupons.models import CouponTemplate
+from coupons.services import grants, templates
 
 DEMO_PASSWORD = "demo-pass-123"
 DEMO_USERS = [("admin", True), ("alice", False), ("bob", False)]
@@ -88,7 +88,7 @@ class Command(BaseCommand):
             ("Last month's", CouponTemplate.Type.DIRECT, 300, 0, now - 40 * day, now - 10 * day),
         ]
         for name, kind, value, min_amount, valid_from, valid_until in demo_templates:
-            services.coupon_template_publish(
+            templates.coupon_template_publish(
                 name=name,
                 type=kind,
                 value=value,
@@ -104,7 +104,7 @@ class Command(BaseCommand):
     def seed_kinds(self, *, now, day) -> None:
         """One template of each kind of SPEC sections 10-11, and a grant to bob."""
         window = {"valid_from": now - day, "valid_until": now + 30 * day, "total": 100}
-        services.coupon_template_publish(
+        templates.coupon_template_publish(
             name="15% off over 100, at most 30",
             type="percent",
             value=15,
@@ -112,7 +112,7 @@ class Command(BaseCommand):
             max_discount=3000,
             **window,
         )
-        services.coupon_template_publish(
+        templates.coupon_template_publish(
             name="Welcome: 10 off, 7 days from claim, code WELCOME7",
             type="direct",
             value=1000,
@@ -120,7 +120,7 @@ class Command(BaseCommand):
             code="WELCOME7",
             **window,
         )
-        services.coupon_template_publish(
+        templates.coupon_template_publish(
             name="VIP 30% off (hidden, code VIP-ONLY)",
             type="percent",
             value=30,
@@ -129,7 +129,7 @@ class Command(BaseCommand):
             visibility="hidden",
             **window,
         )
-        services.coupon_template_publish(
+        templates.coupon_template_publish(
             name="Sorry for the delay: 20 off (hidden, granted)",
             type="direct",
             value=2000,
@@ -140,7 +140,7 @@ class Command(BaseCommand):
         catalog = scope_catalog()
         categories = {name: pk for pk, name in (catalog.categories() if catalog else {}).items()}
         if "Tea" in categories:
-            services.coupon_template_publish(
+            templates.coupon_template_publish(
                 name="20% off tea",
                 type="percent",
                 value=20,
@@ -149,7 +149,7 @@ class Command(BaseCommand):
                 **window,
             )
         if "Kitchen" in categories:
-            services.coupon_template_publish(
+            templates.coupon_template_publish(
                 name="50 off kitchen over 250",
                 type="threshold",
                 value=5000,
@@ -162,7 +162,7 @@ class Command(BaseCommand):
     def grant_demo(self) -> None:
         User = get_user_model()
         sorry = CouponTemplate.objects.get(name__startswith="Sorry for the delay")
-        services.coupon_grant(
+        grants.coupon_grant(
             template_id=sorry.pk,
             user_ids=[User.objects.get(username="bob").pk],
             reason="Demo: order delivered late",

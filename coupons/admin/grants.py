@@ -10,15 +10,16 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from core.domain_errors import DomainError
-from coupons import selectors, services
+from coupons import selectors
 from coupons.models import GRANT_REASON_MAX_LENGTH, CouponTemplate
+from coupons.services import grants
 
 
 class GrantForm(forms.Form):
     users = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 8, "cols": 40}),
         help_text="One username or user id per line (a line of digits is an id), "
-        f"at most {services.MAX_GRANT_USERS}.",
+        f"at most {grants.MAX_GRANT_USERS}.",
     )
     reason = forms.CharField(
         max_length=GRANT_REASON_MAX_LENGTH,
@@ -29,18 +30,18 @@ class GrantForm(forms.Form):
     def clean_users(self) -> list[int | str]:
         entries = [line.strip() for line in self.cleaned_data["users"].splitlines()]
         entries = [entry for entry in entries if entry]
-        if not 1 <= len(entries) <= services.MAX_GRANT_USERS:
-            raise forms.ValidationError(f"1 to {services.MAX_GRANT_USERS} users, please.")
+        if not 1 <= len(entries) <= grants.MAX_GRANT_USERS:
+            raise forms.ValidationError(f"1 to {grants.MAX_GRANT_USERS} users, please.")
         return entries
 
 
 def grant_from_form(
     form: forms.Form, *, template: CouponTemplate, user_ids: list[int], granted_by_id: int
 ) -> list[str] | None:
-    """Grant through services.coupon_grant with the form's reason. Returns one line per
+    """Grant through grants.coupon_grant with the form's reason. Returns one line per
     outcome that has users ("granted: 3, 5"), or None after putting the refusal on the form."""
     try:
-        result = services.coupon_grant(
+        result = grants.coupon_grant(
             template_id=template.pk,
             user_ids=user_ids,
             reason=form.cleaned_data["reason"],

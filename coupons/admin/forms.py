@@ -1,0 +1,182 @@
+"""The template's admin form: money typed as money, frozen terms refused once claimed; every
+rule on the values is the service's (coupons.services.templates)."""
+
+from django import forms
+from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from core.admin_fields import MoneyField
+from core.money import MoneyInvalid, format_cents, parse_money
+from coupons.catalog import scope_catalog
+from coupons.errors import TemplateInvalid
+from coupons.models import MAX_AMOUNT, CouponTemplate
+from coupons.services import templates
+
+
+class IdListField(forms.CharField):
+    """scope_ids typed as "3, 7, 12"; the rules on the list are the service's."""
+
+    def prepare_value(self, value):
+        if isinstance(value, list):
+            return ", ".join(str(item) for item in value)
+        return value
+
+    def to_python(self, value):
+        text = super().to_python(value) or ""
+        parts = [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+        if not all(part.isascii() and part.isdigit() and len(part) <= 18 for part in parts):
+            raise forms.ValidationError(_("Ids separated by commas, e.g. 3, 7, 12."))
+        return [int(part) for part in parts]
+
+
+class CouponTemplateForm(forms.ModelForm):
+    # Money off (typed as currency) for direct and threshold coupons, the percent for percent
+    # ones: parsed in clean(), once the type is known.
+    value = forms.CharField(
+        label=gettext_lazy("value"),
+        max_length=40,
+        help_text=gettext_lazy(
+            "Money off, e.g. 50.00; for a percent coupon the percent, a whole number 1 to 99."
+        ),
+    )
+    min_amount = MoneyField(
+        label=gettext_lazy("minimum order"),
+        max_cents=MAX_AMOUNT,
+        required=False,
+        help_text=gettext_lazy("The order total needed (threshold and percent), e.g. 200.00."),
+    )
+    max_discount = MoneyField(
+        label=gettext_lazy("maximum discount"),
+        min_cents=1,
+        max_cents=MAX_AMOUNT,
+        required=False,
+        help_text=gettext_lazy("Percent coupons only: the cap, e.g. 20.00 (empty: no cap)."),
+    )
+    scope_ids = IdListField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=gettext_lazy(
+            "Category or product ids, separated by commas (empty for the whole store)."
+        ),
+    )
+
+    class Meta:
+        model = CouponTemplate
+        fields = list(templates.TEMPLATE_TERMS)
+        labels = {
+            "name": gettext_lazy("name"),
+            "type": gettext_lazy("type"),
+            "total": gettext_lazy("total"),
+            "per_user_limit": gettext_lazy("per user limit"),
+            "valid_from": gettext_lazy("valid from"),
+            "valid_until": gettext_lazy("valid until"),
+            "valid_days": gettext_lazy("days of use"),
+            "scope": gettext_lazy("scope"),
+            "code": gettext_lazy("code"),
+            "visibility": gettext_lazy("visibility"),
+        }
+        help_texts = {
+            "valid_from": gettext_lazy(
+                "Claim window. Editing it later changes who may still claim, never the use "
+                "window of coupons already issued."
+            ),
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and "value" in self.fields:
+            self.initial["value"] = value_for_form(self.instance.type, self.instance.value)
+        catalog = scope_catalog()
+        if catalog is not None and "scope_ids" in self.fields:  # from the injected catalog
+            listed = ", ".join(f"{pk} {name}" for pk, name in catalog.categories().items())
+            self.fields["scope_ids"].help_text = format_html(
+                "{} {}",
+                self.fields["scope_ids"].help_text,
+                _("Categories: %(listed)s.") % {"listed": listed or _("none yet")},
+            )
+
+    def clean(self):
+        cleaned = super().clean()
+        current = self.instance if self.instance.pk else None
+        if "min_amount" in self.fields and cleaned.get("min_amount") is None:
+            cleaned["min_amount"] = 0
+        kind = cleaned.get("type") if "type" in self.fields else getattr(current, "type", None)
+        if "value" in self.fields and "value" in cleaned:
+            try:
+                cleaned["value"] = value_from_form(kind, cleaned["value"])
+            except forms.ValidationError as error:
+                self.add_error("value", error)
+        self._refuse_edits_of_fields_frozen_meanwhile(current)
+        # A field shown read-only (frozen once claimed) keeps the template's own value.
+        terms = {
+            field: cleaned.get(field) if field in self.fields else getattr(current, field)
+            for field in templates.TEMPLATE_TERMS
+        }
+        try:
+            terms = templates.template_terms_validate(terms, current=current)
+        except TemplateInvalid as error:
+            for field, messages in error.fields.items():
+                if field not in self.errors:  # already reported by the form field itself
+                    self.add_error(field if field in self.fields else None, messages)
+            return cleaned
+        cleaned.update(terms)
+        return cleaned
+
+    def _refuse_edits_of_fields_frozen_meanwhile(self, current: CouponTemplate | None) -> None:
+        """The page was shown before the first claim, with these fields editable; a claim then
+        froze them, so they are no longer form fields and the posted value would be dropped
+        silently. Say so instead, when the posted value differs from the template's."""
+        if current is None:
+            return
+        for field in templates.FROZEN_ONCE_CLAIMED:
+            if field in self.fields or field not in self.data:
+                continue
+            if posted_term(field, self.data[field], kind=current.type) != getattr(current, field):
+                self.add_error(
+                    None,
+                    _(
+                        "A coupon was claimed while you were editing, so “%(field)s” can no "
+                        "longer change. Nothing was saved."
+                    )
+                    % {"field": CouponTemplate._meta.get_field(field).verbose_name},
+                )
+
+
+def value_for_form(kind: str, value: int) -> str:
+    if kind == CouponTemplate.Type.PERCENT:
+        return str(value)
+    return format_cents(value).replace(",", "")
+
+
+def value_from_form(kind: str | None, text: str) -> int:
+    """The value field's text as stored: the percent for a percent coupon, else cents."""
+    text = text.strip()
+    if kind == CouponTemplate.Type.PERCENT:
+        if not (text.isascii() and text.isdigit() and len(text) <= 3):
+            raise forms.ValidationError(_("A whole percent, 1 to 99."))
+        return int(text)
+    try:
+        return parse_money(text)
+    except MoneyInvalid as error:
+        raise forms.ValidationError(str(error)) from error
+
+
+def posted_term(field: str, text: str, *, kind: str):
+    """A frozen term as posted by a page that still showed it editable, parsed as the form
+    would; None when it cannot be parsed (which then differs from any stored value)."""
+    try:
+        match field:
+            case "value":
+                return value_from_form(kind, text)
+            case "min_amount":
+                return parse_money(text) if text.strip() else 0
+            case "max_discount":
+                return parse_money(text) if text.strip() else None
+            case "valid_days":
+                return int(text) if text.strip() else None
+            case "scope_ids":
+                return IdListField(required=False).clean(text)
+    except (MoneyInvalid, ValueError, forms.ValidationError):
+        return None
+    return text

@@ -1,0 +1,244 @@
+"""The operator's Django admin for coupon templates (SPEC section 13): the list with its
+funnel, the page with its report, chart and CSV export. Every write goes through
+coupons.services.templates, so the rules are the API's; a template with claims cannot be deleted."""
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+
+from core import clock
+from core.admin_fields import RefusalAsFormErrorAdmin, RefusedOnSave
+from core.money import format_money
+from coupons import selectors
+from coupons.admin import grants
+from coupons.admin.display import STATE_LABELS, local_datetime, rate_text, terms_text
+from coupons.admin.filters import StateFilter, TypeFilter
+from coupons.admin.forms import CouponTemplateForm
+from coupons.admin.reports import csv_lines, template_report
+from coupons.errors import TemplateInvalid
+from coupons.models import CouponTemplate
+from coupons.services import templates
+
+
+class TemplateDeleteRefused(Exception):
+    """The delete service refused under the row lock (a claim landed meanwhile)."""
+
+
+@admin.register(CouponTemplate)
+class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
+    form = CouponTemplateForm
+    change_form_template = "admin/coupons/coupontemplate/change_form.html"
+    list_display = [
+        "template_name",
+        "terms",
+        "window",
+        "claimed_of_total",
+        "used",
+        "expired",
+        "redemption_rate",
+        "state",
+    ]
+    list_filter = [TypeFilter, StateFilter]
+    search_fields = ["name"]
+    readonly_fields = ["claimed_count", "created_at", "updated_at"]
+    actions = [grants.grant_to_users]
+
+    def get_actions(self, request):
+        # The bulk delete action would bypass the "no delete once claimed" rule.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def get_queryset(self, request):
+        return selectors.templates_with_funnel(now=clock.now())
+
+    # Once claimed, the frozen terms are shown read-only, money as money (a read-only model
+    # field would show raw cents); the form's own fields for them go.
+    FROZEN_SHOWN_AS = {
+        "value": "value_shown",
+        "min_amount": "min_amount_money",
+        "max_discount": "max_discount_money",
+    }
+    FORM_DECLARED = ("value", "min_amount", "max_discount", "scope_ids")
+
+    @staticmethod
+    def is_frozen(obj: CouponTemplate | None) -> bool:
+        return obj is not None and obj.claimed_count > 0
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return list(templates.TEMPLATE_TERMS)
+        if not self.is_frozen(obj):
+            return [*templates.TEMPLATE_TERMS, *self.readonly_fields]
+        terms = [self.FROZEN_SHOWN_AS.get(field, field) for field in templates.TEMPLATE_TERMS]
+        return [*terms, *self.readonly_fields]
+
+    def get_exclude(self, request, obj=None):
+        # Without this the model's own (cents) fields would stand in for the money fields.
+        return list(templates.FROZEN_ONCE_CLAIMED) if self.is_frozen(obj) else None
+
+    def get_readonly_fields(self, request, obj=None):
+        if not self.is_frozen(obj):
+            return self.readonly_fields
+        shown = [self.FROZEN_SHOWN_AS.get(field, field) for field in templates.FROZEN_ONCE_CLAIMED]
+        return [*shown, *self.readonly_fields]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if self.is_frozen(obj):
+            # Declared form fields stay unless removed, even when excluded.
+            form = type(form.__name__, (form,), dict.fromkeys(self.FORM_DECLARED))
+        return form
+
+    @admin.display(description=gettext_lazy("value"))
+    def value_shown(self, template: CouponTemplate) -> str:
+        if template.type == CouponTemplate.Type.PERCENT:
+            return f"{template.value}%"
+        return format_money(template.value)
+
+    @admin.display(description=gettext_lazy("minimum order"))
+    def min_amount_money(self, template: CouponTemplate) -> str:
+        return format_money(template.min_amount)
+
+    @admin.display(description=gettext_lazy("maximum discount"))
+    def max_discount_money(self, template: CouponTemplate) -> str:
+        return format_money(template.max_discount) or "–"
+
+    @admin.display(description=gettext_lazy("name"), ordering="name")
+    def template_name(self, template: CouponTemplate) -> str:
+        return template.name
+
+    @admin.display(description=gettext_lazy("terms"))
+    def terms(self, template: CouponTemplate) -> str:
+        return terms_text(template)
+
+    @admin.display(description=gettext_lazy("claim window"), ordering="valid_from")
+    def window(self, template: CouponTemplate) -> str:
+        return format_html(
+            "{}<br>– {}", local_datetime(template.valid_from), local_datetime(template.valid_until)
+        )
+
+    @admin.display(description=gettext_lazy("claimed / total"), ordering="claimed_count")
+    def claimed_of_total(self, template: CouponTemplate) -> str:
+        return f"{template.claimed_count} / {template.total}"
+
+    @admin.display(description=gettext_lazy("used"), ordering="used_count")
+    def used(self, template: CouponTemplate) -> int:
+        return template.used_count
+
+    @admin.display(description=gettext_lazy("expired"), ordering="expired_count")
+    def expired(self, template: CouponTemplate) -> int:
+        return template.expired_count
+
+    @admin.display(description=gettext_lazy("redemption rate"))
+    def redemption_rate(self, template: CouponTemplate) -> str:
+        return rate_text(selectors.template_funnel(template, now=clock.now()).redemption_rate)
+
+    @admin.display(description=gettext_lazy("state"))
+    def state(self, template: CouponTemplate) -> str:
+        return STATE_LABELS[selectors.template_state(template, now=clock.now())]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        if obj is not None and obj.claimed_count > 0:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    # --- The template page: funnel, chart, recent claims, orders, export ------------------------
+
+    def get_urls(self):
+        export = self.admin_site.admin_view(self.export_coupons_csv)
+        grant = self.admin_site.admin_view(self.grant_view)
+        return [
+            path("<path:object_id>/coupons.csv", export, name="coupons_coupontemplate_export"),
+            path("<path:object_id>/grant/", grant, name="coupons_coupontemplate_grant"),
+            *super().get_urls(),
+        ]
+
+    def grant_view(self, request, object_id: str):
+        """ "Grant to users" from the template's page: the list action's page and service
+        (coupons/admin/grants.py) for this one template, then back to the template."""
+        template = self.get_object(request, object_id)
+        if template is None:
+            raise Http404(_("No such coupon template."))
+        if not self.has_change_permission(request, template):
+            raise PermissionDenied
+        answer = grants.grant_to_users(self, request, CouponTemplate.objects.filter(pk=template.pk))
+        if answer is None:  # granted; the outcome is in the page's messages
+            return redirect("admin:coupons_coupontemplate_change", template.pk)
+        return answer
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        template = self.get_object(request, object_id)
+        if template is not None and request.method == "GET":
+            extra_context = {**(extra_context or {}), **template_report(template)}
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def export_coupons_csv(self, request, object_id: str) -> StreamingHttpResponse:
+        """Every coupon of the template as CSV, streamed in keyset batches: memory and the first
+        byte do not wait for the whole template."""
+        template = self.get_object(request, object_id)
+        if template is None:
+            raise Http404(_("No such coupon template."))
+        if not self.has_view_permission(request, template):
+            raise PermissionDenied
+        response = StreamingHttpResponse(
+            csv_lines(template, now=clock.now()), content_type="text/csv; charset=utf-8"
+        )
+        response["Content-Disposition"] = f'attachment; filename="coupon-{template.pk}.csv"'
+        return response
+
+    # --- Saving and deleting through the services ---------------------------------------------
+
+    def save_model(self, request, obj, form, change) -> None:
+        terms = {field: form.cleaned_data[field] for field in templates.TEMPLATE_TERMS}
+        try:
+            if change:
+                saved = templates.coupon_template_edit(template_id=obj.pk, changes=terms)
+            else:
+                saved = templates.coupon_template_publish(**terms)
+        except TemplateInvalid as error:
+            # The services re-check under the row lock; a claim that landed after the form's
+            # check is refused there and comes back as form errors (RefusalAsFormErrorAdmin).
+            raise RefusedOnSave(error.fields or {None: [error.detail]}) from error
+        obj.pk = saved.pk
+        obj.refresh_from_db()
+
+    def delete_view(self, request, object_id, extra_context=None):
+        template = self.get_object(request, object_id)
+        if template is not None and template.claimed_count > 0:
+            return self.delete_refused(request, template)
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except TemplateDeleteRefused:
+            template.refresh_from_db()
+            return self.delete_refused(request, template)
+
+    def delete_model(self, request, obj) -> None:
+        try:
+            templates.coupon_template_delete(template_id=obj.pk)
+        except TemplateInvalid as error:
+            raise TemplateDeleteRefused(error.detail) from error
+
+    def delete_refused(self, request, template: CouponTemplate) -> TemplateResponse:
+        """A refused delete explained in words, as an admin page (409)."""
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("Cannot delete “%(name)s”") % {"name": template.name},
+            "opts": self.opts,
+            "original": template,
+            "reason": ngettext(
+                "%(count)d coupon has been claimed from this template.",
+                "%(count)d coupons have been claimed from this template.",
+                template.claimed_count,
+            )
+            % {"count": template.claimed_count},
+        }
+        return TemplateResponse(
+            request, "admin/coupons/coupontemplate/delete_refused.html", context, status=409
+        )

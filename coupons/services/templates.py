@@ -1,0 +1,267 @@
+"""Coupon templates: publishing, editing and deleting them, and the rules on their terms."""
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from core import clock
+from coupons.catalog import scope_catalog
+from coupons.errors import (
+    TemplateInvalid,
+    TemplateNotFound,
+)
+from coupons.models import (
+    CODE_PATTERN,
+    MAX_AMOUNT,
+    MAX_COUNT,
+    MAX_PERCENT,
+    MAX_SCOPE_IDS,
+    MAX_VALID_DAYS,
+    NAME_MAX_LENGTH,
+    CouponTemplate,
+)
+
+TEMPLATE_TERMS = (
+    "name",
+    "type",
+    "value",
+    "min_amount",
+    "total",
+    "per_user_limit",
+    "valid_from",
+    "valid_until",
+    "max_discount",
+    "valid_days",
+    "scope",
+    "scope_ids",
+    "code",
+    "visibility",
+)
+# Coupons already in users' hands would silently change value if these changed. The claim
+# window is not here: each coupon carries its own use window, stamped at issue.
+FROZEN_ONCE_CLAIMED = (
+    "type",
+    "value",
+    "min_amount",
+    "max_discount",
+    "valid_days",
+    "scope",
+    "scope_ids",
+)
+
+
+def template_terms_validate(
+    terms: dict[str, Any], *, current: CouponTemplate | None = None
+) -> dict[str, Any]:
+    """Check a template's full terms (and, for an edit, the freeze rules against `current`);
+    return them cleaned or raise TemplateInvalid naming every bad field. The one place that
+    holds the template rules: the API and the Django admin both come through here."""
+    clean = dict(terms)
+    errors: dict[str, list[str]] = {}
+
+    def fail(field: str, message: str) -> None:
+        errors.setdefault(field, []).append(message)
+
+    def check_int(field: str, low: int, high: int) -> None:
+        value = clean.get(field)
+        if not isinstance(value, int) or isinstance(value, bool):
+            fail(field, "A whole number is required.")
+        elif not low <= value <= high:
+            fail(field, f"Must be between {low} and {high}.")
+
+    name = clean.get("name")
+    if not isinstance(name, str):
+        fail("name", "A string is required.")
+    else:
+        clean["name"] = name.strip()
+        if not 1 <= len(clean["name"]) <= NAME_MAX_LENGTH:
+            fail("name", f"Must be 1 to {NAME_MAX_LENGTH} characters after trimming.")
+
+    if clean.get("type") not in CouponTemplate.Type.values:
+        fail("type", f"Must be one of: {', '.join(CouponTemplate.Type.values)}.")
+    if clean.get("type") == CouponTemplate.Type.PERCENT:
+        check_int("value", 1, MAX_PERCENT)  # the percent off
+    else:
+        check_int("value", 1, MAX_AMOUNT)
+    check_int("min_amount", 0, MAX_AMOUNT)
+    check_int("total", 1, MAX_COUNT)
+    check_int("per_user_limit", 1, MAX_COUNT)
+    if clean.get("max_discount") is not None:
+        check_int("max_discount", 1, MAX_AMOUNT)
+        if clean.get("type") != CouponTemplate.Type.PERCENT:
+            fail("max_discount", "Only a percent coupon may have a cap; leave it empty.")
+    if clean.get("valid_days") is not None:
+        check_int("valid_days", 1, MAX_VALID_DAYS)
+    _scope_validate(clean, fail, current=current)
+    _code_validate(clean, fail, current=current)
+    if clean.get("visibility") not in CouponTemplate.Visibility.values:
+        fail("visibility", f"Must be one of: {', '.join(CouponTemplate.Visibility.values)}.")
+    if "value" not in errors and "min_amount" not in errors:
+        if clean.get("type") == CouponTemplate.Type.DIRECT and clean["min_amount"] != 0:
+            fail("min_amount", "Must be 0 for a direct coupon.")
+        if (
+            clean.get("type") == CouponTemplate.Type.THRESHOLD
+            and clean["min_amount"] < clean["value"]
+        ):
+            fail("min_amount", "Must be at least the value for a threshold coupon.")
+
+    for field in ("valid_from", "valid_until"):
+        moment = clean.get(field)
+        if not isinstance(moment, datetime) or moment.tzinfo is None:
+            fail(field, "A date-time with a UTC offset is required.")
+        else:  # compared at the precision the database keeps
+            clean[field] = clock.truncate_to_milliseconds(moment)
+    if "valid_from" not in errors and "valid_until" not in errors:
+        if clean["valid_from"] >= clean["valid_until"]:
+            fail("valid_until", "Must be after valid_from.")
+
+    if current is not None and current.claimed_count > 0:
+        for field in FROZEN_ONCE_CLAIMED:  # scope_ids: both sorted, so compared as sets
+            if field not in errors and clean.get(field) != getattr(current, field):
+                fail(field, "Cannot change once the coupon has been claimed.")
+        if "total" not in errors and clean["total"] < current.claimed_count:
+            fail("total", f"Cannot be below the {current.claimed_count} already claimed.")
+
+    if errors:
+        raise TemplateInvalid(fields=errors)
+    return {field: clean[field] for field in TEMPLATE_TERMS}
+
+
+def _scope_validate(
+    clean: dict[str, Any], fail: Callable[[str, str], None], *, current: CouponTemplate | None
+) -> None:
+    """scope is all (no ids) or categories / products with 1..500 positive ids, which the
+    injected catalog knows. The ids are stored sorted and without repeats. Only ids new to the
+    template are looked up: one whose product was removed since must not block other edits."""
+    scope, ids = clean.get("scope"), clean.get("scope_ids")
+    if scope not in CouponTemplate.Scope.values:
+        fail("scope", f"Must be one of: {', '.join(CouponTemplate.Scope.values)}.")
+        return
+    if not isinstance(ids, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_AMOUNT for i in ids
+    ):
+        fail("scope_ids", "A list of ids (positive whole numbers) is required.")
+        return
+    if scope == CouponTemplate.Scope.ALL:
+        if ids:
+            fail("scope_ids", 'Must be empty when scope is "all".')
+        return
+    clean["scope_ids"] = ids = sorted(set(ids))
+    if not 1 <= len(ids) <= MAX_SCOPE_IDS:
+        fail("scope_ids", f"Between 1 and {MAX_SCOPE_IDS} ids are required for scope {scope}.")
+        return
+    catalog = scope_catalog()
+    if catalog is not None:
+        kept = set(current.scope_ids) if current is not None and current.scope == scope else set()
+        new_ids = sorted(set(ids) - kept)
+        unknown = sorted(set(new_ids) - set(catalog.names(scope=scope, ids=new_ids)))
+        if unknown:
+            fail("scope_ids", f"Unknown {scope}: {', '.join(map(str, unknown[:20]))}.")
+
+
+def _code_validate(
+    clean: dict[str, Any], fail: Callable[[str, str], None], *, current: CouponTemplate | None
+) -> None:
+    """A code is 4..32 of A-Z a-z 0-9 _ -, unique without regard to case. The unique index on
+    code_key (the upper-cased code) holds this against races; this check names the field."""
+    code = clean.get("code")
+    if code is None:
+        return
+    if not isinstance(code, str) or not re.fullmatch(CODE_PATTERN, code):
+        fail("code", "Must be 4 to 32 characters of A-Z, a-z, 0-9, _ and -.")
+        return
+    taken = CouponTemplate.objects.filter(code_key=code.upper())
+    if current is not None:
+        taken = taken.exclude(pk=current.pk)
+    if taken.exists():
+        fail("code", "Another coupon already has this code (codes ignore case).")
+
+
+def coupon_template_publish(
+    *,
+    name: str,
+    type: str,
+    value: int,
+    total: int,
+    valid_from: datetime,
+    valid_until: datetime,
+    min_amount: int = 0,
+    per_user_limit: int = 1,
+    max_discount: int | None = None,
+    valid_days: int | None = None,
+    scope: str = CouponTemplate.Scope.ALL,
+    scope_ids: list[int] | None = None,
+    code: str | None = None,
+    visibility: str = CouponTemplate.Visibility.PUBLIC,
+) -> CouponTemplate:
+    """Create a template after validating its terms. Runs in its own transaction."""
+    terms = template_terms_validate(
+        {
+            "name": name,
+            "type": type,
+            "value": value,
+            "min_amount": min_amount,
+            "total": total,
+            "per_user_limit": per_user_limit,
+            "valid_from": valid_from,
+            "valid_until": valid_until,
+            "max_discount": max_discount,
+            "valid_days": valid_days,
+            "scope": scope,
+            "scope_ids": [] if scope_ids is None else scope_ids,
+            "code": code,
+            "visibility": visibility,
+        }
+    )
+    with _code_taken_is_invalid():
+        return CouponTemplate.objects.create(**terms)
+
+
+def coupon_template_edit(*, template_id: int, changes: dict[str, Any]) -> CouponTemplate:
+    """Apply `changes` to a template under its row lock, so the freeze rules see the
+    claimed_count a concurrent claim may just have raised. Runs in its own transaction."""
+    unknown = set(changes) - set(TEMPLATE_TERMS)
+    if unknown:
+        raise TemplateInvalid(fields={field: ["Unknown field."] for field in sorted(unknown)})
+    with transaction.atomic():
+        template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
+        if template is None:
+            raise TemplateNotFound()
+        merged = {field: getattr(template, field) for field in TEMPLATE_TERMS} | changes
+        terms = template_terms_validate(merged, current=template)
+        for field, value in terms.items():
+            setattr(template, field, value)
+        with _code_taken_is_invalid():
+            template.save(update_fields=[*TEMPLATE_TERMS, "updated_at"])
+    return template
+
+
+@contextmanager
+def _code_taken_is_invalid() -> Iterator[None]:
+    """Two templates racing for one code: the unique index refuses the second, which is then
+    the same 400 as the check in _code_validate would have given."""
+    try:
+        with transaction.atomic():
+            yield
+    except IntegrityError as error:
+        if "coupon_template_code_unique" not in str(error):
+            raise
+        raise TemplateInvalid(
+            fields={"code": ["Another coupon already has this code (codes ignore case)."]}
+        ) from error
+
+
+def coupon_template_delete(*, template_id: int) -> None:
+    """Delete a template that nobody has claimed. Under the row lock a claim cannot slip in
+    between the check and the delete. Runs in its own transaction."""
+    with transaction.atomic():
+        template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
+        if template is None:
+            raise TemplateNotFound()
+        if template.claimed_count > 0:
+            raise TemplateInvalid("A template with claims cannot be deleted.")
+        template.delete()
