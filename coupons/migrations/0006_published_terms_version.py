@@ -15,7 +15,7 @@ def first_version(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('coupons', '0004_verbose_names'),
+        ('coupons', '0005_grant_reason_key'),
     ]
 
     operations = [
