@@ -42,6 +42,10 @@ PRINTABLE_ASCII = frozenset(chr(code) for code in range(0x20, 0x7F))
 KEY_RULE = f"Must be 1 to {MAX_KEY_LENGTH} printable ASCII characters (space to tilde)."
 
 
+# Answers of requests that did nothing, so running them again is safe.
+NOT_KEPT_STATUSES = frozenset({429, *range(500, 600)})
+
+
 @dataclass(frozen=True)
 class StoredAnswer:
     status: int
@@ -67,7 +71,7 @@ def idempotent(handler: Callable) -> Callable:
             )
         # No answer at all (the worker stopped by gunicorn's timeout raises SystemExit here)
         # leaves the record "in progress": the work may have committed, so a retry must not
-        # run it again (docs/DESIGN.md, "Idempotency", known limit).
+        # run it again (docs/decisions/0018-idempotency-keys-in-mysql.md, a known limit).
         try:
             response = handler(view, request, *args, **kwargs)
         except Exception as error:
@@ -76,7 +80,8 @@ def idempotent(handler: Callable) -> Callable:
         record_finish(record_id=begun.pk, response=response)
         return response
 
-    wrapper.idempotent = True  # read by the schema generator to document the header
+    # Read by the schema generator (getattr) to document the header.
+    setattr(wrapper, "idempotent", True)  # noqa: B010
     return wrapper
 
 
@@ -88,7 +93,11 @@ def key_validate(key: str) -> None:
 def request_digest(request: Request) -> str:
     """What makes two requests "the same": method, path with query string, and body bytes."""
     digest = hashlib.sha256()
-    for part in (request.method.encode(), request.get_full_path().encode(), request._request.body):
+    for part in (
+        (request.method or "").encode(),
+        request.get_full_path().encode(),
+        request._request.body,
+    ):
         digest.update(len(part).to_bytes(8, "big"))  # length-prefixed: no ambiguous joins
         digest.update(part)
     return digest.hexdigest()
@@ -149,18 +158,21 @@ def record_begin(
             continue
         if earlier.request_digest != request_digest:
             raise IdempotencyKeyReused()
-        if earlier.response_status is None:
+        # record_finish writes the status and the body together.
+        if earlier.response_status is None or earlier.response_body is None:
             raise RequestInProgress()
         return StoredAnswer(status=earlier.response_status, body=earlier.response_body)
     raise RequestInProgress()
 
 
 def record_finish(*, record_id: int, response: Response) -> None:
-    """Keep the answer for replays, or drop the record for a 5xx. A failure to write it is
-    logged and the real answer still goes out: the work is done and the client must hear
-    so; the record then stays "in progress" (409 to retries) until its lease ends."""
+    """Keep the answer for replays, or drop the record for a 5xx or a 429 (the request did
+    nothing: a throttle counted in the handler, SPEC section 15, must not make its answer the
+    key's for good). A failure to write it is logged and the real answer still goes out: the
+    work is done and the client must hear so; the record then stays "in progress" (409 to
+    retries) until its lease ends."""
     try:
-        if not isinstance(response, Response) or response.status_code >= 500:
+        if not isinstance(response, Response) or response.status_code in NOT_KEPT_STATUSES:
             IdempotencyRecord.objects.filter(pk=record_id).delete()
             return
         IdempotencyRecord.objects.filter(pk=record_id).update(

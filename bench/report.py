@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from typing import Any
 
-from bench.results import ClaimRow, Load, Results
+from bench.results import ClaimRow, Load, Results, RunDocument
 
 PASS, MISS, NOT_RUN = "PASS", "MISS", "n/a"
 
@@ -98,7 +98,7 @@ def evaluate_targets(results: Results) -> list[Target]:
 
     at_least(
         "shopper list (20 templates) throughput",
-        ratio(shopper_list and shopper_list.rps, base),
+        ratio(None if shopper_list is None else shopper_list.rps, base),
         LIST_MIN_RATIO,
     )
     statements_within(
@@ -111,12 +111,12 @@ def evaluate_targets(results: Results) -> list[Target]:
     exact("selling phase", selling)
     statements_within(
         "statements per request: successful claim",
-        selling and selling.load,
+        None if selling is None else selling.load,
         CLAIM_MAX_EXTRA_STATEMENTS,
         f"<= baseline + {CLAIM_MAX_EXTRA_STATEMENTS}",
     )
     at_least("mixed claim storm throughput", ratio(rps(storm), base), STORM_MIN_RATIO)
-    storm_p99_ratio = ratio(storm and storm.load.p99_ms, base_p99)
+    storm_p99_ratio = ratio(None if storm is None else storm.load.p99_ms, base_p99)
     add(
         "mixed claim storm p99",
         f"<= {STORM_MAX_P99_RATIO:.1f} x baseline p99 ({fmt(base_p99)} ms)",
@@ -127,7 +127,10 @@ def evaluate_targets(results: Results) -> list[Target]:
     at_least("sold-out rejection throughput", ratio(rps(sold_out), base), SOLD_OUT_MIN_RATIO)
     exact("sold-out: all 409 sold_out, nothing changed", sold_out)
     statements_within(
-        "statements per request: sold-out", sold_out and sold_out.load, 0, "= baseline"
+        "statements per request: sold-out",
+        None if sold_out is None else sold_out.load,
+        0,
+        "= baseline",
     )
     at_least(
         "Redis stopped storm throughput",
@@ -234,17 +237,16 @@ def throughput_loads(results: Results) -> list[tuple[str, Load]]:
     return loads
 
 
-def render(results: Results, targets: list[Target], document: dict[str, Any]) -> str:
-    machine = document["machine"]
+def render(document: RunDocument) -> str:
+    results, targets, machine = document.results, document.targets, document.machine
     base = results.baseline.rps
     out = [
         "",
-        f"Coupons benchmark ({document['mode']}) started {document['started_at']},"
-        f" took {document['seconds']} s",
-        f"Machine: {machine['cores']} x {machine['cpu']}, {machine['platform']}",
-        f"MariaDB {machine['mariadb']}, {machine['redis']}, Python {machine['python']},"
-        f" {machine['wrk']}",
-        f"Server: gunicorn {document['server']['gunicorn']}, {document['server']['settings']}",
+        f"Coupons benchmark ({document.mode}) started {document.started_at},"
+        f" took {document.seconds} s",
+        f"Machine: {machine.cores} x {machine.cpu}, {machine.platform}",
+        f"MariaDB {machine.mariadb}, {machine.redis}, Python {machine.python}, {machine.wrk}",
+        f"Server: gunicorn {document.server.gunicorn}, {document.server.settings}",
         "",
     ]
     rows = [throughput_row("baseline GET /api/auth/me", results.baseline, base, None)]
@@ -330,7 +332,7 @@ def render(results: Results, targets: list[Target], document: dict[str, Any]) ->
 
     compared = results.comparison
     if compared:
-        primary = document["server"]["primary_worker_class"]
+        primary = document.server.primary_worker_class
         other = compared.worker_class
         pairs = [("baseline", results.baseline, compared.baseline)]
         if results.storm:

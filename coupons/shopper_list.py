@@ -208,15 +208,15 @@ def _page_counts(
 def _published_terms_read(*, user_id: int) -> tuple[PublishedTerms, dict[int, TemplateCounts]]:
     """Every public template's terms with the version, from one snapshot (one statement),
     and the counts of all of them for this caller."""
-    version = PublishedTermsVersion.objects.filter(pk=PublishedTermsVersion.ROW_ID).values(
-        "version"
-    )
+    version_row = PublishedTermsVersion.objects.filter(pk=PublishedTermsVersion.ROW_ID)
     rows = (
         selectors.templates_for_shopper(user_id=user_id)
-        .annotate(terms_version=Subquery(version))
+        .annotate(terms_version=Subquery(version_row.values("version")))
         .values("id", *LISTED_TERMS, "claimed_count", "claimed_by_me", "terms_version")
     )
-    templates, counts, versions = [], {}, set()
+    templates: list[ListedTemplate] = []
+    counts: dict[int, TemplateCounts] = {}
+    versions: set[int | None] = set()
     for row in rows:
         templates.append(_listed(row))
         counts[row["id"]] = TemplateCounts(

@@ -31,11 +31,13 @@ class ClaimFacts:
 
 # The claim path reads through a plain cursor: Django spends about 1 ms compiling and
 # materialising an ORM query here (the annotated facts query: 1.19 ms through the ORM), and a
-# RawQuerySet still 0.55 ms of CPU against 0.17 ms for the cursor (docs/DESIGN.md, "Flash
-# sale"). The rule's facts, then what the issue and its answer use of the template: a new
-# term they need is added to TEMPLATE_SUMMARY_COLUMNS.
+# RawQuerySet still 0.55 ms of CPU against 0.17 ms for the cursor
+# (docs/measurements/2026-11-30-claim-cpu-in-process.md). The rule's facts, then what the
+# issue and its answer use of the template: a new term they need is added to
+# TEMPLATE_SUMMARY_COLUMNS.
 TEMPLATE_FACT_COLUMNS = ("total", "claimed_count", "per_user_limit", "valid_from", "valid_until")
 TEMPLATE_SUMMARY_COLUMNS = (
+    "updated_at",  # the terms' version (coupons.services.terms_cache)
     "name",
     "type",
     "value",
@@ -51,17 +53,12 @@ CLAIM_FACTS_SQL = (
     " (SELECT COUNT(*) FROM user_coupons u WHERE u.template_id = t.id AND u.user_id = %s)"
     " FROM coupon_templates t WHERE t.id = %s"
 )
-# The two counts alone, read back after an issue for the sync.
-CLAIM_COUNTS_SQL = (
-    "SELECT claimed_count,"
-    " (SELECT COUNT(*) FROM user_coupons u WHERE u.template_id = t.id AND u.user_id = %s)"
-    " FROM coupon_templates t WHERE t.id = %s"
-)
 # The only statement that waits for the template's row: it counts the claim if, at that
 # moment, there is room, the slot is within the limit and the window covers now. It takes
-# the row lock; the insert and the commit follow at once.
+# the row lock; the insert and the commit follow at once. LAST_INSERT_ID(expr) hands the new
+# count back in the UPDATE's own reply (the cursor's lastrowid): no read after it.
 COUNT_THE_CLAIM_SQL = (
-    "UPDATE coupon_templates SET claimed_count = claimed_count + 1"
+    "UPDATE coupon_templates SET claimed_count = LAST_INSERT_ID(claimed_count + 1)"
     " WHERE id = %s AND claimed_count < total AND per_user_limit >= %s"
     " AND valid_from <= %s AND valid_until >= %s"
 )
@@ -131,9 +128,12 @@ def _from_db(column: str, value: Any) -> Any:
         return None
     field = CouponTemplate._meta.get_field(column)
     if isinstance(field, models.DateTimeField):
-        return connection.ops.convert_datetimefield_value(value, None, connection)
+        # MySQL's operations have this converter; the stubs type only the base class.
+        convert = connection.ops.convert_datetimefield_value  # type: ignore[attr-defined]
+        return convert(value, None, connection)
     if isinstance(field, models.JSONField):
-        return field.from_db_value(value, None, connection)
+        # JSONField ignores the expression, as the ORM's own calls for raw SQL show.
+        return field.from_db_value(value, None, connection)  # type: ignore[arg-type]
     return value
 
 

@@ -1,21 +1,32 @@
-"""Issuing coupons (SPEC sections 4 and 14): the one issuing core every claim, code and grant
-goes through, and its decision transaction."""
+"""Issuing coupons (SPEC sections 4, 14 and 15): the claim's Redis screen, and the one issuing
+core every claim, code and grant goes through, deciding in one short transaction
+(coupons/services/decision_transaction.py)."""
 
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
-from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
+from django.conf import settings
+from django.db import DatabaseError, IntegrityError, connection
 
+from api.throttles import Rate
 from core import clock
-from coupons.counter import (
-    coupon_counter,
+from coupons.counter_results import (
+    CouponLimitReached,
+    CouponMayHaveRoom,
+    CouponNotInWindow,
+    CouponSoldOut,
+    CouponTermsMissing,
+    CouponThrottled,
+    ScreenResult,
 )
+from coupons.counter_setup import AnyCounter, coupon_counter
 from coupons.errors import (
     ClaimLimitReached,
     ClaimNotInWindow,
     ClaimRejected,
     ClaimSoldOut,
+    ClaimThrottled,
     TemplateNotFound,
 )
 from coupons.models import (
@@ -32,13 +43,9 @@ from coupons.services.claim_sql import (
     CouponInsert,
     claim_facts,
 )
-from coupons.services.counter_sync import (
-    counter_terms,
-    log_disagreement,
-    resync_from_database,
-    sync_after_issue,
-    sync_to_facts,
-)
+from coupons.services.counter_sync import record_facts, resync_from_database
+from coupons.services.decision_transaction import decision_transaction, is_slot_taken
+from coupons.services.terms_cache import cached_terms, template_from_row
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,7 @@ class IssueOutcome:
 
     coupon: UserCoupon | None = None
     slot_taken: bool = False
+    claimed_count: int | None = None  # with a coupon: the template's count after it
 
 
 REJECTION_BY_STATE: dict[ClaimState, type[ClaimRejected]] = {
@@ -56,15 +64,46 @@ REJECTION_BY_STATE: dict[ClaimState, type[ClaimRejected]] = {
     ClaimState.SOLD_OUT: ClaimSoldOut,
     ClaimState.LIMIT_REACHED: ClaimLimitReached,
 }
+REJECTION_BY_REFUSAL: dict[type, type[ClaimRejected]] = {
+    CouponNotInWindow: ClaimNotInWindow,
+    CouponSoldOut: ClaimSoldOut,
+    CouponLimitReached: ClaimLimitReached,
+}
 # A decision that the facts call claimable but the guarded UPDATE refused can only follow a
 # concurrent edit of the template (or the clock passing valid_from); it is retried, this often.
 MAX_DECISIONS = 20
 
 
 def coupon_claim(*, template_id: int, user_id: int) -> UserCoupon:
-    """A shopper claims one coupon of a public template by its id (SPEC section 4): see
-    `coupon_issue`. A hidden template is "not found", exactly like a missing one."""
-    return coupon_issue(template_id=template_id, user_id=user_id, source=UserCoupon.Source.CLAIM)
+    """A shopper claims one coupon of a public template by its id (SPEC sections 4 and 15).
+    Screened in Redis first, in one round trip: over the claim rate (ClaimThrottled), or
+    refused on facts the database confirmed, with no database statement. Otherwise the
+    database decides as in `coupon_issue`. A hidden template is "not found", exactly like a
+    missing one. Runs its own transactions."""
+    counter = coupon_counter()
+    now = clock.now()
+    rate = Rate.parse(settings.THROTTLE_RATES["claim"])
+    now_seconds = now.timestamp()
+    window = int(now_seconds // rate.period)
+    screened = counter.screen(
+        template_id=template_id,
+        user_id=user_id,
+        now=now,
+        throttle_limit=rate.limit,
+        window=window,
+        throttle_period=rate.period,
+    )
+    if isinstance(screened, CouponThrottled):
+        raise ClaimThrottled(retry_after=(window + 1) * rate.period - now_seconds)
+    if type(screened) in REJECTION_BY_REFUSAL:
+        raise REJECTION_BY_REFUSAL[type(screened)]()
+    return _issue(
+        template_id=template_id,
+        user_id=user_id,
+        source=UserCoupon.Source.CLAIM,
+        counter=counter,
+        screened=screened,
+    )
 
 
 def coupon_redeem(*, code: str, user_id: int) -> UserCoupon:
@@ -115,44 +154,66 @@ def coupon_issue(
     Runs its own short transactions and Redis calls, so call it outside any transaction: inside
     one, the template's row lock would be held until the caller commits. The database decides
     (never over `total`, never over `per_user_limit`, no false sold-out, the window checked
-    with `now` sampled after the row lock); the Redis counter is only kept in step."""
+    with `now` sampled after the row lock); Redis only learns what the database showed."""
+    return _issue(
+        template_id=template_id,
+        user_id=user_id,
+        source=source,
+        before_window_opens=before_window_opens,
+        grant=grant,
+        counter=coupon_counter(),
+        screened=None,
+    )
+
+
+def _issue(
+    *,
+    template_id: int,
+    user_id: int,
+    source: str,
+    counter: AnyCounter,
+    screened: ScreenResult | None,
+    before_window_opens: bool = False,
+    grant: GrantNote | None = None,
+) -> UserCoupon:
+    """`coupon_issue`, after the claim's Redis screen (None: none, or Redis unavailable)."""
     if (source == UserCoupon.Source.GRANT) != (grant is not None):
         raise ValueError("a grant, and only a grant, carries a GrantNote")
-    counter = coupon_counter()
-    # 1. Committed facts: the counters' rebuild floors and the first slot to try.
-    facts = claim_facts(template_id=template_id, user_id=user_id)
+    # The terms come from Redis when it holds them (no statement), else from the database,
+    # and then go back to Redis under the lease the screen handed out.
+    lease = screened.lease if isinstance(screened, CouponTermsMissing) else None
+    read_at: float | None = None
+    if isinstance(screened, CouponMayHaveRoom):
+        template = template_from_row(template_id, screened.row)
+        # A floor: counts only grow, and a slot the user already holds is retried with the next.
+        user_claims = screened.user_claims or 0
+        facts = None
+    else:
+        read_at = time.time()
+        facts = claim_facts(template_id=template_id, user_id=user_id)
+        template, user_claims = facts.template, facts.user_claims
     if (
         source == UserCoupon.Source.CLAIM
-        and facts.template.visibility != CouponTemplate.Visibility.PUBLIC
+        and template.visibility != CouponTemplate.Visibility.PUBLIC
     ):
         raise TemplateNotFound()  # hidden: reachable by code or grant only, never by id
-    # 2. Safe fast rejection without the lock: counts never go down, so a refusal read from a
-    # committed snapshot was true when it was read.
-    now = clock.now()
-    state = claim_state(
-        facts.terms, now=now, user_claims=facts.user_claims, before_window_opens=before_window_opens
-    )
-    if state is not ClaimState.CLAIMABLE:
-        sync_to_facts(counter, template_id=template_id, user_id=user_id, facts=facts, now=now)
-        raise REJECTION_BY_STATE[state]()
-    # 3. The advisory count: recorded, never used to decide. The script knows only the claim
-    # window, so an issue allowed before it opens is counted by the sync after it instead.
-    counted = None
-    if not before_window_opens:
-        counted = counter.claim(
-            counter_terms(template_id, facts.terms),
-            user_id=user_id,
-            now=now,
-            db_claimed=facts.terms.claimed_count,
-            db_user=facts.user_claims,
+    if facts is not None:
+        # Safe fast rejection without the lock: counts never go down, so a refusal read from
+        # a committed snapshot was true when it was read. Redis learns the facts.
+        now = clock.now()
+        state = claim_state(
+            facts.terms, now=now, user_claims=user_claims, before_window_opens=before_window_opens
         )
-    # 4. The decision, retried with the next slot when a concurrent claim of the same user
+        if state is not ClaimState.CLAIMABLE:
+            record_facts(counter, facts, user_id=user_id, now=now, lease=lease, read_at=read_at)
+            raise REJECTION_BY_STATE[state]()
+    # The decision, retried with the next slot when a concurrent claim of the same user
     # took this one; each retry follows a coupon the user really received, so it ends.
-    slot = facts.user_claims + 1
+    slot = user_claims + 1
     try:
         for _ in range(MAX_DECISIONS):
             outcome = decide(
-                template=facts.template,
+                template=template,
                 user_id=user_id,
                 slot=slot,
                 before_window_opens=before_window_opens,
@@ -160,17 +221,28 @@ def coupon_issue(
                 grant=grant,
             )
             if outcome.coupon is not None:
-                # 5. Keep Redis in step with what the database now holds.
-                sync_after_issue(
-                    counter, template_id=template_id, user_id=user_id, terms=facts.terms
+                # What the database now holds: the count the UPDATE left, and at least
+                # `slot` coupons of this user (slots below it were taken first).
+                # The terms read from the database (if any) go back in the same round trip.
+                counter.record(
+                    template_id=template_id,
+                    user_id=user_id,
+                    db_claimed=outcome.claimed_count,
+                    db_user=slot,
+                    now=clock.now(),
+                    valid_until=template.valid_until,
+                    terms=None if facts is None or lease is None else cached_terms(template),
+                    lease=lease,
+                    read_at=read_at,
                 )
-                log_disagreement(template_id, counted, ClaimState.CLAIMABLE)
                 return outcome.coupon
-            # 5. Refused: why, from facts read after the refusal (counts only grow, so a
-            # refusal they confirm was true when the UPDATE made it); Redis synced to them.
+            # Refused: why, from facts read after the refusal (counts only grow, so a
+            # refusal they confirm was true when the UPDATE made it); Redis learns them.
+            read_at = time.time()
             facts = claim_facts(template_id=template_id, user_id=user_id)
+            template = facts.template
             now = clock.now()
-            sync_to_facts(counter, template_id=template_id, user_id=user_id, facts=facts, now=now)
+            record_facts(counter, facts, user_id=user_id, now=now, lease=lease, read_at=read_at)
             # At least slot - 1 places are taken when slot is tried: that is how it was chosen.
             user_claims = max(facts.user_claims, slot - 1 + outcome.slot_taken)
             state = claim_state(
@@ -180,7 +252,6 @@ def coupon_issue(
                 before_window_opens=before_window_opens,
             )
             if state is not ClaimState.CLAIMABLE:
-                log_disagreement(template_id, counted, state)
                 raise REJECTION_BY_STATE[state]()
             slot = user_claims + 1
         raise DatabaseError(f"claim of template {template_id} did not settle")
@@ -207,10 +278,11 @@ def decide(
         return [adapt(END_OF_TIME if before_window_opens else now), adapt(now)]
 
     try:
-        with transaction.atomic(), connection.cursor() as cursor:
+        with decision_transaction() as decision, connection.cursor() as cursor:
             cursor.execute(COUNT_THE_CLAIM_SQL, [template.pk, slot, *window_covers(clock.now())])
             if cursor.rowcount == 0:
                 return IssueOutcome()
+            claimed_count = cursor.lastrowid
             # Sampled after the lock: time spent waiting for it counts against the window.
             now = clock.now()
             window = template.use_window_at(now)
@@ -229,13 +301,13 @@ def decide(
             )
             cursor.execute(INSERT_COUPON_SQL, insert.params(adapt))
             if cursor.rowcount == 0:
-                transaction.set_rollback(True)
+                decision.roll_back()
                 return IssueOutcome()
             coupon_id = cursor.lastrowid
     except IntegrityError as error:
         if GRANT_REASON_KEY in str(error):
             raise AlreadyGranted() from error
-        if not _is_slot_taken(error):
+        if not is_slot_taken(error):
             raise
         return IssueOutcome(slot_taken=True)
     coupon = UserCoupon(
@@ -253,11 +325,4 @@ def decide(
         created_at=now,
         updated_at=now,
     )
-    return IssueOutcome(coupon=coupon)
-
-
-def _is_slot_taken(error: IntegrityError) -> bool:
-    """The duplicate-key error of the (template, user, slot) index, on MySQL or SQLite."""
-    if connection.vendor == "mysql":
-        return error.args[0] == ER_DUP_ENTRY
-    return "UNIQUE constraint failed" in str(error)
+    return IssueOutcome(coupon=coupon, claimed_count=claimed_count)

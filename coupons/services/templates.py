@@ -24,6 +24,8 @@ from coupons.models import (
     NAME_MAX_LENGTH,
     CouponTemplate,
 )
+from coupons.services.terms_cache import next_version, terms_change, terms_publish_new
+from coupons.shopper_list import published_terms_changed
 
 TEMPLATE_TERMS = (
     "name",
@@ -218,7 +220,9 @@ def coupon_template_publish(
         }
     )
     with _code_taken_is_invalid():
-        return CouponTemplate.objects.create(**terms)
+        template = CouponTemplate.objects.create(**terms)
+    transaction.on_commit(lambda: terms_publish_new(template))
+    return template
 
 
 def coupon_template_edit(*, template_id: int, changes: dict[str, Any]) -> CouponTemplate:
@@ -233,10 +237,18 @@ def coupon_template_edit(*, template_id: int, changes: dict[str, Any]) -> Coupon
             raise TemplateNotFound()
         merged = {field: getattr(template, field) for field in TEMPLATE_TERMS} | changes
         terms = template_terms_validate(merged, current=template)
-        for field, value in terms.items():
-            setattr(template, field, value)
-        with _code_taken_is_invalid():
-            template.save(update_fields=[*TEMPLATE_TERMS, "updated_at"])
+        # Fenced out of Redis before the commit, the new terms published after it (SPEC
+        # section 15: a change that makes room takes effect before it returns).
+        with terms_change(template):
+            stamp = next_version(template.updated_at)  # the terms' version grows
+            with _code_taken_is_invalid():
+                CouponTemplate.objects.filter(pk=template_id).update(**terms, updated_at=stamp)
+            # update() sends no post_save: the shopper list's kept terms are told here, in
+            # this transaction (coupons/shopper_list.py).
+            published_terms_changed()
+            for field, value in terms.items():
+                setattr(template, field, value)
+            template.updated_at = stamp
     return template
 
 
@@ -264,4 +276,5 @@ def coupon_template_delete(*, template_id: int) -> None:
             raise TemplateNotFound()
         if template.claimed_count > 0:
             raise TemplateInvalid("A template with claims cannot be deleted.")
-        template.delete()
+        with terms_change(template, deleting=True):
+            template.delete()

@@ -1,39 +1,19 @@
 """The one claim rule (coupons.rules): its order, its SQL form for the admin filter, and the Lua
 claim script's return codes, all held to `claim_state`."""
 
+import functools
 import itertools
-from datetime import UTC, datetime, timedelta
+import time
 
 import pytest
 from django.conf import settings
 
-from coupons.counter import STATES_BY_RESULT, ClaimTerms
+from coupons.counter_results import STATES_BY_RESULT, CachedTerms, CouponTermsMissing
 from coupons.models import CouponTemplate
 from coupons.rules import ClaimState, TemplateFacts, claim_state, template_state_where
+from tests.support.claim_grid import GRID, MS, NOW, USER_CLAIMS
 from tests.support.factories import CouponTemplateFactory
 from tests.support.helpers import counter_at
-
-NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-MS = timedelta(milliseconds=1)
-# Every boundary of every check: window ends (inclusive), total, per-user limit.
-WINDOWS = [
-    (NOW + MS, NOW + timedelta(hours=1)),  # not started
-    (NOW, NOW + timedelta(hours=1)),  # opens now
-    (NOW - timedelta(hours=1), NOW),  # closes now
-    (NOW - timedelta(hours=1), NOW - MS),  # ended
-]
-COUNTS = [(0, 2), (1, 2), (2, 2), (3, 3)]  # (claimed_count, total)
-USER_CLAIMS = [0, 1, 2]  # against a per-user limit of 2
-GRID = [
-    TemplateFacts(
-        total=total,
-        claimed_count=claimed,
-        per_user_limit=2,
-        valid_from=valid_from,
-        valid_until=valid_until,
-    )
-    for (valid_from, valid_until), (claimed, total) in itertools.product(WINDOWS, COUNTS)
-]
 
 
 def test_the_rule_checks_window_then_total_then_the_limit():
@@ -106,28 +86,48 @@ def test_the_admin_filter_selects_exactly_the_templates_the_rule_puts_in_each_st
         assert expected  # the grid reaches every state
 
 
-def test_the_lua_claim_script_answers_what_the_rule_decides(redis_namespace):
-    """claim.lua on empty keys with the same facts as floors, for every branch of the rule."""
+def test_the_lua_claim_script_refuses_exactly_what_the_rule_decides(redis_namespace):
+    """claim.lua with the database's facts in Redis (terms, claimed count, the user's count),
+    for every branch of the rule: each refusal is the rule's, and where the rule admits, Redis
+    sends the claim to the database. Without the terms it refuses nothing."""
     counter = counter_at(settings.COUPON_COUNTER_REDIS_URL, prefix=redis_namespace)
     seen = set()
     for template_id, (facts, user_claims) in enumerate(
         itertools.product(GRID, USER_CLAIMS), start=1
     ):
         decided = claim_state(facts, now=NOW, user_claims=user_claims)
-        counted = counter.claim(
-            ClaimTerms(
-                template_id=template_id,
-                total=facts.total,
-                per_user_limit=facts.per_user_limit,
-                valid_from=facts.valid_from,
-                valid_until=facts.valid_until,
-            ),
+        screen = functools.partial(
+            counter.screen,
+            template_id=template_id,
             user_id=7,
             now=NOW,
+            throttle_limit=1000,
+            window=1,
+            throttle_period=60,
+        )
+        counter.record(
+            template_id=template_id,
+            user_id=7,
             db_claimed=facts.claimed_count,
             db_user=user_claims,
+            now=NOW,
+            valid_until=facts.valid_until,
         )
-        assert decided in STATES_BY_RESULT[counted], (facts, user_claims, counted)
+        assert isinstance(screen(), CouponTermsMissing)
+        terms = CachedTerms(
+            template_id=template_id,
+            version=1,
+            total=facts.total,
+            per_user_limit=facts.per_user_limit,
+            valid_from=facts.valid_from,
+            valid_until=facts.valid_until,
+            row={},
+        )
+        assert counter.publish(terms, read_at=time.time())
+
+        counted = screen()
+
+        assert decided in STATES_BY_RESULT[type(counted)], (facts, user_claims, counted)
         seen.add(decided)
     assert seen == {
         ClaimState.NOT_STARTED,
