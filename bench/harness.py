@@ -1,4 +1,4 @@
-"""What every scenario shares: the sizes of a run, the bench's own database, redis-server and
+"""What every scenario shares: the sizes of a run, the bench's own mariadbd, redis-server and
 gunicorn, fresh users with tokens, the two ways to send load (wrk for throughput, the aiohttp
 process for pooled latencies), CPU metering, profiling and reading back a template's facts."""
 
@@ -15,15 +15,15 @@ from pathlib import Path
 import dj_database_url
 import MySQLdb
 
-from bench import load, profiling, wrk
+from bench import load, profiling, work, wrk
 from bench.cpu import CpuMeter
-from bench.processes import Gunicorn, RedisServer, free_port
+from bench.processes import Gunicorn, MariaDBServer, RedisServer, free_port
 from bench.progress import log
 from bench.results import ClaimFacts, CpuShare, Load
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-DEFAULT_DATABASE_URL = "mysql://root@127.0.0.1:3306/coupons_bench"
+DATABASE_NAME = "coupons_bench"
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,9 @@ class Harness:
         self.workdir = workdir
         self.threads = threads
         self.profile = profile
-        self.database_url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
+        # The bench's own database server: its counters count this run's statements alone.
+        self.mariadb = MariaDBServer(free_port(), base_dir=workdir)
+        self.database_url = self.mariadb.url(DATABASE_NAME)
         self.redis = RedisServer(free_port(), log_dir=workdir)
         self.env = configure_environment(self.database_url, self.redis.url)
         self.app_port = free_port()
@@ -145,11 +147,13 @@ class Harness:
         self.mariadb_version = "unknown"
         self.stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         self._user_batches = 0
+        self._status_connection: MySQLdb.Connection | None = None
 
     # servers
 
     def setup(self) -> None:
-        log(f"recreating database {self.database_url}")
+        log(f"starting mariadbd on port {self.mariadb.port} (data in {self.mariadb.datadir})")
+        self.mariadb.start()
         self.mariadb_version = recreate_database(self.database_url)
         import django
 
@@ -181,6 +185,13 @@ class Harness:
         if self.gunicorn is not None:
             self.gunicorn.stop()
         self.redis.stop()
+        if self._status_connection is not None:
+            self._status_connection.close()
+            self._status_connection = None
+        from django.db import connections
+
+        connections.close_all()  # before the server goes away
+        self.mariadb.stop()
 
     @property
     def base_url(self) -> str:
@@ -253,16 +264,28 @@ class Harness:
         return load.run(self.base_url, requests, concurrency=concurrency, warmup=warmup)
 
     def metered(self, send: Callable[[], Load]) -> Load:
-        """Run `send()` (returning a Load) and attach the CPU cores each party used meanwhile."""
+        """Run `send()` (returning a Load) and attach the CPU cores each party used meanwhile
+        and the work the database and Redis did per answered request (bench.work)."""
         assert self.gunicorn is not None and self.gunicorn.process is not None
         meter = CpuMeter(
             app_master=self.gunicorn.process.pid,
             redis_pid=self.redis.process.pid if self.redis.process else None,
+            mariadb_pid=self.mariadb.process.pid if self.mariadb.process else None,
         )
+        counters_before = self.server_counters()
         before, started = meter.snapshot(), time.monotonic()
         result: Load = send()
         cores = meter.cores(before, meter.snapshot(), time.monotonic() - started)
+        done = work.per_request(counters_before, self.server_counters(), requests=result.answered)
+        result = replace(result, work=done)
         return replace(result, cpu=CpuShare(**cores)) if cores else result
+
+    def server_counters(self) -> work.ServerCounters:
+        if self._status_connection is None:
+            self._status_connection = self.mariadb.connect()
+            self._status_connection.autocommit(True)
+        redis_client = self.redis.client() if self.redis.running else None
+        return work.read_counters(self._status_connection, redis_client)
 
     @contextmanager
     def profiled(self, scenario: str) -> Iterator[profiling.ProfileSlot]:

@@ -1,4 +1,4 @@
-"""The target verdicts (issues 5 and 11) and the printed tables, from one run's Results."""
+"""The target verdicts (issues 5, 11 and 15) and the printed tables, from one run's Results."""
 
 from dataclasses import dataclass
 from typing import Any
@@ -10,7 +10,16 @@ PASS, MISS, NOT_RUN = "PASS", "MISS", "n/a"
 # Issue 11's targets, against the baseline measured in the same run.
 SELLING_MIN_RATIO = 0.50
 SOLD_OUT_MIN_RATIO = 0.85
-STORM_MAX_P99_MS = 200.0
+# Issue 15 (SPEC section 15): the storm's p99 as a ratio to the baseline's (the same 64
+# connections queue on both; a fixed 200 ms was below the baseline's own p99 on some runs),
+# the list's throughput, and the statements per request read from the bench's database.
+STORM_MAX_P99_RATIO = 2.0
+LIST_MIN_RATIO = 0.70
+LIST_MAX_EXTRA_STATEMENTS = 1
+CLAIM_MAX_EXTRA_STATEMENTS = 3
+# Statements per request are averages over thousands of requests: a connection opened again
+# (after a worker restart) adds a few statements to a whole row, not 0.05 to each request.
+STATEMENT_SLACK = 0.05
 # Issue 5's targets, kept.
 STORM_MIN_RATIO = 0.30
 REDIS_STOPPED_MIN_RATIO = 0.80  # of the Redis-up storm
@@ -64,22 +73,65 @@ def evaluate_targets(results: Results) -> list[Target]:
     def rps(row: ClaimRow | None) -> float | None:
         return None if row is None else row.load.rps
 
+    def statements(load: Load | None) -> float | None:
+        return None if load is None or load.work is None else load.work.statements
+
+    def statements_within(name: str, load: Load | None, extra: int, wanted: str) -> None:
+        measured, base_statements = statements(load), statements(results.baseline)
+        ok = None
+        if measured is not None and base_statements is not None:
+            ok = measured <= base_statements + extra + STATEMENT_SLACK
+            if extra == 0:
+                ok = ok and measured >= base_statements - STATEMENT_SLACK
+        add(
+            name,
+            f"{wanted} ({fmt(base_statements, 2)})",
+            f"{fmt(measured, 2)}",
+            ok,
+        )
+
     base = results.baseline.rps
+    base_p99 = results.baseline.p99_ms
     selling, storm, sold_out = results.selling, results.storm, results.sold_out
     stopped = results.storm_redis_stopped
+    shopper_list = results.shopper_list
 
+    at_least(
+        "shopper list (20 templates) throughput",
+        ratio(None if shopper_list is None else shopper_list.rps, base),
+        LIST_MIN_RATIO,
+    )
+    statements_within(
+        "statements per request: list",
+        shopper_list,
+        LIST_MAX_EXTRA_STATEMENTS,
+        f"<= baseline + {LIST_MAX_EXTRA_STATEMENTS}",
+    )
     at_least("selling phase claims/s", ratio(rps(selling), base), SELLING_MIN_RATIO)
     exact("selling phase", selling)
+    statements_within(
+        "statements per request: successful claim",
+        None if selling is None else selling.load,
+        CLAIM_MAX_EXTRA_STATEMENTS,
+        f"<= baseline + {CLAIM_MAX_EXTRA_STATEMENTS}",
+    )
     at_least("mixed claim storm throughput", ratio(rps(storm), base), STORM_MIN_RATIO)
+    storm_p99_ratio = ratio(None if storm is None else storm.load.p99_ms, base_p99)
     add(
         "mixed claim storm p99",
-        f"<= {STORM_MAX_P99_MS:.0f} ms",
-        f"{fmt(storm and storm.load.p99_ms)} ms",
-        None if storm is None else storm.load.p99_ms <= STORM_MAX_P99_MS,
+        f"<= {STORM_MAX_P99_RATIO:.1f} x baseline p99 ({fmt(base_p99)} ms)",
+        f"{fmt(storm and storm.load.p99_ms)} ms = {fmt(storm_p99_ratio, 2)} x",
+        None if storm_p99_ratio is None else storm_p99_ratio <= STORM_MAX_P99_RATIO,
     )
     exact("mixed claim storm (rows, claimed_count, Redis)", storm)
     at_least("sold-out rejection throughput", ratio(rps(sold_out), base), SOLD_OUT_MIN_RATIO)
     exact("sold-out: all 409 sold_out, nothing changed", sold_out)
+    statements_within(
+        "statements per request: sold-out",
+        None if sold_out is None else sold_out.load,
+        0,
+        "= baseline",
+    )
     at_least(
         "Redis stopped storm throughput",
         ratio(rps(stopped), rps(storm)),
@@ -161,10 +213,28 @@ def throughput_row(label: str, load: Load, base: float, row: ClaimRow | None) ->
         str(load.server_errors + load.missing),
         "-" if row is None else fmt(row.exactness.exact),
         "-" if row is None else fmt(row.exactness.facts.redis_counter),
+        "-" if load.work is None else fmt(load.work.statements, 2),
+        "-" if load.work is None else fmt(load.work.redis_commands, 2),
         cpu_split(load),
         fmt(load.cpu_ms_per_answer("app"), 2),
         fmt(load.cpu_ms_per_answer("mariadb"), 2),
     ]
+
+
+def throughput_loads(results: Results) -> list[tuple[str, Load]]:
+    """The throughput rows, labelled, in the table's order."""
+    loads = [("baseline", results.baseline)]
+    if results.shopper_list is not None:
+        loads.append(("list", results.shopper_list))
+    for label, row in (
+        ("selling phase", results.selling),
+        ("mixed storm, Redis up", results.storm),
+        ("sold-out", results.sold_out),
+        ("mixed storm, Redis stopped", results.storm_redis_stopped),
+    ):
+        if row is not None:
+            loads.append((label, row.load))
+    return loads
 
 
 def render(document: RunDocument) -> str:
@@ -180,6 +250,9 @@ def render(document: RunDocument) -> str:
         "",
     ]
     rows = [throughput_row("baseline GET /api/auth/me", results.baseline, base, None)]
+    if results.shopper_list is not None:
+        rows.append(throughput_row("list GET /api/coupons (page of 20)", results.shopper_list,
+                                   base, None))  # fmt: skip
     for label, row in (
         ("selling phase (all new users, room left)", results.selling),
         ("mixed claim storm, Redis up", results.storm),
@@ -189,9 +262,26 @@ def render(document: RunDocument) -> str:
         if row is not None:
             rows.append(throughput_row(label, row.load, base, row))
     headers = ["throughput (wrk)", "req", "conc", "req/s", "x base", "p50 ms", "p99 ms"]
-    headers += ["2xx", "409", "5xx/lost", "exact", "redis", "cores app/db/load/other"]
+    headers += ["2xx", "409", "5xx/lost", "exact", "redis", "SQL/req", "Redis/req"]
+    headers += ["cores app/db/load/other"]
     headers += ["app CPU ms/req", "db CPU ms/req"]
     out.append(table(headers, rows))
+    work_rows = [
+        [
+            label,
+            fmt(load.work.statements, 2),
+            fmt(load.work.pings, 2),
+            " ".join(f"{k}={v:g}" for k, v in load.work.statements_by_kind.items()) or "-",
+            fmt(load.work.redis_commands, 2),
+            " ".join(f"{k}={v:g}" for k, v in load.work.redis_by_command.items()) or "-",
+        ]
+        for label, load in throughput_loads(results)
+        if load.work is not None
+    ]
+    if work_rows:
+        headers = ["work per request (read from the servers)", "SQL", "pings", "SQL by kind"]
+        headers += ["Redis", "Redis by command"]
+        out += ["", table(headers, work_rows)]
     if results.storm and results.storm.load.rps_to_last_2xx:
         out.append(
             f"(the mixed storm's selling part: {results.storm.load.rps_to_last_2xx:.0f} claims/s"
@@ -265,7 +355,7 @@ def render(document: RunDocument) -> str:
     out += [
         "",
         table(
-            ["target (issues 5 and 11)", "wanted", "measured", "verdict"],
+            ["target (issues 5, 11 and 15)", "wanted", "measured", "verdict"],
             [[t.target, t.wanted, t.measured, t.verdict] for t in targets],
         ),
         "",

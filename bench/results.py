@@ -25,6 +25,18 @@ class CpuShare:
 
 
 @dataclass(frozen=True)
+class Work:
+    """What the servers did per answered request during one load, from their own counters
+    (bench.work): SQL statements, connection health-check pings, Redis commands."""
+
+    statements: float
+    pings: float
+    redis_commands: float | None  # None: Redis was stopped
+    statements_by_kind: Mapping[str, float] = field(default_factory=dict)
+    redis_by_command: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Load:
     """One load run as the client saw it: `requests` planned, `answered` received."""
 
@@ -43,6 +55,7 @@ class Load:
     # From the first request to the last 2xx answer, when some answers were 2xx (wrk only).
     seconds_to_last_2xx: float | None = None
     cpu: CpuShare | None = None
+    work: Work | None = None  # throughput rows only (bench.work)
 
     @property
     def server_errors(self) -> int:
@@ -167,6 +180,7 @@ class WorkerComparison:
 @dataclass(frozen=True)
 class Results:
     baseline: Load
+    shopper_list: Load | None = None  # GET /api/coupons, a page of 20, at the baseline's load
     selling: ClaimRow | None = None
     storm: ClaimRow | None = None
     sold_out: ClaimRow | None = None

@@ -31,12 +31,21 @@ from bench.results import ClaimRow, Machine, Results, RunDocument, Server
 # holding the template's row lock waits for the GIL).
 DEFAULT_WORKER_CLASS = "gthread"
 DEFAULT_THREADS = 2
-SCENARIOS = ("selling", "storm", "sold_out", "redis_stopped", "scale", "reads", "compare")
+SCENARIOS = ("list", "selling", "storm", "sold_out", "redis_stopped", "scale", "reads", "compare")
 
 
 def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
     """Every scenario wanted, in a fixed order, after the baseline they are all compared to."""
-    from bench.scenarios import baseline, comparison, reads, scale, selling, sold_out, storm
+    from bench.scenarios import (
+        baseline,
+        comparison,
+        reads,
+        scale,
+        selling,
+        shopper_list,
+        sold_out,
+        storm,
+    )
 
     def wants(scenario: str) -> bool:
         return args.only is None or scenario in args.only
@@ -44,6 +53,7 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
     harness.setup()
     harness.start_app(args.worker_class)
     base = baseline.run(harness)
+    list_load = shopper_list.run(harness) if wants("list") else None
     selling_row = selling.run(harness) if wants("selling") else None
     storm_row: ClaimRow | None = None
     sold_out_row: ClaimRow | None = None
@@ -62,6 +72,7 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
         compared = comparison.run(harness, worker_class=other)
     return Results(
         baseline=base,
+        shopper_list=list_load,
         selling=selling_row,
         storm=storm_row,
         sold_out=sold_out_row,

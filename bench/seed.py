@@ -10,6 +10,7 @@ from rest_framework_simplejwt.tokens import AccessToken
 
 from core import clock
 from coupons.models import CouponTemplate
+from coupons.shopper_list import published_terms_changed
 
 User = get_user_model()
 
@@ -66,6 +67,8 @@ def create_templates(prefix: str, count: int, *, total: int, per_user_limit: int
         ],
         batch_size=1000,
     )
+    # bulk_create sends no post_save: the shopper list's kept terms are told here.
+    published_terms_changed()
     if any(template.pk is None for template in templates):
         return list(
             CouponTemplate.objects.filter(name__startswith=f"{prefix}-").values_list(

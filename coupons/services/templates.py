@@ -26,6 +26,7 @@ from coupons.models import (
     CouponTemplate,
 )
 from coupons.services.terms_cache import next_version, terms_change, terms_publish_new
+from coupons.shopper_list import published_terms_changed
 
 TEMPLATE_TERMS = (
     "name",
@@ -275,6 +276,9 @@ def coupon_template_edit(*, template_id: int, changes: dict[str, Any]) -> Coupon
             stamp = next_version(template.updated_at)  # the terms' version grows
             with _code_taken_is_invalid():
                 CouponTemplate.objects.filter(pk=template_id).update(**terms, updated_at=stamp)
+            # update() sends no post_save: the shopper list's kept terms are told here, in
+            # this transaction (coupons/shopper_list.py).
+            published_terms_changed()
             for field, value in terms.items():
                 setattr(template, field, value)
             template.updated_at = stamp

@@ -30,6 +30,7 @@ from bench.results import (
     RunDocument,
     ScaleRow,
     Server,
+    Work,
 )
 
 # --- wrk against a real HTTP server ---------------------------------------------------------
@@ -208,7 +209,12 @@ def answers(statuses: dict[str, int], codes: dict[str, int] | None = None, **ext
         max_ms=30.0,
         statuses=statuses,
         codes=codes or {},
+        work=extra.pop("work", None),
     )
+
+
+def work(statements: float, redis_commands: float | None = 0.0) -> Work:
+    return Work(statements=statements, pings=1.0, redis_commands=redis_commands)
 
 
 def facts(rows: int, *, claimed: int | None = None, redis: int | None = None) -> ClaimFacts:
@@ -324,10 +330,11 @@ def read_row(name: str, p50: float, queries: int, small: int) -> ReadRow:
 
 def full_results() -> Results:
     return Results(
-        baseline=answers({"200": 1000}, rps=1000.0),
-        selling=claim_row(answers({"201": 5000}, rps=499.0)),
+        baseline=answers({"200": 1000}, rps=1000.0, p99=100.0, work=work(1.0)),
+        shopper_list=answers({"200": 1000}, rps=699.0, work=work(2.0)),
+        selling=claim_row(answers({"201": 5000}, rps=499.0, work=work(4.06))),
         storm=claim_row(answers({"201": 1000, "409": 4000}, rps=300.0, p99=200.0)),
-        sold_out=claim_row(answers({"409": 5000}, rps=850.0), exact=False),
+        sold_out=claim_row(answers({"409": 5000}, rps=850.0, work=work(1.0)), exact=False),
         storm_redis_stopped=claim_row(answers({"201": 1000, "409": 4000}, rps=239.0)),
         scale=(scale_row(0, 4.0, 40.0), scale_row(1_000_000, 5.0, 50.1)),
         reads=Reads(
@@ -354,8 +361,12 @@ def test_targets_are_ratios_to_the_same_runs_baseline():
     assert result["selling phase claims/s"] == MISS  # 0.499 x
     assert result["selling phase"] == PASS
     assert result["mixed claim storm throughput"] == PASS  # 0.30 x
-    assert result["mixed claim storm p99"] == PASS  # 200 ms
+    assert result["mixed claim storm p99"] == PASS  # 200 ms = 2.0 x the baseline's 100 ms
     assert result["sold-out rejection throughput"] == PASS  # 0.85 x
+    assert result["shopper list (20 templates) throughput"] == MISS  # 0.699 x
+    assert result["statements per request: list"] == PASS  # baseline + 1
+    assert result["statements per request: successful claim"] == MISS  # baseline + 3.06
+    assert result["statements per request: sold-out"] == PASS  # the baseline's
     assert result["sold-out: all 409 sold_out, nothing changed"] == MISS  # not exact
     assert result["Redis stopped storm throughput"] == MISS  # 0.797 x the storm
     assert result["claim p50 at 1,000,000 vs 0 claims (sequential)"] == PASS  # 1.25 x
@@ -364,6 +375,28 @@ def test_targets_are_ratios_to_the_same_runs_baseline():
     assert result["GET /api/coupons/mine first page p50"] == MISS  # not under 50 ms
     assert result["list queries per request independent of data size"] == PASS
     assert result["mine queries per request independent of data size"] == MISS  # 3 vs 4
+
+
+def test_statement_targets_compare_with_the_baselines_count_both_ways():
+    results = full_results()
+    base = replace(results.baseline, work=work(2.0))
+
+    result = verdicts(replace(results, baseline=base))
+
+    # the sold-out row's 1.0 is not "the baseline's" 2.0: fewer is as wrong as more
+    assert result["statements per request: sold-out"] == MISS
+    assert result["statements per request: successful claim"] == PASS  # 4.06 <= 2 + 3
+    slow_storm = replace(results.storm, load=answers({"201": 1000, "409": 4000}, p99=201.0))
+    assert verdicts(replace(results, storm=slow_storm))["mixed claim storm p99"] == MISS
+
+
+def test_rows_without_server_counts_are_not_run_for_the_statement_targets():
+    results = replace(full_results(), baseline=answers({"200": 1000}, rps=1000.0))
+
+    result = verdicts(results)
+
+    assert result["statements per request: list"] == NOT_RUN
+    assert result["statements per request: sold-out"] == NOT_RUN
 
 
 def test_a_storm_with_a_server_error_misses_even_when_the_rows_agree():
@@ -416,6 +449,8 @@ def test_render_prints_every_row_and_every_target_and_the_json_round_trips():
 
     for label in (
         "baseline GET /api/auth/me",
+        "list GET /api/coupons (page of 20)",
+        "work per request (read from the servers)",
         "selling phase (all new users, room left)",
         "mixed claim storm, Redis up",
         "claims on the sold-out template",

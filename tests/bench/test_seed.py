@@ -53,3 +53,15 @@ def test_bulk_seeding_writes_valid_coupons_and_matching_counts():
     }
     statuses = UserCoupon.objects.filter(user=reader).values_list("status", flat=True)
     assert sorted(statuses) == ["unused"] * 6 + ["used"] * 2  # every fourth one used
+
+
+@pytest.mark.django_db
+def test_templates_seeded_in_bulk_are_listed_by_the_next_list_request(user, shopper_client):
+    """bulk_create sends no post_save: the seed tells the shopper list's kept terms itself,
+    or the bench's list row would be served the terms of before the seed."""
+    CouponTemplateFactory()
+    assert shopper_client.get("/api/coupons").json()["count"] == 1  # the terms now kept
+
+    seed.create_templates("list", 3, total=100, per_user_limit=1)
+
+    assert shopper_client.get("/api/coupons").json()["count"] == 4

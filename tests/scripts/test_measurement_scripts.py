@@ -21,6 +21,7 @@ TINY = {
     ),
     "measure_claim_cpu.py": (["--requests", "3", "--warmup", "1"], "claim, sold out (409)"),
     "measure_claim_statements.py": (["--requests", "2"], "claim, sold out (409)"),
+    "measure_request_cpu.py": (["--requests", "3", "--warmup", "1"], "GET /api/coupons (20 te"),
 }
 
 
