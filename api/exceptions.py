@@ -193,39 +193,52 @@ def admin_error_page(request, status_code: int, title: str, message: str) -> Htt
         return HttpResponse(format_html("<h1>{}</h1><p>{}</p>", title, message), status=status_code)
 
 
+def admin_page_or_envelope(
+    request, status_code: int, *, title: str, explanation: str, code: str, detail: str
+) -> HttpResponse:
+    """An error outside DRF views: an admin page (`title`, `explanation`) under /admin/, the
+    API's JSON envelope (`code`, `detail`) everywhere else."""
+    if is_admin_request(request):
+        return admin_error_page(request, status_code, title, explanation)
+    return JsonResponse(error_body(code, detail), status=status_code)
+
+
 def bad_request(request, exception=None) -> HttpResponse:
     """handler400: Django's SuspiciousOperation outside DRF views, for example a suspicious
     admin filter (DisallowedModelAdminLookup); an oversized body is 413."""
     if isinstance(exception, RequestDataTooBig):
         return request_too_large_response()
-    if is_admin_request(request):
-        return admin_error_page(
-            request,
-            400,
-            _("Bad request"),
-            _("The page was asked for with parameters it cannot use."),
-        )
-    return JsonResponse(error_body("invalid", _("Bad request.")), status=400)
+    return admin_page_or_envelope(
+        request,
+        400,
+        title=_("Bad request"),
+        explanation=_("The page was asked for with parameters it cannot use."),
+        code="invalid",
+        detail=_("Bad request."),
+    )
 
 
 def permission_denied(request, exception=None) -> HttpResponse:
-    if is_admin_request(request):
-        return admin_error_page(
-            request, 403, _("Not allowed"), _("Your account may not do this here.")
-        )
-    return JsonResponse(
-        error_body("permission_denied", _("You do not have permission to perform this action.")),
-        status=403,
+    return admin_page_or_envelope(
+        request,
+        403,
+        title=_("Not allowed"),
+        explanation=_("Your account may not do this here."),
+        code="permission_denied",
+        detail=_("You do not have permission to perform this action."),
     )
 
 
 def not_found(request, exception=None) -> HttpResponse:
     """handler404: unknown URLs answer in the same envelope as the API."""
-    if is_admin_request(request):
-        return admin_error_page(
-            request, 404, _("Not found"), _("There is nothing at this address.")
-        )
-    return JsonResponse(error_body("not_found", _("Not found.")), status=404)
+    return admin_page_or_envelope(
+        request,
+        404,
+        title=_("Not found"),
+        explanation=_("There is nothing at this address."),
+        code="not_found",
+        detail=_("Not found."),
+    )
 
 
 def server_error(request) -> HttpResponse:
@@ -236,14 +249,14 @@ def server_error(request) -> HttpResponse:
     if error is not None and database_unavailable(error):
         report_database_fault(error, where=request.path)
         return unavailable_for(request)
-    if is_admin_request(request):
-        return admin_error_page(
-            request,
-            500,
-            _("Server error"),
-            _("Something went wrong on our side; nothing was changed. It has been logged."),
-        )
-    return JsonResponse(error_body("server_error", _("Internal server error.")), status=500)
+    return admin_page_or_envelope(
+        request,
+        500,
+        title=_("Server error"),
+        explanation=_("Something went wrong on our side; nothing was changed. It has been logged."),
+        code="server_error",
+        detail=_("Internal server error."),
+    )
 
 
 def csrf_failure(request, reason: str = "") -> HttpResponse:

@@ -13,31 +13,17 @@ and wall time per request in milliseconds."""
 
 import argparse
 import os
-import secrets
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
-from pathlib import Path
-from urllib.parse import urlsplit
 
-ROOT = Path.cwd()
-sys.path.insert(0, str(ROOT))
+from measurement_support import PORT, PORT_HELP, ClaimFixture, configure, own_database
+
 DATABASE = f"coupons_cpu_{os.getpid()}"
-# The MariaDB server's port (a private server keeps other clients' load out of the numbers).
-PORT = next(
-    (sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--port"),
-    str(urlsplit(os.environ.get("DATABASE_URL", "")).port or 3306),  # the caller's server
-)
 PREFIX = f"cpu-{os.getpid()}:"
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
-os.environ["DATABASE_URL"] = f"mysql://root@127.0.0.1:{PORT}/{DATABASE}"
+configure(DATABASE)
 os.environ["COUPON_REDIS_PREFIX"] = PREFIX
-os.environ.setdefault("ALLOWED_HOSTS", "testserver")
-os.environ.setdefault("LOG_LEVEL", "ERROR")
-os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(60))  # tokens live for this run only
 
 
 @dataclass(frozen=True)
@@ -93,19 +79,13 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=400, help="measured per scenario")
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--profile", help="profile the scenario whose name contains this")
-    parser.add_argument(
-        "--port", default=PORT, help="the MariaDB server's port (default: DATABASE_URL's, or 3306)"
-    )
+    parser.add_argument("--port", default=PORT, help=PORT_HELP)
     args = parser.parse_args()
 
-    import MySQLdb
-
-    admin = MySQLdb.connect(host="127.0.0.1", port=int(PORT), user="root")
-    admin.cursor().execute(f"CREATE DATABASE {DATABASE}")
     try:
-        run(args.requests, args.warmup, args.profile)
+        with own_database(DATABASE):
+            run(args.requests, args.warmup, args.profile)
     finally:
-        admin.cursor().execute(f"DROP DATABASE IF EXISTS {DATABASE}")
         import redis
         from django.conf import settings
 
@@ -119,38 +99,11 @@ def run(count: int, warmup: int, profiled: str | None) -> None:
     import django
 
     django.setup()
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-    from django.test import Client
-    from rest_framework_simplejwt.tokens import AccessToken
+    from coupons.services import issuing
 
-    from core import clock
-    from coupons.services import issuing, templates
-
-    call_command("migrate", verbosity=0)
-    users = get_user_model().objects.bulk_create(
-        get_user_model()(username=f"cpu{i}", password="!") for i in range(4 * (count + warmup))
-    )
-    tokens = [f"Bearer {AccessToken.for_user(user)}" for user in users]
-    now = clock.now()
-
-    def template(total: int) -> int:
-        return templates.coupon_template_publish(
-            name=f"cpu {total}",
-            type="direct",
-            value=100,
-            total=total,
-            valid_from=now - timedelta(days=1),
-            valid_until=now + timedelta(days=1),
-        ).pk
-
+    fixture = ClaimFixture(username_prefix="cpu", users=4 * (count + warmup))
+    users, template, request = fixture.users, fixture.template, fixture.request
     selling, sold_out, service_only = template(10**6), template(1), template(10**6)
-    client = Client()
-
-    def request(method: str, path: str, user: int, expected: int) -> None:
-        response = getattr(client, method)(path, HTTP_AUTHORIZATION=tokens[user])
-        if response.status_code != expected:
-            raise RuntimeError(f"{path}: {response.status_code} {response.content[:200]}")
 
     request("post", f"/api/coupons/{sold_out}/claim", len(users) - 1, 201)
     per = count + warmup

@@ -13,28 +13,15 @@ counters that moved, Redis round trips and Redis commands (top-level and inside 
 
 import argparse
 import os
-import secrets
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
-from datetime import timedelta
-from pathlib import Path
-from urllib.parse import urlsplit
 
-ROOT = Path.cwd()
-sys.path.insert(0, str(ROOT))
+from measurement_support import PORT, PORT_HELP, ClaimFixture, configure, own_database
+
 DATABASE = f"coupons_stmt_{os.getpid()}"
-PORT = next(
-    (sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--port"),
-    str(urlsplit(os.environ.get("DATABASE_URL", "")).port or 3306),  # the caller's server
-)
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
-os.environ["DATABASE_URL"] = f"mysql://root@127.0.0.1:{PORT}/{DATABASE}"
-os.environ.setdefault("ALLOWED_HOSTS", "testserver")
-os.environ.setdefault("LOG_LEVEL", "ERROR")
-os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(60))  # tokens live for this run only
+configure(DATABASE)
 
 STATUS_SQL = (
     "SHOW SESSION STATUS WHERE Variable_name = 'Questions' OR Variable_name LIKE 'Com\\_%%'"
@@ -68,22 +55,16 @@ def start_redis(directory: str) -> tuple[subprocess.Popen, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20, help="measured per scenario")
-    parser.add_argument(
-        "--port", default=PORT, help="the MariaDB server's port (default: DATABASE_URL's, or 3306)"
-    )
+    parser.add_argument("--port", default=PORT, help=PORT_HELP)
     args = parser.parse_args()
-
-    import MySQLdb
 
     directory = tempfile.mkdtemp(prefix="claim-statements-")
     redis_process, redis_url = start_redis(directory)
     os.environ["REDIS_URL"] = os.environ["COUPON_COUNTER_REDIS_URL"] = redis_url
-    admin = MySQLdb.connect(host="127.0.0.1", port=int(PORT), user="root")
-    admin.cursor().execute(f"CREATE DATABASE {DATABASE}")
     try:
-        run(args.requests)
+        with own_database(DATABASE):
+            run(args.requests)
     finally:
-        admin.cursor().execute(f"DROP DATABASE IF EXISTS {DATABASE}")
         redis_process.terminate()
         redis_process.wait(timeout=10)
 
@@ -93,14 +74,7 @@ def run(count: int) -> None:
 
     django.setup()
     import redis
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.db import connections
-    from django.test import Client
-    from rest_framework_simplejwt.tokens import AccessToken
-
-    from core import clock
-    from coupons.services import templates
 
     round_trips: Counter[str] = Counter()
     send = redis.connection.Connection.send_packed_command
@@ -116,30 +90,9 @@ def run(count: int) -> None:
         stats = probe.info("commandstats")
         return Counter({name[len("cmdstat_") :]: value["calls"] for name, value in stats.items()})
 
-    call_command("migrate", verbosity=0)
-    users = get_user_model().objects.bulk_create(
-        get_user_model()(username=f"stmt{i}", password="!") for i in range(4 * (count + 2))
-    )
-    tokens = [f"Bearer {AccessToken.for_user(user)}" for user in users]
-    now = clock.now()
-
-    def template(total: int) -> int:
-        return templates.coupon_template_publish(
-            name=f"stmt {total}",
-            type="direct",
-            value=100,
-            total=total,
-            valid_from=now - timedelta(days=1),
-            valid_until=now + timedelta(days=1),
-        ).pk
-
+    fixture = ClaimFixture(username_prefix="stmt", users=4 * (count + 2))
+    users, template, request = fixture.users, fixture.template, fixture.request
     selling, sold_out = template(10**6), template(1)
-    client = Client()
-
-    def request(method: str, path: str, user: int, expected: int) -> None:
-        response = getattr(client, method)(path, HTTP_AUTHORIZATION=tokens[user])
-        if response.status_code != expected:
-            raise RuntimeError(f"{path}: {response.status_code} {response.content[:200]}")
 
     def session_status() -> Counter:
         """The counters of this thread's sessions (every database alias), summed."""

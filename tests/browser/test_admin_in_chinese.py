@@ -55,6 +55,17 @@ def submit(page: Page, selector: str) -> None:
         page.locator(selector).click()
 
 
+def run_action(page: Page, action: str, *, row: int | None = None) -> None:
+    """On the change list shown, tick the row whose pk is `row` (every row when None), choose
+    `action` and run it."""
+    if row is None:
+        page.locator("#action-toggle").check()
+    else:
+        page.locator(f"input[name=_selected_action][value='{row}']").check()
+    page.select_option("select[name=action]", action)
+    submit(page, "button[name=index]")
+
+
 def log_in(page: Page, admin: str, username: str) -> None:
     page.goto(admin)
     page.fill("#id_username", username)
@@ -199,9 +210,7 @@ def test_every_admin_page_and_form_is_chinese(browser, live_server):
 
     # The actions' pages and their results: grant from the template list and the user list.
     page.goto(f"{admin}coupons/coupontemplate/")
-    page.locator(f"input[name=_selected_action][value='{shop['threshold'].pk}']").check()
-    page.select_option("select[name=action]", "grant_to_users")
-    submit(page, "button[name=index]")
+    run_action(page, "grant_to_users", row=shop["threshold"].pk)
     english.check(page, "the grant action's page")
     page.fill("#id_users", "zhangsan\nnobody")
     page.fill("#id_reason", "活动")
@@ -209,9 +218,7 @@ def test_every_admin_page_and_form_is_chinese(browser, live_server):
     expect(page.locator(".messagelist")).to_contain_text("zhangsan")
     english.check(page, "the grant's result")
     page.goto(f"{admin}auth/user/")
-    page.locator(f"input[name=_selected_action][value='{shop['zhangsan'].pk}']").check()
-    page.select_option("select[name=action]", "grant_coupon_to_users")
-    submit(page, "button[name=index]")
+    run_action(page, "grant_coupon_to_users", row=shop["zhangsan"].pk)
     english.check(page, "the user list's grant page")
     page.select_option("#id_template", str(shop["direct"].pk))
     page.fill("#id_reason", "回访")
@@ -221,9 +228,7 @@ def test_every_admin_page_and_form_is_chinese(browser, live_server):
     page.goto(f"{admin}coupons/coupontemplate/{shop['direct'].pk}/history/")
     english.check(page, "the template's history with the grant")
     page.goto(f"{admin}orders/order/")
-    page.locator("#action-toggle").check()
-    page.select_option("select[name=action]", "cancel_orders")
-    submit(page, "button[name=index]")
+    run_action(page, "cancel_orders")
     expect(page.locator(".messagelist .success")).to_be_visible()
     english.check(page, "the cancel action's result")
     assert Order.objects.filter(status=Order.Status.PENDING_PAYMENT).count() == 0

@@ -5,50 +5,32 @@ Chromium comes from scripts/ensure-test-deps (apt), never from Playwright's own 
 
 import csv
 import io
-import shutil
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from core import clock
 from coupons.models import CouponTemplate
 from coupons.services import issuing
+from tests.support.browser import chromium
 from tests.support.factories import UserFactory
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 PASSWORD = "browser-pass-123"
 
 
 @pytest.fixture
 def page(monkeypatch):
-    # Playwright's sync API runs an event loop in this thread; the test's own ORM calls between
-    # browser steps are ordinary blocking code all the same.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    monkeypatch.setenv("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
-    if shutil.which(CHROMIUM) is None:
-        pytest.fail(f"{CHROMIUM} is missing: run scripts/ensure-test-deps (make test does).")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium(monkeypatch) as browser:
         context = browser.new_context(
             viewport={"width": 1366, "height": 768}, locale="en-US", accept_downloads=True
         )
         context.set_default_timeout(10_000)
         yield context.new_page()
         context.close()
-        browser.close()
 
 
 def shot(page: Page, name: str) -> None:

@@ -1,13 +1,11 @@
 """The Django admin with the new template fields (same validation as the API) and the
 "Grant to users" action (same service as the API)."""
 
-from datetime import timedelta
-
 import pytest
 
-from core import clock
 from coupons.models import CouponTemplate, UserCoupon
 from orders.models import Category
+from tests.support import admin_forms
 from tests.support.factories import CouponTemplateFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -15,25 +13,17 @@ CHANGELIST = "/admin/coupons/coupontemplate/"
 
 
 def form_data(**overrides):
-    start = clock.now()
-    end = start + timedelta(days=3)
-    return {
+    """A percent coupon capped at 30.00, on the admin form's usual fields."""
+    percent = {
         "name": "Admin percent",
         "type": "percent",
         "value": "15",
         "min_amount": "0",
         "max_discount": "30.00",  # money as currency (SPEC section 13)
-        "total": "10",
-        "per_user_limit": "1",
-        "valid_from_0": start.strftime("%Y-%m-%d"),
-        "valid_from_1": start.strftime("%H:%M:%S"),
-        "valid_until_0": end.strftime("%Y-%m-%d"),
-        "valid_until_1": end.strftime("%H:%M:%S"),
         "valid_days": "",
-        "scope": "all",
         "code": "",
-        "visibility": "public",
-    } | overrides
+    }
+    return admin_forms.form_data(**(percent | overrides))
 
 
 def test_the_admin_publishes_a_scoped_percent_coupon_and_lists_categories(admin_site):

@@ -15,8 +15,8 @@ from tests.support.shipped_server import (
     request,
     serve_script_command,
     shipped_app,
-    wait_until,
 )
+from tests.support.waiting import wait_until
 
 GUNICORN_CONFIG = "config/gunicorn_conf.py"
 FREEZE_SECONDS = 35  # longer than gunicorn's 30 s worker timeout and every database timeout

@@ -1,6 +1,6 @@
 """The server exactly as shipped (the Dockerfile's CMD, production settings, the shipped
-database timeouts) on a private mariadbd that the test may freeze: for outage tests that must
-hold for what runs in production, not for a server tuned for the test."""
+database timeouts unless a test narrows them) on a private mariadbd that the test may stop,
+freeze or kill: for outage tests that must hold for what runs in production."""
 
 import http.client
 import json
@@ -10,21 +10,24 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.mariadb_server import OwnMariaDB
 from tests.support.redis_server import free_port
+from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+DATABASE = "coupons_shipped"
 
 SETUP_SCRIPT = """
 import json
 from datetime import timedelta
 from django.contrib.auth import get_user_model
+from django.contrib.sessions.backends.db import SessionStore
 from rest_framework_simplejwt.tokens import AccessToken
 from core import clock
 from coupons.models import CouponTemplate
@@ -36,11 +39,17 @@ template = CouponTemplate.objects.create(
     per_user_limit=100_000, valid_from=now - timedelta(days=1), valid_until=now + timedelta(days=1),
 )
 users = User.objects.bulk_create([User(username=f"shopper{i}", password="!") for i in range(20)])
-staff = User.objects.create(username="staff", password="!", is_staff=True)
+staff = User.objects.create(username="staff", password="!", is_staff=True, is_superuser=True)
+session = SessionStore()
+session["_auth_user_id"] = str(staff.pk)
+session["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
+session["_auth_user_hash"] = staff.get_session_auth_hash()
+session.create()
 print(json.dumps({
     "template_id": template.pk,
     "tokens": [str(AccessToken.for_user(user)) for user in User.objects.filter(is_staff=False)],
     "staff_token": str(AccessToken.for_user(staff)),
+    "session": session.session_key,  # the staff's Django admin login
 }))
 """
 
@@ -95,6 +104,15 @@ class Answer:
     status: int
     body: dict
     seconds: float
+    retry_after: str | None = None
+
+    @property
+    def code(self) -> str | None:
+        return self.body.get("code")
+
+    @property
+    def coupon_id(self) -> int | None:
+        return self.body.get("id") if self.status == 201 else None
 
 
 def request(port: int, method: str, path: str, headers: dict, timeout: float = 60) -> Answer:
@@ -104,11 +122,14 @@ def request(port: int, method: str, path: str, headers: dict, timeout: float = 6
         connection.request(method, path, headers=headers)
         response = connection.getresponse()
         raw = response.read()
+        retry_after = response.getheader("Retry-After")
         status = response.status
     finally:
         connection.close()
     body = json.loads(raw) if raw.startswith(b"{") else {}
-    return Answer(status=status, body=body, seconds=time.monotonic() - started)
+    return Answer(
+        status=status, body=body, seconds=time.monotonic() - started, retry_after=retry_after
+    )
 
 
 class ClaimStorm:
@@ -148,15 +169,6 @@ class ClaimStorm:
         return sum(1 for answer in self.answers[index:] if answer.status == 201)
 
 
-def wait_until(condition, *, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @dataclass
 class ShippedApp:
     database: OwnMariaDB
@@ -167,25 +179,33 @@ class ShippedApp:
 
 
 @contextmanager
-def shipped_app(tmp_path: Path, redis_url: str, command: list[str]) -> Iterator[ShippedApp]:
+def shipped_app(
+    tmp_path: Path,
+    redis_url: str,
+    command: list[str],
+    *,
+    extra_env: Mapping[str, str] | None = None,
+) -> Iterator[ShippedApp]:
     """`command` (an argv whose --bind is replaced) under production settings, with every
-    timeout at its shipped default, on a private mariadbd with the schema and some shoppers."""
+    timeout at its shipped default unless `extra_env` overrides it, on a private mariadbd
+    (database DATABASE) with the schema, some shoppers and a staff login."""
     database = OwnMariaDB(tmp_path)
     database.install()
     database.start()
     link = database.connect()
-    link.cursor().execute("CREATE DATABASE coupons_shipped CHARACTER SET utf8mb4")
+    link.cursor().execute(f"CREATE DATABASE {DATABASE} CHARACTER SET utf8mb4")
     link.close()
     env = {
         "PATH": f"{BIN}:/usr/bin:/bin:/usr/sbin:/sbin",
         "DJANGO_SETTINGS_MODULE": "config.settings.production",
         "SECRET_KEY": secrets.token_urlsafe(50),
-        "DATABASE_URL": database.url("coupons_shipped"),
+        "DATABASE_URL": database.url(DATABASE),
         "REDIS_URL": redis_url,
         "ALLOWED_HOSTS": "127.0.0.1",
         "SECURE_COOKIES": "0",
         "LOG_LEVEL": "WARNING",
         "THROTTLE_CLAIM": "100000/min",
+        **(extra_env or {}),
     }
     manage = [str(BIN / "python"), "manage.py"]
     process = None
