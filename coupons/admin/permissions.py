@@ -14,6 +14,8 @@ from django.utils.translation import gettext_lazy
 # accounts the token generations). "core" is the api package's idempotency records (its
 # AppConfig keeps that label).
 HIDDEN_APPS = ("token_blacklist", "accounts", "sessions", "contenttypes", "core")
+# The shopper list's version row (coupons/shopper_list.py) is plumbing inside an operator's app.
+HIDDEN_MODELS = ("publishedtermsversion",)
 
 DEFAULT_ACTIONS = {
     "add": gettext_lazy("Can add %(model)s"),
@@ -50,7 +52,9 @@ def permission_label(permission: Permission) -> str:
 
 
 def operator_permissions(queryset: QuerySet[Permission]) -> QuerySet[Permission]:
-    return queryset.exclude(content_type__app_label__in=HIDDEN_APPS)
+    return queryset.exclude(content_type__app_label__in=HIDDEN_APPS).exclude(
+        content_type__app_label="coupons", content_type__model__in=HIDDEN_MODELS
+    )
 
 
 class PermissionLabelsMixin:
