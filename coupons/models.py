@@ -22,6 +22,10 @@ MAX_SCOPE_IDS = 500
 CODE_PATTERN = r"^[A-Za-z0-9_-]{4,32}$"
 CODE_MAX_LENGTH = 32
 GRANT_REASON_MAX_LENGTH = 255
+# Single-use codes (SPEC section 18): no look-alikes (no 0/O, 1/I/L), upper case only.
+SINGLE_USE_CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
+SINGLE_USE_CODE_LENGTH = 12  # 31**12 is about 2**59: unguessable at any throttled rate
+MAX_SINGLE_USE_CODES_PER_REQUEST = 100_000
 
 
 class JSONArrayLength(Func):
@@ -48,6 +52,10 @@ class CouponTemplate(models.Model):
     class Visibility(models.TextChoices):
         PUBLIC = "public", "Public (listed, claimable by id or code)"
         HIDDEN = "hidden", "Hidden (only by code or grant)"
+
+    class Audience(models.TextChoices):
+        ALL = "all", "Everyone"
+        NEW_CUSTOMERS = "new_customers", "New customers only (no paid order yet)"
 
     name = models.CharField(max_length=NAME_MAX_LENGTH)
     type = models.CharField(max_length=16, choices=Type.choices)
@@ -84,6 +92,16 @@ class CouponTemplate(models.Model):
     visibility = models.CharField(
         max_length=16, choices=Visibility.choices, default=Visibility.PUBLIC
     )
+    # Defaults in the database too, so rows written by raw SQL (scripts, seeds) stay valid.
+    audience = models.CharField(
+        max_length=16, choices=Audience.choices, default=Audience.ALL, db_default=Audience.ALL
+    )
+    # Set while the template is paused (SPEC section 18): it issues nothing, by claim, code or
+    # grant; coupons already held stay usable. The guarded UPDATE of a claim checks it.
+    paused_at = MillisecondDateTimeField(null=True, blank=True, editable=False)
+    # True once single-use codes exist for it: then it is issued only by one of them or by a
+    # grant, never claimed by id nor by its shared code (SPEC section 18).
+    has_single_use_codes = models.BooleanField(default=False, db_default=False, editable=False)
     # Claims issued so far, incremented under the row lock in the claim transaction: keeps a
     # claim O(1) at any volume and is the monotonic version of the Redis total counter.
     claimed_count = models.PositiveIntegerField(default=0, editable=False)
@@ -141,6 +159,10 @@ class CouponTemplate(models.Model):
             models.CheckConstraint(
                 condition=Q(visibility__in=["public", "hidden"]),
                 name="coupon_template_visibility_known",
+            ),
+            models.CheckConstraint(
+                condition=Q(audience__in=["all", "new_customers"]),
+                name="coupon_template_audience_known",
             ),
             models.CheckConstraint(
                 condition=Q(total__gte=1), name="coupon_template_total_positive"
@@ -289,3 +311,47 @@ class UserCoupon(models.Model):
         if self.status == self.Status.UNUSED and now > self.valid_until:
             return CouponStatus.EXPIRED
         return CouponStatus(self.status)
+
+
+class SingleUseCode(models.Model):
+    """One code that issues its template once, to whoever redeems it first (SPEC section 18).
+    `used_by`/`used_at` are set by one guarded UPDATE in the issuing transaction."""
+
+    template = models.ForeignKey(
+        CouponTemplate, on_delete=models.CASCADE, related_name="single_use_codes", db_index=False
+    )
+    code = models.CharField(max_length=SINGLE_USE_CODE_LENGTH, unique=True)
+    used_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_index=False,
+    )
+    used_at = MillisecondDateTimeField(null=True, blank=True)
+    created_at = MillisecondDateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "coupon_single_use_codes"
+        verbose_name = _("single-use code")
+        verbose_name_plural = _("single-use codes")
+        indexes = [
+            # The admin's list and export of a template's codes, in creation order.
+            models.Index(fields=["template", "id"], name="single_use_code_template_id"),
+            models.Index(fields=["used_by"], name="single_use_code_used_by"),
+        ]
+        constraints = [
+            # A deleted user leaves the code used (used_at kept, used_by emptied).
+            models.CheckConstraint(
+                condition=Q(used_by__isnull=True) | Q(used_at__isnull=False),
+                name="single_use_code_used_by_has_used_at",
+            ),
+            models.CheckConstraint(
+                condition=Q(code__regex=rf"^[{SINGLE_USE_CODE_ALPHABET}]{{10,}}$"),
+                name="single_use_code_alphabet",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.code

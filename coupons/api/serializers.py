@@ -7,7 +7,14 @@ from rest_framework import serializers
 from api.serializers import AwareDateTimeField, StrictSerializer
 from core.limits import MAX_BIGINT
 from coupons import selectors
-from coupons.models import CODE_PATTERN, GRANT_REASON_MAX_LENGTH, CouponTemplate, UserCoupon
+from coupons.models import (
+    CODE_PATTERN,
+    GRANT_REASON_MAX_LENGTH,
+    MAX_SINGLE_USE_CODES_PER_REQUEST,
+    CouponTemplate,
+    SingleUseCode,
+    UserCoupon,
+)
 from coupons.rules import ClaimState
 from coupons.services import grants, templates
 
@@ -57,6 +64,10 @@ class TemplateInputSerializer(StrictSerializer):
     scope_ids = serializers.ListField(child=serializers.IntegerField(), default=list)
     code = serializers.CharField(allow_null=True, default=None, trim_whitespace=False)
     visibility = serializers.CharField(default=CouponTemplate.Visibility.PUBLIC)
+    audience = serializers.CharField(
+        default=CouponTemplate.Audience.ALL,
+        help_text="`all`, or `new_customers`: only users who have never paid for an order.",
+    )
 
 
 class TemplateSerializer(serializers.ModelSerializer):
@@ -68,9 +79,23 @@ class TemplateSerializer(serializers.ModelSerializer):
 
 class AdminTemplateSerializer(TemplateSerializer):
     used_count = serializers.IntegerField(read_only=True)
+    paused_at = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="Since when the template is paused (it issues nothing); null: not paused.",
+    )
+    has_single_use_codes = serializers.BooleanField(
+        read_only=True,
+        help_text="Issued only by its single-use codes or by grants, not claimable by id.",
+    )
 
     class Meta(TemplateSerializer.Meta):
-        fields = [*TemplateSerializer.Meta.fields, "used_count"]
+        fields = [
+            *TemplateSerializer.Meta.fields,
+            "used_count",
+            "paused_at",
+            "has_single_use_codes",
+        ]
         read_only_fields = fields
 
 
@@ -96,7 +121,10 @@ class ShopperTemplateSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.ChoiceField(choices=SHOPPER_STATES))
     def get_state(self, template: CouponTemplate) -> str:
         return selectors.shopper_state(
-            template, claimed_by_me=template.claimed_by_me, now=self.context["now"]
+            template,
+            claimed_by_me=template.claimed_by_me,
+            has_paid_order=self.context.get("has_paid_order"),
+            now=self.context["now"],
         )
 
 
@@ -238,3 +266,55 @@ class GrantResultSerializer(serializers.Serializer):
     ended = serializers.ListField(
         child=serializers.IntegerField(), help_text="The template ended during the grant."
     )
+    paused = serializers.ListField(
+        child=serializers.IntegerField(), help_text="The template was paused during the grant."
+    )
+    not_eligible = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="A new-customers template, and these users have paid for an order.",
+    )
+
+
+@extend_schema_serializer(
+    examples=[OpenApiExample("Ten thousand codes", request_only=True, value={"count": 10000})]
+)
+class SingleUseCodesInputSerializer(StrictSerializer):
+    """The type only; the range is checked by codes.single_use_codes_create (400 naming
+    `count`)."""
+
+    count = serializers.IntegerField(
+        help_text=f"How many new codes to create, 1 to {MAX_SINGLE_USE_CODES_PER_REQUEST}."
+    )
+
+
+@extend_schema_serializer(
+    examples=[OpenApiExample("Created", response_only=True, value={"created": 10000})]
+)
+class SingleUseCodesCreatedSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+
+
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "A used code",
+            response_only=True,
+            value={
+                "id": 31,
+                "code": "7KQ2MZ9XHR4T",
+                "used_by": 42,
+                "used_at": "2026-12-01T10:15:03.127000Z",
+                "created_at": "2026-11-30T09:00:00.000000Z",
+            },
+        )
+    ]
+)
+class SingleUseCodeSerializer(serializers.ModelSerializer):
+    used_by = serializers.IntegerField(
+        source="used_by_id", read_only=True, allow_null=True, help_text="The user who used it."
+    )
+
+    class Meta:
+        model = SingleUseCode
+        fields = ["id", "code", "used_by", "used_at", "created_at"]
+        read_only_fields = fields

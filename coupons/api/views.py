@@ -17,7 +17,15 @@ from coupons.api.serializers import (
     UserCouponSerializer,
     user_coupon_data,
 )
-from coupons.errors import ClaimLimitReached, ClaimNotInWindow, ClaimSoldOut, TemplateNotFound
+from coupons.errors import (
+    ClaimLimitReached,
+    ClaimNotEligible,
+    ClaimNotInWindow,
+    ClaimPaused,
+    ClaimSoldOut,
+    CodeUsed,
+    TemplateNotFound,
+)
 from coupons.services import issuing
 
 
@@ -28,7 +36,9 @@ class CouponListView(GenericAPIView):
     def get(self, request):
         now = clock.now()  # one `now` for the whole page
         page = self.paginate_queryset(selectors.templates_for_shopper(user_id=request.user.pk))
-        data = ShopperTemplateSerializer(page, many=True, context={"now": now}).data
+        has_paid_order = selectors.caller_has_paid_order(page, user_id=request.user.pk)
+        context = {"now": now, "has_paid_order": has_paid_order}
+        data = ShopperTemplateSerializer(page, many=True, context=context).data
         return self.get_paginated_response(data)
 
 
@@ -36,8 +46,22 @@ class CouponClaimView(GenericAPIView):
     serializer_class = UserCouponSerializer
     throttle_classes = [ClaimThrottle]
 
-    @extend_schema(request=None, responses={201: UserCouponSerializer})
-    @api_errors(TemplateNotFound, ClaimNotInWindow, ClaimSoldOut, ClaimLimitReached)
+    @extend_schema(
+        request=None,
+        responses={201: UserCouponSerializer},
+        description="Claim one coupon of a public template, decided in the order window "
+        "(409 not_in_window), paused (409 paused), audience (409 not_eligible: a new-customers "
+        "coupon and the caller has paid for an order), total (409 sold_out), per-user limit "
+        "(409 limit_reached). A hidden template, or one issued by single-use codes, is 404.",
+    )
+    @api_errors(
+        TemplateNotFound,
+        ClaimNotInWindow,
+        ClaimPaused,
+        ClaimNotEligible,
+        ClaimSoldOut,
+        ClaimLimitReached,
+    )
     @idempotent
     def post(self, request, template_id: int):
         coupon = issuing.coupon_claim(template_id=template_id, user_id=request.user.pk)
@@ -52,10 +76,20 @@ class CouponRedeemView(GenericAPIView):
     @extend_schema(
         request=RedeemInputSerializer,
         responses={201: UserCouponSerializer},
-        description="Claim the coupon that has this code (public or hidden), through the same "
-        "path as a claim: 409 not_in_window / sold_out / limit_reached; an unknown code is 404.",
+        description="Claim the coupon that has this code (public or hidden), or the template of "
+        "a single-use code, through the same path as a claim: 409 not_in_window / paused / "
+        "not_eligible / sold_out / limit_reached; a single-use code already used is 409 "
+        "code_used (of many users racing one code exactly one wins); an unknown code is 404.",
     )
-    @api_errors(TemplateNotFound, ClaimNotInWindow, ClaimSoldOut, ClaimLimitReached)
+    @api_errors(
+        TemplateNotFound,
+        CodeUsed,
+        ClaimNotInWindow,
+        ClaimPaused,
+        ClaimNotEligible,
+        ClaimSoldOut,
+        ClaimLimitReached,
+    )
     @idempotent
     def post(self, request):
         payload = RedeemInputSerializer(data=request.data)

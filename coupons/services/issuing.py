@@ -2,7 +2,6 @@
 goes through, and its decision transaction."""
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
@@ -11,15 +10,20 @@ from core import clock
 from coupons.counter import (
     coupon_counter,
 )
+from coupons.customers import customer_history
 from coupons.errors import (
     ClaimLimitReached,
+    ClaimNotEligible,
     ClaimNotInWindow,
+    ClaimPaused,
     ClaimRejected,
     ClaimSoldOut,
+    CodeUsed,
     TemplateNotFound,
 )
 from coupons.models import (
     CouponTemplate,
+    SingleUseCode,
     UserCoupon,
     UseWindow,
 )
@@ -29,6 +33,9 @@ from coupons.services.claim_sql import (
     END_OF_TIME,
     GRANT_REASON_KEY,
     INSERT_COUPON_SQL,
+    USE_SINGLE_USE_CODE_SQL,
+    ClaimCount,
+    ClaimFacts,
     CouponInsert,
     claim_facts,
 )
@@ -44,15 +51,19 @@ from coupons.services.counter_sync import (
 @dataclass(frozen=True)
 class IssueOutcome:
     """What one decision transaction did: the coupon it issued, or why it issued none
-    (`slot_taken`: a concurrent claim of the same user took the slot first; try the next)."""
+    (`slot_taken`: a concurrent claim of the same user took the slot first; try the next;
+    `code_used`: the single-use code was taken by another redemption)."""
 
     coupon: UserCoupon | None = None
     slot_taken: bool = False
+    code_used: bool = False
 
 
 REJECTION_BY_STATE: dict[ClaimState, type[ClaimRejected]] = {
     ClaimState.NOT_STARTED: ClaimNotInWindow,
     ClaimState.ENDED: ClaimNotInWindow,
+    ClaimState.PAUSED: ClaimPaused,
+    ClaimState.NOT_ELIGIBLE: ClaimNotEligible,
     ClaimState.SOLD_OUT: ClaimSoldOut,
     ClaimState.LIMIT_REACHED: ClaimLimitReached,
 }
@@ -70,7 +81,24 @@ def coupon_claim(*, template_id: int, user_id: int) -> UserCoupon:
 def coupon_redeem(*, code: str, user_id: int) -> UserCoupon:
     """A shopper claims the template that has this code, public or hidden, through the same
     issuing core as a claim (SPEC section 11). Codes compare without regard to case; an
-    unknown code is TemplateNotFound. Runs its own transactions (see `coupon_issue`)."""
+    unknown code is TemplateNotFound. A single-use code (SPEC section 18) issues its template
+    once: to the first redemption that the rule lets through; after it, CodeUsed. Runs its
+    own transactions (see `coupon_issue`)."""
+    single_use = (
+        SingleUseCode.objects.filter(code=code.upper())
+        .values_list("pk", "template_id", "used_at")
+        .first()
+    )
+    if single_use is not None:
+        code_id, template_id, used_at = single_use
+        if used_at is not None:  # safe without a lock: a used code is never freed
+            raise CodeUsed()
+        return coupon_issue(
+            template_id=template_id,
+            user_id=user_id,
+            source=UserCoupon.Source.CODE,
+            single_use_code_id=code_id,
+        )
     template_id = (
         CouponTemplate.objects.filter(code_key=code.upper()).values_list("pk", flat=True).first()
     )
@@ -99,18 +127,21 @@ def coupon_issue(
     source: str,
     before_window_opens: bool = False,
     grant: GrantNote | None = None,
+    single_use_code_id: int | None = None,
 ) -> UserCoupon:
     """Issue one coupon of a template to a user, or raise why not. The one issuing core: every
     path that hands out coupons (claim by id, code, grant) comes through here, and the coupon
     records its `source`, its own use window (stamped here, under the row lock) and, for a
     grant, the GrantNote.
 
-    Raises TemplateNotFound (also for a claim by id of a hidden template), AlreadyGranted, or
-    a ClaimRejected (ClaimNotInWindow, ClaimSoldOut,
-    ClaimLimitReached) decided by `coupons.rules.claim_state` in the order window, total,
-    per-user limit; `before_window_opens` skips only the window's start (grants may be made
-    early, never after the end). A DatabaseError is re-raised with nothing written, after the
-    Redis counters are put back to the database facts.
+    Raises TemplateNotFound (also for a claim by id of a hidden template, and for a claim by id
+    or shared code of a template with single-use codes), AlreadyGranted, CodeUsed (the
+    `single_use_code_id` was taken first: it is spent in the decision transaction, at most
+    once), or a ClaimRejected (ClaimNotInWindow, ClaimPaused, ClaimNotEligible, ClaimSoldOut,
+    ClaimLimitReached) decided by `coupons.rules.claim_state` in the order window, paused,
+    audience, total, per-user limit; `before_window_opens` skips only the window's start
+    (grants may be made early, never after the end). A DatabaseError is re-raised with
+    nothing written, after the Redis counters are put back to the database facts.
 
     Runs its own short transactions and Redis calls, so call it outside any transaction: inside
     one, the template's row lock would be held until the caller commits. The database decides
@@ -118,19 +149,22 @@ def coupon_issue(
     with `now` sampled after the row lock); the Redis counter is only kept in step."""
     if (source == UserCoupon.Source.GRANT) != (grant is not None):
         raise ValueError("a grant, and only a grant, carries a GrantNote")
+    if single_use_code_id is not None and source != UserCoupon.Source.CODE:
+        raise ValueError("a single-use code is redeemed as a code")
+    reachable_with_codes = source == UserCoupon.Source.GRANT or single_use_code_id is not None
     counter = coupon_counter()
     # 1. Committed facts: the counters' rebuild floors and the first slot to try.
     facts = claim_facts(template_id=template_id, user_id=user_id)
-    if (
-        source == UserCoupon.Source.CLAIM
-        and facts.template.visibility != CouponTemplate.Visibility.PUBLIC
-    ):
-        raise TemplateNotFound()  # hidden: reachable by code or grant only, never by id
-    # 2. Safe fast rejection without the lock: counts never go down, so a refusal read from a
-    # committed snapshot was true when it was read.
+    _check_reach(facts, source=source, reachable_with_codes=reachable_with_codes)
+    # 2. Safe fast rejection without the lock: counts never go down and a paid order stays
+    # paid, so a refusal read from a committed snapshot was true when it was read.
     now = clock.now()
     state = claim_state(
-        facts.terms, now=now, user_claims=facts.user_claims, before_window_opens=before_window_opens
+        facts.terms,
+        now=now,
+        user_claims=facts.user_claims,
+        has_paid_order=_has_paid_order(facts, user_id=user_id),
+        before_window_opens=before_window_opens,
     )
     if state is not ClaimState.CLAIMABLE:
         sync_to_facts(counter, template_id=template_id, user_id=user_id, facts=facts, now=now)
@@ -158,6 +192,7 @@ def coupon_issue(
                 before_window_opens=before_window_opens,
                 source=source,
                 grant=grant,
+                single_use_code_id=single_use_code_id,
             )
             if outcome.coupon is not None:
                 # 5. Keep Redis in step with what the database now holds.
@@ -171,12 +206,16 @@ def coupon_issue(
             facts = claim_facts(template_id=template_id, user_id=user_id)
             now = clock.now()
             sync_to_facts(counter, template_id=template_id, user_id=user_id, facts=facts, now=now)
+            if outcome.code_used:
+                raise CodeUsed()
+            _check_reach(facts, source=source, reachable_with_codes=reachable_with_codes)
             # At least slot - 1 places are taken when slot is tried: that is how it was chosen.
             user_claims = max(facts.user_claims, slot - 1 + outcome.slot_taken)
             state = claim_state(
                 facts.terms,
                 now=now,
                 user_claims=user_claims,
+                has_paid_order=_has_paid_order(facts, user_id=user_id),
                 before_window_opens=before_window_opens,
             )
             if state is not ClaimState.CLAIMABLE:
@@ -189,6 +228,26 @@ def coupon_issue(
         raise
 
 
+def _check_reach(facts: ClaimFacts, *, source: str, reachable_with_codes: bool) -> None:
+    """A claim by id reaches public templates only; a template with single-use codes is
+    reached only by one of them or by a grant. Otherwise "not found", as if it did not exist."""
+    template = facts.template
+    if (
+        source == UserCoupon.Source.CLAIM
+        and template.visibility != CouponTemplate.Visibility.PUBLIC
+    ):
+        raise TemplateNotFound()
+    if template.has_single_use_codes and not reachable_with_codes:
+        raise TemplateNotFound()
+
+
+def _has_paid_order(facts: ClaimFacts, *, user_id: int) -> bool | None:
+    """The audience's fact for this user, looked up only when the template asks for it."""
+    if not facts.terms.new_customers_only:
+        return None
+    return customer_history().has_paid_order(user_id=user_id)
+
+
 def decide(
     *,
     template: CouponTemplate,
@@ -197,19 +256,44 @@ def decide(
     before_window_opens: bool,
     source: str,
     grant: GrantNote | None,
+    single_use_code_id: int | None = None,
 ) -> IssueOutcome:
-    """One decision transaction: the guarded UPDATE takes the row lock, the insert and the
-    commit follow. Nothing is written unless both succeed."""
+    """One decision transaction: the single-use code taken (if any), the audience looked up
+    (if the template asks), then the guarded UPDATE takes the row lock, the insert and the
+    commit follow. Nothing is written unless all succeed."""
     adapt = connection.ops.adapt_datetimefield_value
-
-    def window_covers(now: datetime) -> list:
-        """The parameters of `valid_from <= %s AND valid_until >= %s` for `now`."""
-        return [adapt(END_OF_TIME if before_window_opens else now), adapt(now)]
-
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(COUNT_THE_CLAIM_SQL, [template.pk, slot, *window_covers(clock.now())])
+            if single_use_code_id is not None:
+                cursor.execute(
+                    USE_SINGLE_USE_CODE_SQL,
+                    [user_id, adapt(clock.now()), single_use_code_id, template.pk],
+                )
+                if cursor.rowcount == 0:
+                    return IssueOutcome(code_used=True)
+            # The audience, read in this transaction: a payment committed before this read
+            # refuses the claim; one committed after it finds the claim already decided
+            # (docs/decisions/0402-new-customers-and-the-first-payment.md).
+            if (
+                template.audience == CouponTemplate.Audience.NEW_CUSTOMERS
+                and customer_history().has_paid_order(user_id=user_id)
+            ):
+                transaction.set_rollback(True)
+                return IssueOutcome()
+            now = clock.now()
+            count = ClaimCount(
+                template_id=template.pk,
+                slot=slot,
+                window_opens_by=END_OF_TIME if before_window_opens else now,
+                now=now,
+                audience=template.audience,
+                reachable_with_codes=(
+                    source == UserCoupon.Source.GRANT or single_use_code_id is not None
+                ),
+            )
+            cursor.execute(COUNT_THE_CLAIM_SQL, count.params(adapt))
             if cursor.rowcount == 0:
+                transaction.set_rollback(True)  # the code, if taken, is free again
                 return IssueOutcome()
             # Sampled after the lock: time spent waiting for it counts against the window.
             now = clock.now()

@@ -40,6 +40,7 @@ TEMPLATE_TERMS = (
     "scope_ids",
     "code",
     "visibility",
+    "audience",
 )
 # Coupons already in users' hands would silently change value if these changed. The claim
 # window is not here: each coupon carries its own use window, stamped at issue.
@@ -100,6 +101,8 @@ def template_terms_validate(
     _code_validate(clean, fail, current=current)
     if clean.get("visibility") not in CouponTemplate.Visibility.values:
         fail("visibility", f"Must be one of: {', '.join(CouponTemplate.Visibility.values)}.")
+    if clean.get("audience") not in CouponTemplate.Audience.values:
+        fail("audience", f"Must be one of: {', '.join(CouponTemplate.Audience.values)}.")
     if "value" not in errors and "min_amount" not in errors:
         if clean.get("type") == CouponTemplate.Type.DIRECT and clean["min_amount"] != 0:
             fail("min_amount", "Must be 0 for a direct coupon.")
@@ -197,6 +200,7 @@ def coupon_template_publish(
     scope_ids: list[int] | None = None,
     code: str | None = None,
     visibility: str = CouponTemplate.Visibility.PUBLIC,
+    audience: str = CouponTemplate.Audience.ALL,
 ) -> CouponTemplate:
     """Create a template after validating its terms. Runs in its own transaction."""
     terms = template_terms_validate(
@@ -215,6 +219,7 @@ def coupon_template_publish(
             "scope_ids": [] if scope_ids is None else scope_ids,
             "code": code,
             "visibility": visibility,
+            "audience": audience,
         }
     )
     with _code_taken_is_invalid():
@@ -265,3 +270,41 @@ def coupon_template_delete(*, template_id: int) -> None:
         if template.claimed_count > 0:
             raise TemplateInvalid("A template with claims cannot be deleted.")
         template.delete()
+
+
+def coupon_template_pause(*, template_id: int) -> CouponTemplate:
+    """Stop issuing a template (claims, codes and grants answer `paused`) without ending it;
+    coupons already held stay usable. Idempotent: pausing a paused template keeps its
+    paused_at. Under the row lock, so a claim decides either before the pause or after it.
+    Runs in its own transaction."""
+    return _paused_set(template_id=template_id, paused=True)
+
+
+def coupon_template_resume(*, template_id: int) -> CouponTemplate:
+    """Issue a paused template again; idempotent. Takes effect before it returns: the
+    database decides `paused`, and the caches of terms are told in the same change. Runs in
+    its own transaction."""
+    return _paused_set(template_id=template_id, paused=False)
+
+
+def _paused_set(*, template_id: int, paused: bool) -> CouponTemplate:
+    with transaction.atomic():
+        template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
+        if template is None:
+            raise TemplateNotFound()
+        if (template.paused_at is not None) == paused:
+            return template
+        with template_terms_change(template):
+            template.paused_at = clock.now() if paused else None
+            # save(), not update(): the shopper list's terms version follows every save.
+            template.save(update_fields=["paused_at", "updated_at"])
+    return template
+
+
+@contextmanager
+def template_terms_change(template: CouponTemplate) -> Iterator[None]:
+    """Wrap a staff change of a locked template's terms inside its transaction: the hook
+    where the caches of terms (the claim's Redis terms, SPEC section 15) hear of the change
+    before it returns. PENDING: the branch that builds those caches (hot-claim) is not on
+    main yet; its `terms_change(template)` goes here."""
+    yield
