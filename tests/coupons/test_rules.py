@@ -10,6 +10,7 @@ from django.conf import settings
 from coupons.counter import STATES_BY_RESULT, ClaimTerms
 from coupons.models import CouponTemplate
 from coupons.rules import ClaimState, TemplateFacts, claim_state, template_state_where
+from tests.support.claim_grid import PROMOTION_GRID
 from tests.support.factories import CouponTemplateFactory
 from tests.support.helpers import counter_at
 
@@ -53,6 +54,57 @@ def test_the_rule_checks_window_then_total_then_the_limit():
     assert claim_state(at_limit, now=NOW, user_claims=None) is ClaimState.ACTIVE
 
 
+def test_the_rule_checks_paused_after_the_window_and_the_audience_before_the_total():
+    def facts(**changes) -> TemplateFacts:
+        open_sold_out = dict(
+            total=1, claimed_count=1, per_user_limit=1, valid_from=NOW, valid_until=NOW
+        )
+        return TemplateFacts(**(open_sold_out | changes))
+
+    paused_new_only = facts(paused=True, new_customers_only=True)
+    ended = facts(valid_until=NOW - MS, valid_from=NOW - MS * 2, paused=True)
+    assert claim_state(ended, now=NOW, user_claims=1, has_paid_order=True) is ClaimState.ENDED
+    assert (
+        claim_state(paused_new_only, now=NOW, user_claims=1, has_paid_order=True)
+        is ClaimState.PAUSED
+    )
+    new_only = facts(new_customers_only=True)
+    assert (
+        claim_state(new_only, now=NOW, user_claims=1, has_paid_order=True)
+        is ClaimState.NOT_ELIGIBLE
+    )
+    assert (
+        claim_state(new_only, now=NOW, user_claims=1, has_paid_order=False) is ClaimState.SOLD_OUT
+    )
+    # The template-level view has no user, so no audience: a paused one is paused.
+    assert claim_state(paused_new_only, now=NOW, user_claims=None) is ClaimState.PAUSED
+    assert claim_state(facts(total=2, new_customers_only=True), now=NOW, user_claims=None) is (
+        ClaimState.ACTIVE
+    )
+    # Grants skip the window's start, never the pause.
+    not_started_paused = facts(total=2, valid_from=NOW + MS, valid_until=NOW + MS, paused=True)
+    assert (
+        claim_state(not_started_paused, now=NOW, user_claims=0, before_window_opens=True)
+        is ClaimState.PAUSED
+    )
+
+
+def test_a_new_customers_template_needs_the_users_fact():
+    new_only = TemplateFacts(
+        total=2,
+        claimed_count=0,
+        per_user_limit=1,
+        valid_from=NOW,
+        valid_until=NOW,
+        new_customers_only=True,
+    )
+    with pytest.raises(ValueError):
+        claim_state(new_only, now=NOW, user_claims=0)
+    assert claim_state(new_only, now=NOW, user_claims=0, has_paid_order=False) is (
+        ClaimState.CLAIMABLE
+    )
+
+
 def test_before_window_opens_skips_only_the_start():
     facts = TemplateFacts(
         total=2, claimed_count=1, per_user_limit=1, valid_from=NOW + MS, valid_until=NOW + MS
@@ -75,8 +127,10 @@ def test_the_admin_filter_selects_exactly_the_templates_the_rule_puts_in_each_st
             per_user_limit=facts.per_user_limit,
             valid_from=facts.valid_from,
             valid_until=facts.valid_until,
+            paused_at=NOW if facts.paused else None,
+            audience="new_customers" if facts.new_customers_only else "all",
         ).pk: facts
-        for facts in GRID
+        for facts in GRID + PROMOTION_GRID
     }
     CouponTemplate.objects.bulk_update(
         [
@@ -89,6 +143,7 @@ def test_the_admin_filter_selects_exactly_the_templates_the_rule_puts_in_each_st
     for state in (
         ClaimState.NOT_STARTED,
         ClaimState.ENDED,
+        ClaimState.PAUSED,
         ClaimState.SOLD_OUT,
         ClaimState.ACTIVE,
     ):
