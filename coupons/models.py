@@ -54,8 +54,8 @@ class CouponTemplate(models.Model):
         HIDDEN = "hidden", "Hidden (only by code or grant)"
 
     class Audience(models.TextChoices):
-        ALL = "all", "Everyone"
-        NEW_CUSTOMERS = "new_customers", "New customers only (no paid order yet)"
+        ALL = "all", _("Everyone")
+        NEW_CUSTOMERS = "new_customers", _("New customers only (no paid order yet)")
 
     name = models.CharField(max_length=NAME_MAX_LENGTH)
     type = models.CharField(max_length=16, choices=Type.choices)
@@ -98,10 +98,12 @@ class CouponTemplate(models.Model):
     )
     # Set while the template is paused (SPEC section 18): it issues nothing, by claim, code or
     # grant; coupons already held stay usable. The guarded UPDATE of a claim checks it.
-    paused_at = MillisecondDateTimeField(null=True, blank=True, editable=False)
+    paused_at = MillisecondDateTimeField(_("paused since"), null=True, blank=True, editable=False)
     # True once single-use codes exist for it: then it is issued only by one of them or by a
     # grant, never claimed by id nor by its shared code (SPEC section 18).
-    has_single_use_codes = models.BooleanField(default=False, db_default=False, editable=False)
+    has_single_use_codes = models.BooleanField(
+        _("has single-use codes"), default=False, db_default=False, editable=False
+    )
     # Claims issued so far, incremented under the row lock in the claim transaction: keeps a
     # claim O(1) at any volume and is the monotonic version of the Redis total counter.
     claimed_count = models.PositiveIntegerField(default=0, editable=False)
@@ -320,7 +322,7 @@ class SingleUseCode(models.Model):
     template = models.ForeignKey(
         CouponTemplate, on_delete=models.CASCADE, related_name="single_use_codes", db_index=False
     )
-    code = models.CharField(max_length=SINGLE_USE_CODE_LENGTH, unique=True)
+    code = models.CharField(_("code"), max_length=SINGLE_USE_CODE_LENGTH, unique=True)
     used_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,

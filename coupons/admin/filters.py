@@ -14,7 +14,13 @@ class StateFilter(admin.SimpleListFilter):
     title = gettext_lazy("state")
     parameter_name = "state"
 
-    STATES = (ClaimState.NOT_STARTED, ClaimState.ACTIVE, ClaimState.SOLD_OUT, ClaimState.ENDED)
+    STATES = (
+        ClaimState.NOT_STARTED,
+        ClaimState.ACTIVE,
+        ClaimState.PAUSED,
+        ClaimState.SOLD_OUT,
+        ClaimState.ENDED,
+    )
 
     def lookups(self, request, model_admin):
         return [(state.value, STATE_LABELS[state.value]) for state in self.STATES]

@@ -75,6 +75,7 @@ class CouponTemplateForm(forms.ModelForm):
             "scope": gettext_lazy("scope"),
             "code": gettext_lazy("code"),
             "visibility": gettext_lazy("visibility"),
+            "audience": gettext_lazy("audience"),
         }
         help_texts = {
             "valid_from": gettext_lazy(
