@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from core import clock
+from coupons.errors import ClaimNotEligible, ClaimSoldOut
 from coupons.models import SingleUseCode, UserCoupon
 from coupons.services import codes, issuing
 from orders.customers import OrdersCustomerHistory
