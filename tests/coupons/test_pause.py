@@ -14,6 +14,7 @@ from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
 from tests.support.factories import (
     CouponTemplateFactory,
+    PaidOrderFactory,
     ProductFactory,
     UserCouponFactory,
     UserFactory,
@@ -221,3 +222,23 @@ def test_the_admin_actions_pause_and_resume_with_the_change_permission(client, a
     client.post(url, {"action": "pause_templates", "_selected_action": [template.pk]})
     template.refresh_from_db()
     assert template.paused_at is None
+
+
+@pytest.mark.django_db
+def test_the_new_refusals_speak_chinese_when_asked(user, shopper_client):
+    paused = CouponTemplateFactory()
+    templates.coupon_template_pause(template_id=paused.pk)
+    for_new = CouponTemplateFactory(audience="new_customers")
+    from tests.support.factories import PaidOrderFactory
+
+    PaidOrderFactory(user=user)
+    zh = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
+
+    assert shopper_client.post(claim_url(paused), **zh).json() == {
+        "code": "paused",
+        "detail": "该优惠券已暂停发放。",
+    }
+    assert shopper_client.post(claim_url(for_new), **zh).json() == {
+        "code": "not_eligible",
+        "detail": "该优惠券仅限新用户领取（尚无已支付订单）。",
+    }
