@@ -229,7 +229,6 @@ def test_the_new_refusals_speak_chinese_when_asked(user, shopper_client):
     paused = CouponTemplateFactory()
     templates.coupon_template_pause(template_id=paused.pk)
     for_new = CouponTemplateFactory(audience="new_customers")
-    from tests.support.factories import PaidOrderFactory
 
     PaidOrderFactory(user=user)
     zh = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
