@@ -19,6 +19,7 @@ TINY = {
         "one decision transaction, 1 connection",
     ),
     "measure_claim_cpu.py": (["--requests", "3", "--warmup", "1"], "claim, sold out (409)"),
+    "measure_single_use_codes.py": (["--count", "50", "--runs", "1"], "median: 50 codes"),
 }
 
 
