@@ -88,6 +88,8 @@ class CouponTemplateForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk and "value" in self.fields:
             self.initial["value"] = value_for_form(self.instance.type, self.instance.value)
+        if "audience" in self.fields:  # a post without it keeps the template's audience
+            self.fields["audience"].required = False
         catalog = scope_catalog()
         if catalog is not None and "scope_ids" in self.fields:  # from the injected catalog
             listed = ", ".join(f"{pk} {name}" for pk, name in catalog.categories().items())
@@ -102,6 +104,8 @@ class CouponTemplateForm(forms.ModelForm):
         current = self.instance if self.instance.pk else None
         if "min_amount" in self.fields and cleaned.get("min_amount") is None:
             cleaned["min_amount"] = 0
+        if "audience" in self.fields and not cleaned.get("audience"):
+            cleaned["audience"] = getattr(current, "audience", CouponTemplate.Audience.ALL)
         kind = cleaned.get("type") if "type" in self.fields else getattr(current, "type", None)
         if "value" in self.fields and "value" in cleaned:
             try:

@@ -206,3 +206,24 @@ def test_claims_racing_first_payments_are_each_judged_by_one_consistent_read():
     after = run_together([lambda user=user: claim(user) for user in users])
     assert after == [(409, "not_eligible")] * len(users)
     assert UserCoupon.objects.count() == len(won)
+
+
+@pytest.mark.django_db
+def test_the_django_admin_publishes_and_keeps_the_audience(admin_site):
+    from coupons.models import CouponTemplate
+    from tests.support.admin_forms import form_data
+
+    response = admin_site.post(
+        "/admin/coupons/coupontemplate/add/", form_data(audience="new_customers")
+    )
+    assert response.status_code == 302
+    template = CouponTemplate.objects.get()
+    assert template.audience == "new_customers"
+
+    # An edit posted without the field (an older form) keeps the audience.
+    edit = form_data(name="Renamed")
+    del edit["audience"]
+    response = admin_site.post(f"/admin/coupons/coupontemplate/{template.pk}/change/", edit)
+    assert response.status_code == 302
+    template.refresh_from_db()
+    assert (template.name, template.audience) == ("Renamed", "new_customers")
