@@ -34,4 +34,6 @@ USER app
 ENV DJANGO_SETTINGS_MODULE=config.settings.production \
     PYTHONUNBUFFERED=1
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "2", "--access-logfile", "-", "--timeout", "30"]
+# Worker class, threads and timeouts: config/gunicorn_conf.py, the file `make run` and the
+# outage tests use too.
+CMD ["gunicorn", "--config", "config/gunicorn_conf.py", "--bind", "0.0.0.0:8000"]

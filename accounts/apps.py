@@ -2,7 +2,8 @@ from django.apps import AppConfig
 
 
 class AccountsConfig(AppConfig):
-    """Who is calling, as an app for its signal receivers (token revocation). No models."""
+    """Who is calling: its signal receivers (token revocation) and the users' token
+    generations (accounts.models)."""
 
     name = "accounts"
 

@@ -8,10 +8,14 @@ from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
 from rest_framework_simplejwt.tokens import RefreshToken
 from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
 
-from accounts.authentication import RevocableTokenRefreshSerializer, user_of_token
+from accounts.authentication import (
+    LoginSerializer,
+    RevocableTokenRefreshSerializer,
+    user_of_token,
+)
+from accounts.throttles import LoginThrottle, RefreshThrottle
 from api.schema import api_errors
 from api.serializers import StrictSerializer
-from api.throttles import LOGIN_THROTTLES
 
 
 class NoStore:
@@ -24,15 +28,26 @@ class NoStore:
 
 
 class TokenObtainView(NoStore, TokenObtainPairView):
-    """POST /api/auth/token: throttled per client IP and per username."""
+    """POST /api/auth/token: failures throttled per (username, client IP), per username and
+    per client IP (accounts.throttles); a successful login is not counted."""
 
-    throttle_classes = LOGIN_THROTTLES
+    serializer_class = LoginSerializer
+    throttle_classes = [LoginThrottle]
+    login_attempt = None  # set by LoginThrottle
+
+    def post(self, request, *args, **kwargs) -> Response:
+        response = super().post(request, *args, **kwargs)  # wrong password: raises, counted
+        if self.login_attempt is not None:
+            self.login_attempt.succeeded()
+        return response
 
 
 class TokenRefreshRotatingView(NoStore, TokenRefreshView):
-    """POST /api/auth/token/refresh: a new pair; the presented refresh token is blacklisted."""
+    """POST /api/auth/token/refresh: a new pair; the presented refresh token is blacklisted.
+    Throttled per user (SPEC section 19): each refresh writes two rows kept for days."""
 
     serializer_class = RevocableTokenRefreshSerializer
+    throttle_classes = [RefreshThrottle]
 
 
 class LogoutSerializer(StrictSerializer):

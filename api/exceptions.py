@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from django.views.csrf import csrf_failure as django_csrf_failure
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
@@ -42,6 +43,7 @@ STATUS_BY_CODE = {
     "invalid_state": status.HTTP_409_CONFLICT,
     "amount_mismatch": status.HTTP_409_CONFLICT,
     "out_of_stock": status.HTTP_409_CONFLICT,
+    "too_many_unpaid_orders": status.HTTP_409_CONFLICT,
     "request_in_progress": status.HTTP_409_CONFLICT,
     "idempotency_key_reused": status.HTTP_422_UNPROCESSABLE_ENTITY,
 }
@@ -229,6 +231,18 @@ def server_error(request) -> HttpResponse:
             _("Something went wrong on our side; nothing was changed. It has been logged."),
         )
     return JsonResponse(error_body("server_error", _("Internal server error.")), status=500)
+
+
+def csrf_failure(request, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: a JSON 403 for API clients and health checkers (the API itself
+    authenticates with Bearer tokens, but a browser with a session cookie can still meet
+    CSRF on a plain Django view such as /healthz); Django's own page for the admin."""
+    if request.path.startswith("/api/") or request.path == reverse("healthz"):
+        return JsonResponse(
+            error_body("permission_denied", _("CSRF verification failed. Request aborted.")),
+            status=403,
+        )
+    return django_csrf_failure(request, reason=reason)
 
 
 def request_too_large_response() -> JsonResponse:

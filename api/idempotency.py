@@ -7,6 +7,11 @@ in its own transaction before the handler runs, so a concurrent request with the
 meets the unique (user, key) index and is told 409 `request_in_progress`; the answer is stored
 after the handler returns. 5xx answers are not kept (the record is deleted): the failed attempt
 committed nothing, so running it again is safe.
+
+A record still without an answer is a lease of IDEMPOTENCY_LEASE_SECONDS, not a lock for the
+key's lifetime: when its request died (the worker was stopped) or its 5xx could not be dropped
+(the database still away), the key is free again after the lease, so a client that retries a
+5xx is never locked out for a day (docs/decisions/0322-idempotency-lease.md).
 """
 
 import functools
@@ -15,7 +20,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
@@ -97,6 +102,18 @@ def key_lifetime() -> timedelta:
     return timedelta(hours=settings.IDEMPOTENCY_KEY_HOURS)
 
 
+def lease() -> timedelta:
+    return timedelta(seconds=settings.IDEMPOTENCY_LEASE_SECONDS)
+
+
+def record_is_stale(record: IdempotencyRecord, *, now: datetime) -> bool:
+    """Past the key's lifetime, or still without an answer after the lease (its request
+    failed or died): the key may be taken again."""
+    if record.created_at <= now - key_lifetime():
+        return True
+    return record.response_status is None and record.created_at <= now - lease()
+
+
 def record_begin(
     *, user_id: int, key: str, request_digest: str
 ) -> IdempotencyRecord | StoredAnswer:
@@ -122,8 +139,13 @@ def record_begin(
         earlier = IdempotencyRecord.objects.filter(user_id=user_id, key_digest=digest).first()
         if earlier is None:
             continue
-        if earlier.created_at <= now - key_lifetime():
-            IdempotencyRecord.objects.filter(pk=earlier.pk, created_at=earlier.created_at).delete()
+        if record_is_stale(earlier, now=now):
+            # Guarded: only the row as read here, not one a concurrent request took over.
+            IdempotencyRecord.objects.filter(
+                pk=earlier.pk,
+                created_at=earlier.created_at,
+                response_status=earlier.response_status,
+            ).delete()
             continue
         if earlier.request_digest != request_digest:
             raise IdempotencyKeyReused()
@@ -135,8 +157,8 @@ def record_begin(
 
 def record_finish(*, record_id: int, response: Response) -> None:
     """Keep the answer for replays, or drop the record for a 5xx. A failure to write it is
-    logged and the real answer still goes out: the work is done and the client
-    must hear so; the record then stays "in progress" (409 to retries) until it expires."""
+    logged and the real answer still goes out: the work is done and the client must hear
+    so; the record then stays "in progress" (409 to retries) until its lease ends."""
     try:
         if not isinstance(response, Response) or response.status_code >= 500:
             IdempotencyRecord.objects.filter(pk=record_id).delete()

@@ -14,6 +14,15 @@ class StrictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+class StringField(serializers.CharField):
+    """A CharField that takes only a JSON string (DRF's also turns numbers into strings)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class AwareDateTimeField(serializers.DateTimeField):
     """ISO 8601 with a UTC offset, as the API promises; a naive time is a 400, not a guess."""
 

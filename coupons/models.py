@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core.limits import MAX_BIGINT, MAX_INT_UNSIGNED
 from coupons.fields import MillisecondDateTimeField
+from coupons.grant_reasons import reason_key
 
 # Storage bounds of the columns (BIGINT UNSIGNED capped to what every backend stores signed,
 # INT UNSIGNED). Anything a client sends beyond them is a 400, never an overflow.
@@ -263,6 +264,8 @@ class UserCoupon(models.Model):
         help_text="The staff user who granted it (grants only).",
     )
     grant_reason = models.CharField(max_length=GRANT_REASON_MAX_LENGTH, null=True, blank=True)
+    # coupons.grant_reasons.reason_key(grant_reason): what "the same reason" compares.
+    grant_reason_key = models.CharField(max_length=64, null=True, blank=True, editable=False)
     created_at = MillisecondDateTimeField(auto_now_add=True)
     updated_at = MillisecondDateTimeField(auto_now=True)
 
@@ -299,14 +302,21 @@ class UserCoupon(models.Model):
                 name="user_coupon_granted_by_only_for_grants",
             ),
             # A grant is idempotent per (template, user, reason): running the same grant again
-            # issues nothing twice. Claims have no reason, and NULLs never collide.
+            # issues nothing twice, however the reason was spelled (coupons/grant_reasons.py).
+            # Claims have no reason, and NULLs never collide.
             models.UniqueConstraint(
-                fields=["template", "user", "grant_reason"], name="user_coupon_one_grant_per_reason"
+                fields=["template", "user", "grant_reason_key"],
+                name="user_coupon_one_grant_per_reason",
             ),
         ]
 
     def __str__(self) -> str:
         return f"{self.template_id}/{self.user_id}#{self.pk}"
+
+    def save(self, *args, **kwargs) -> None:
+        # The issuing core inserts with SQL of its own and sets the key there too.
+        self.grant_reason_key = None if self.grant_reason is None else reason_key(self.grant_reason)
+        super().save(*args, **kwargs)
 
     def status_at(self, now: datetime) -> CouponStatus:
         """This coupon's status at `now`: the rule of `coupon_status_q`, for one coupon."""

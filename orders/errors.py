@@ -35,6 +35,11 @@ class CouponNotApplicable(DomainError):
     default_detail = _("No line of this order is in the coupon's scope.")
 
 
+class TooManyUnpaidOrders(DomainError):
+    code = "too_many_unpaid_orders"
+    default_detail = _("Too many orders await payment; pay or cancel one first.")
+
+
 class CouponNotAllowed(DomainError):
     code = "coupon_not_allowed"
     default_detail = _("Seckill orders cannot use a coupon.")

@@ -1,7 +1,8 @@
 """Every write to orders. Transactions live here; views and commands only call these.
 
 Lock order, the same in every transaction, so two of them never wait on each other in a circle:
-the order row (cancel, pay), then product rows by ascending id, then the user coupon row."""
+the user row (checkout), the order row (cancel, pay), then product rows by ascending id, then
+the user coupon row."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -9,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import TypedDict
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F, QuerySet
 
@@ -24,6 +26,7 @@ from orders.errors import (
     OutOfStock,
     ProductNotFound,
     ThresholdNotMet,
+    TooManyUnpaidOrders,
 )
 from orders.models import MAX_LINES, MAX_QUANTITY, MAX_STOCK, Order, OrderItem, Product
 
@@ -70,6 +73,7 @@ def _order_place(
     order. Any error rolls all of it back."""
     with transaction.atomic():
         now = clock.now()
+        _unpaid_room_check(user_id=user_id)
         products = _stock_take(lines)
         cart = cart_lines(lines, products)
         total = sum(line.amount for line in cart)
@@ -90,6 +94,16 @@ def _order_place(
             coupon_id=coupon_id,
             now=now,
         )
+
+
+def _unpaid_room_check(*, user_id: int) -> None:
+    """Raise TooManyUnpaidOrders when the user already holds MAX_UNPAID_ORDERS orders awaiting
+    payment. The user's row is locked first, so concurrent checkouts of one user count one
+    after the other and cannot pass the cap together. Inside the checkout's transaction."""
+    get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk").first()
+    unpaid = Order.objects.filter(user_id=user_id, status=Order.Status.PENDING_PAYMENT).count()
+    if unpaid >= settings.MAX_UNPAID_ORDERS:
+        raise TooManyUnpaidOrders()
 
 
 def cart_lines(lines: list[tuple[int, int]], products: dict[int, Product]) -> list[ports.CartLine]:

@@ -7,8 +7,10 @@ from django.conf import settings
 from rest_framework.test import APIClient
 
 from api.throttles import backoff as throttle_backoff
+from api.throttles import in_process_counts
 from coupons.counter import counter_from_settings, install_coupon_counter
 from ops.database_faults import breaker as database_breaker
+from ops.health import monitor as health_monitor
 from tests.support.caches import cache_settings
 from tests.support.clients import bearer_client
 from tests.support.factories import UserFactory
@@ -72,7 +74,9 @@ def redis_namespace(settings):
     settings.COUPON_REDIS_PREFIX = prefix
     settings.CACHES = cache_settings(settings.CACHES, key_prefix=prefix)  # throttle keys too
     throttle_backoff.reset()
+    in_process_counts.reset()  # the throttles' Redis-outage counts, kept per process
     database_breaker.reset()
+    health_monitor.reset()
     install_coupon_counter(counter_from_settings())
     shared_redis_url = settings.COUPON_COUNTER_REDIS_URL
     yield prefix

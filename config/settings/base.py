@@ -30,6 +30,8 @@ DEBUG = env_bool("DEBUG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
 # Behind a proxy on another port the browser's Origin is not the Host the app sees.
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+# A CSRF refusal in the JSON envelope under /api/ and on /healthz, Django's page elsewhere.
+CSRF_FAILURE_VIEW = "api.exceptions.csrf_failure"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -148,8 +150,10 @@ DATABASE_UNAVAILABLE_RETRY_AFTER = int(os.environ.get("DATABASE_UNAVAILABLE_RETR
 DATABASE_FAULT_LOG_INTERVAL = env_float("DATABASE_FAULT_LOG_INTERVAL", 10)
 # After a request found the database server away, answer 503 at once for this long.
 DATABASE_BREAKER_SECONDS = env_float("DATABASE_BREAKER_SECONDS", 2)
-# /healthz answers within this many seconds whatever the database does.
-HEALTH_TIMEOUT = env_float("HEALTH_TIMEOUT", 0.8)
+# /healthz answers within this many seconds whatever the database does (ops/health.py),
+# and one answer serves every call for HEALTH_CACHE_SECONDS (at most 1: SPEC section 19).
+HEALTH_TIMEOUT = env_float("HEALTH_TIMEOUT", 0.5)
+HEALTH_CACHE_SECONDS = min(env_float("HEALTH_CACHE_SECONDS", 1.0), 1.0)
 # Wiring, not configuration: the callables ops uses without importing an app (typing
 # Protocols in core/database_errors.py and ops/health.py). The API's exception handler
 # reports a database outage to the first; /healthz pings the Redis the second returns.
@@ -191,15 +195,25 @@ CACHES = {
     }
 }
 
-# --- Throttles (api/throttles.py): counted in the cache's Redis, open when it is down -----
+# --- Throttles (api/throttles.py, accounts/throttles.py): counted in the cache's Redis; ----
+# while it is down claims pass and password and code guesses are counted per process.
 
 THROTTLE_RATES = {
-    "login_username": os.environ.get("THROTTLE_LOGIN_USERNAME", "10/min"),
+    # Failed logins (API and admin) per (username, client IP): the lockout a guesser meets.
+    "login_username_ip": os.environ.get("THROTTLE_LOGIN_USERNAME_IP", "10/min"),
+    # Failed logins per username from all addresses: high enough that one address (locked
+    # out after 10) cannot lock the account for its owner elsewhere.
+    "login_username": os.environ.get("THROTTLE_LOGIN_USERNAME", "100/min"),
+    # Failed logins per client IP, across usernames.
     "login_ip": os.environ.get("THROTTLE_LOGIN_IP", "30/min"),
+    "refresh": os.environ.get("THROTTLE_REFRESH", "30/min"),  # token refreshes per user
     "claim": os.environ.get("THROTTLE_CLAIM", "60/min"),
-    "redeem": os.environ.get("THROTTLE_REDEEM", "10/min"),
+    "redeem": os.environ.get("THROTTLE_REDEEM", "10/min"),  # code redemptions per user
+    "redeem_ip": os.environ.get("THROTTLE_REDEEM_IP", "60/min"),  # ... per client IP
+    # Per user: one shopper cannot take a whole stock by ordering in a loop (SPEC section 19).
+    "checkout": os.environ.get("THROTTLE_CHECKOUT", "30/min"),
 }
-# After a Redis failure the throttles skip Redis for this many seconds (requests pass).
+# After a Redis failure the throttles skip Redis for this many seconds.
 THROTTLE_REDIS_BACKOFF = env_float("THROTTLE_REDIS_BACKOFF", 5)
 
 # --- Auth -------------------------------------------------------------------------------------
@@ -238,8 +252,10 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",
     "PAGE_SIZE": 20,
     # Trusted reverse proxies in front of the app (1 behind the shipped nginx): the client IP
-    # that login throttles count is then taken from X-Forwarded-For, not the proxy's address.
-    "NUM_PROXIES": int(os.environ["NUM_PROXIES"]) if os.environ.get("NUM_PROXIES") else None,
+    # the throttles count is then the one the nearest proxy appended to X-Forwarded-For. 0
+    # (the default): the socket's address, and X-Forwarded-For, which any client can write
+    # when it reaches the server directly, is ignored.
+    "NUM_PROXIES": int(os.environ.get("NUM_PROXIES") or 0),
 }
 
 SPECTACULAR_SETTINGS = {
@@ -272,10 +288,19 @@ SPECTACULAR_SETTINGS = {
 IDEMPOTENCY_KEY_HOURS = int(os.environ.get("IDEMPOTENCY_KEY_HOURS", "24"))
 if IDEMPOTENCY_KEY_HOURS < 24:
     raise ImproperlyConfigured("IDEMPOTENCY_KEY_HOURS must be at least 24.")
+# A key whose request has no recorded answer after this long (it failed and its record could
+# not be dropped, or it died) is free again. Longer than any request can run (gunicorn's
+# 30 s timeout, config/gunicorn_conf.py), so a running request never loses its key.
+IDEMPOTENCY_LEASE_SECONDS = int(os.environ.get("IDEMPOTENCY_LEASE_SECONDS", "60"))
+if not 31 <= IDEMPOTENCY_LEASE_SECONDS <= 60:
+    raise ImproperlyConfigured("IDEMPOTENCY_LEASE_SECONDS must be from 31 to 60.")
 
 # --- Orders -----------------------------------------------------------------------------------
 
 ORDER_PAYMENT_TIMEOUT_MINUTES = int(os.environ.get("ORDER_PAYMENT_TIMEOUT_MINUTES", "15"))
+# Orders awaiting payment that one user may hold at once (each holds its stock until paid or
+# expired); the next checkout is 409 `too_many_unpaid_orders`.
+MAX_UNPAID_ORDERS = int(os.environ.get("MAX_UNPAID_ORDERS", "5"))
 
 # --- I18n, time, static -----------------------------------------------------------------------
 
@@ -301,7 +326,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "filters": {"database_outage": {"()": "ops.database_faults.DatabaseOutageLogFilter"}},
+    "filters": {
+        "database_outage": {"()": "ops.database_faults.DatabaseOutageLogFilter"},
+        "without_traceback": {"()": "ops.log_filters.WithoutTraceback"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
@@ -313,8 +341,18 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # A 409 "sold out" is the normal answer to a flash crowd, not a server problem: log only
     # 5xx here (Django logs every 4xx as a warning by default).
-    "loggers": {"django.request": {"level": "ERROR"}},
+    "loggers": {
+        "django.request": {"level": "ERROR"},
+        # A request for a Host we do not serve: one line naming it, answered 400.
+        "django.security.DisallowedHost": {"filters": ["without_traceback"]},
+    },
 }
+
+# --- Demo data -------------------------------------------------------------------------------
+
+# `seed_demo` creates users whose password is in the README: only the local and test settings
+# turn this on, so a production deployment (or any settings module of its own) refuses it.
+DEMO_DATA_ALLOWED = False
 
 # --- The operator's admin ---------------------------------------------------------------------
 

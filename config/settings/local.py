@@ -8,3 +8,4 @@ from .base import SECRET_KEY, VAR_DIR
 # No key in the environment: one made for this checkout on first start, kept in var/ (which
 # git ignores), so no key anyone else knows ever signs this server's tokens.
 SECRET_KEY = SECRET_KEY or local_secret_key(VAR_DIR / "secret_key")
+DEMO_DATA_ALLOWED = True  # seed_demo's published password is fine here

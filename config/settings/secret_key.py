@@ -5,11 +5,22 @@ development makes its own key once and keeps it outside version control."""
 
 import os
 import secrets
+import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 from django.core.exceptions import ImproperlyConfigured
 
 MIN_LENGTH = 50
+# Variety (SPEC section 19): length alone let a key of one repeated letter through. Django's
+# own check (security.W009, only under `check --deploy`, a warning) asks 5 distinct
+# characters and no "django-insecure-" prefix; we refuse at startup and ask more:
+# - at least 10 distinct characters (a random hex key of 50 has 12 or more in 2,000 draws);
+# - at least 32 bytes once zlib has taken out repetitions ("abcdefghij" * 6 leaves 13; a
+#   random 50-character hex key leaves 40 or more, secrets.token_urlsafe(50) about 67).
+MIN_DISTINCT_CHARACTERS = 10
+MIN_COMPRESSED_BYTES = 32
+DJANGO_INSECURE_PREFIX = "django-insecure-"
 
 # Every key ever committed to this repository (git log -p -S SECRET_KEY), refused in
 # production even after the files that held them change.
@@ -49,12 +60,34 @@ def repo_files_containing(text: str, root: Path) -> list[Path]:
     return found
 
 
+class SecretKeyVariety(NamedTuple):
+    distinct: int  # distinct characters
+    compressed_bytes: int  # zlib's output beyond what it writes for an empty input
+
+
+def secret_key_variety(key: str) -> SecretKeyVariety:
+    compressed = len(zlib.compress(key.encode(), 9)) - len(zlib.compress(b"", 9))
+    return SecretKeyVariety(distinct=len(set(key)), compressed_bytes=compressed)
+
+
 def refuse_unsafe_secret_key(key: str, *, root: Path) -> None:
     """Raise ImproperlyConfigured unless `key` is fit for production."""
     if len(key) < MIN_LENGTH:
         raise ImproperlyConfigured(
             f"SECRET_KEY must be at least {MIN_LENGTH} characters in production; generate one "
             "with: python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
+    variety = secret_key_variety(key)
+    if (
+        variety.distinct < MIN_DISTINCT_CHARACTERS
+        or variety.compressed_bytes < MIN_COMPRESSED_BYTES
+        or key.startswith(DJANGO_INSECURE_PREFIX)
+    ):
+        raise ImproperlyConfigured(
+            f"SECRET_KEY has too little variety ({variety.distinct} distinct characters, "
+            f"{variety.compressed_bytes} bytes compressed; at least {MIN_DISTINCT_CHARACTERS} "
+            f"and {MIN_COMPRESSED_BYTES} needed, and no {DJANGO_INSECURE_PREFIX!r} prefix); "
+            "generate one with: python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
         )
     if key in KNOWN_REPO_KEYS:
         raise ImproperlyConfigured("SECRET_KEY is a key committed to this repository.")

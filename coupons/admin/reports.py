@@ -8,6 +8,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from core import clock
+from core.csv_cells import csv_row
 from core.money import format_money
 from coupons import selectors
 from coupons.admin.chart import activity_chart_svg
@@ -99,17 +100,20 @@ def csv_lines(template: CouponTemplate, *, now) -> Iterator[str]:
         }
         for coupon in batch:
             coupon.template = template  # the one template, not a query per row
+            # Every cell through csv_row: a username may start with = + - @ (CSV injection).
             yield writer.writerow(
-                [
-                    coupon.pk,
-                    coupon.user_id,
-                    coupon.user.get_username(),
-                    coupon.source,
-                    selectors.derived_status(coupon, now=now),
-                    timezone.localtime(coupon.created_at).isoformat(),
-                    timezone.localtime(coupon.valid_until).isoformat(),
-                    timezone.localtime(coupon.used_at).isoformat() if coupon.used_at else "",
-                    order_of.get(coupon.pk, ""),
-                ]
+                csv_row(
+                    [
+                        coupon.pk,
+                        coupon.user_id,
+                        coupon.user.get_username(),
+                        coupon.source,
+                        selectors.derived_status(coupon, now=now),
+                        timezone.localtime(coupon.created_at).isoformat(),
+                        timezone.localtime(coupon.valid_until).isoformat(),
+                        timezone.localtime(coupon.used_at).isoformat() if coupon.used_at else "",
+                        order_of.get(coupon.pk, ""),
+                    ]
+                )
             )
         last_id = ids[-1]

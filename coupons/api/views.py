@@ -7,7 +7,7 @@ from rest_framework.response import Response
 
 from api.idempotency import idempotent
 from api.schema import api_errors
-from api.throttles import ClaimThrottle, RedeemThrottle
+from api.throttles import ClaimThrottle, RedeemIPThrottle, RedeemThrottle
 from core import clock
 from coupons import selectors
 from coupons.api.serializers import (
@@ -71,7 +71,8 @@ class CouponClaimView(GenericAPIView):
 
 class CouponRedeemView(GenericAPIView):
     serializer_class = UserCouponSerializer
-    throttle_classes = [RedeemThrottle]  # SPEC section 12; also bounds guessing hidden codes
+    # SPEC sections 12 and 19; they also bound guessing hidden codes
+    throttle_classes = [RedeemThrottle, RedeemIPThrottle]
 
     @extend_schema(
         request=RedeemInputSerializer,

@@ -12,6 +12,7 @@ from django.db import connection, models
 from coupons.errors import (
     TemplateNotFound,
 )
+from coupons.grant_reasons import reason_key
 from coupons.models import (
     CouponTemplate,
     UseWindow,
@@ -89,8 +90,8 @@ USE_SINGLE_USE_CODE_SQL = (
 # the decision run again on fresh facts), so the stamp is the template's at the decision.
 INSERT_COUPON_SQL = (
     "INSERT INTO user_coupons (template_id, user_id, slot, status, valid_from, valid_until,"
-    " source, granted_by_id, grant_reason, created_at, updated_at)"
-    " SELECT id, %s, %s, 'unused', %s, %s, %s, %s, %s, %s, %s FROM coupon_templates"
+    " source, granted_by_id, grant_reason, grant_reason_key, created_at, updated_at)"
+    " SELECT id, %s, %s, 'unused', %s, %s, %s, %s, %s, %s, %s, %s FROM coupon_templates"
     " WHERE id = %s AND valid_from <= %s AND valid_until >= %s"
     " AND valid_from = %s AND valid_until = %s"
     " AND (valid_days = %s OR (valid_days IS NULL AND %s IS NULL))"
@@ -100,7 +101,7 @@ INSERT_COUPON_SQL = (
 @dataclass(frozen=True)
 class CouponInsert:
     """What INSERT_COUPON_SQL writes and checks, by name: `params` puts them in the statement's
-    order (16 placeholders), so the service and the measurement scripts cannot drift apart."""
+    order (17 placeholders), so the service and the measurement scripts cannot drift apart."""
 
     template_id: int
     user_id: int
@@ -124,6 +125,7 @@ class CouponInsert:
             self.source,
             self.granted_by_id,
             self.grant_reason,
+            None if self.grant_reason is None else reason_key(self.grant_reason),
             adapt(self.now),
             adapt(self.now),
             self.template_id,

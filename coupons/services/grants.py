@@ -15,6 +15,7 @@ from coupons.errors import (
     TemplateInvalid,
     TemplateNotFound,
 )
+from coupons.grant_reasons import reason_key
 from coupons.models import (
     GRANT_REASON_MAX_LENGTH,
     CouponTemplate,
@@ -75,10 +76,14 @@ def coupon_grant(
         raise ClaimPaused("This coupon is paused; resume it to grant it.")
 
     wanted = list(dict.fromkeys(user_ids))  # repeats dropped, order kept
-    known = set(get_user_model().objects.filter(pk__in=wanted).values_list("pk", flat=True))
+    # Inactive users are not granted to, and are reported like ids that do not exist.
+    known = set(
+        get_user_model().objects.filter(pk__in=wanted, is_active=True).values_list("pk", flat=True)
+    )
+    # The same reason however spelt (case, width, spaces: coupons/grant_reasons.py).
     held = set(
         UserCoupon.objects.filter(
-            template_id=template_id, grant_reason=reason, user_id__in=wanted
+            template_id=template_id, grant_reason_key=reason_key(reason), user_id__in=wanted
         ).values_list("user_id", flat=True)
     )
     note = GrantNote(granted_by_id=granted_by_id, reason=reason)

@@ -117,7 +117,7 @@ class GrantNote:
 
 class AlreadyGranted(Exception):
     """The user already holds a coupon of this template granted for the same reason: a grant
-    run again issues nothing twice (the unique (template, user, grant_reason) index)."""
+    run again issues nothing twice (the unique (template, user, grant_reason_key) index)."""
 
 
 def coupon_issue(

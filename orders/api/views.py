@@ -8,6 +8,7 @@ from rest_framework.response import Response
 
 from api.idempotency import idempotent
 from api.schema import api_errors
+from api.throttles import CheckoutThrottle
 from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
 from orders import selectors, services
 from orders.api.serializers import (
@@ -27,6 +28,7 @@ from orders.errors import (
     OutOfStock,
     ProductNotFound,
     ThresholdNotMet,
+    TooManyUnpaidOrders,
 )
 
 
@@ -40,6 +42,10 @@ class OrderListView(GenericAPIView):
 
     def get_queryset(self):
         return selectors.orders_for_user(user_id=self.request.user.pk)
+
+    def get_throttles(self):
+        """Checkout only; reading one's orders is not limited."""
+        return [CheckoutThrottle()] if self.request.method == "POST" else []
 
     @extend_schema(responses=OrderSerializer(many=True))
     def get(self, request):
@@ -56,6 +62,7 @@ class OrderListView(GenericAPIView):
         CouponUsed,
         CouponExpired,
         CouponNotApplicable,
+        TooManyUnpaidOrders,
     )
     @idempotent
     def post(self, request):

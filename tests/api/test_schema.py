@@ -125,8 +125,10 @@ def test_staff_routes_document_403_and_checkout_its_conflicts(schema):
         "out_of_stock",
         "request_in_progress",
         "threshold_not_met",
+        "too_many_unpaid_orders",
     ]
     assert checkout["415"] == ["unsupported_media_type"]
+    assert checkout["429"] == ["throttled"]
     assert error_codes(schema, "/api/orders", "get") == {
         "400": ["invalid"],  # page / page_size
         "401": ["authentication_failed", "not_authenticated"],

@@ -83,15 +83,15 @@ def test_non_numeric_or_huge_ids_are_404_json(staff_client, path):
     assert response.json()["code"] == "not_found"
 
 
-def test_healthz_reports_database_and_redis():
-    response = APIClient().get("/healthz")
+def test_healthz_reports_database_and_redis_to_staff(staff_client):
+    response = staff_client.get("/healthz")
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "database": "ok", "redis": "ok"}
 
 
-def test_healthz_is_degraded_not_down_without_redis(redis_namespace):
+def test_healthz_is_degraded_not_down_without_redis(redis_namespace, staff_client):
     use_counter_at("redis://127.0.0.1:1/0", prefix=redis_namespace)  # nothing listens on 1
-    response = APIClient().get("/healthz")
+    response = staff_client.get("/healthz")
     assert response.status_code == 200
     assert response.json() == {"status": "degraded", "database": "ok", "redis": "down"}
 

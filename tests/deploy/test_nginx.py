@@ -201,3 +201,44 @@ def test_nginx_answers_503_unavailable_when_gunicorn_is_down():
         "code": "unavailable",
         "detail": "Service temporarily unavailable.",
     }
+
+
+def raw_request(base_url: str, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send bytes as they are (methods and URIs urllib would refuse); (status, headers, body)."""
+    host, port = base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(request)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(status_line.split()[1]), headers, body
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status", "code"),
+    [
+        # nginx refuses TRACE itself (405) and a request line longer than its header buffers
+        # (414); neither reaches gunicorn.
+        (b"TRACE /api/coupons HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+         405, "method_not_allowed"),
+        (b"GET /api/coupons?q=" + b"a" * 20_000
+         + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+         414, "uri_too_long"),
+        (b"GET /api/coupons HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"b" * 20_000
+         + b"\r\nConnection: close\r\n\r\n",
+         400, "invalid"),
+        (b"GARBAGE\r\n\r\n", 400, "invalid"),
+    ],
+)  # fmt: skip
+def test_nginx_answers_its_own_refusals_in_the_error_envelope(stack, request_bytes, status, code):
+    answered, headers, body = raw_request(stack.nginx, request_bytes)
+
+    assert answered == status
+    assert headers["content-type"] == "application/json"
+    assert json.loads(body)["code"] == code

@@ -41,10 +41,10 @@ class AppServer:
         log = self.log.open("ab")
         self.process = subprocess.Popen(
             [
-                gunicorn, "config.wsgi",
+                # The shipped server (config/gunicorn_conf.py), sized for the test.
+                gunicorn, "--config", "config/gunicorn_conf.py",
                 "--bind", f"127.0.0.1:{self.port}",
                 "--workers", "1",
-                "--worker-class", "gthread",
                 "--threads", str(self.threads),
             ],
             cwd=ROOT,

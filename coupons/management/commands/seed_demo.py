@@ -1,10 +1,12 @@
-"""Create the demo data once (idempotent) and print how to log in."""
+"""Create the demo data once (idempotent) and print how to log in. Never in production: the
+demo users' password is published (SPEC section 19)."""
 
 import os
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from core import clock
@@ -44,6 +46,12 @@ class Command(BaseCommand):
     help = "Create a staff user, two shoppers and a few coupon templates, once."
 
     def handle(self, *args, **options):
+        if not settings.DEMO_DATA_ALLOWED:
+            raise CommandError(
+                "seed_demo refuses to run under production settings: it creates a superuser "
+                f"whose password ({DEMO_PASSWORD!r}) is published in the README. Create the "
+                "first admin with `python manage.py createsuperuser` instead."
+            )
         with transaction.atomic():
             created = self.seed()
         if created:  # outside the transaction, as the issuing core asks

@@ -1,0 +1,141 @@
+"""Throttles on who is calling: logins (API and Django admin) and token refresh (SPEC
+sections 12 and 19).
+
+A login attempt counts in three buckets at once, and a login that succeeds gives its count
+back, so what they count is failures:
+
+- per (account, client IP), `login_username_ip`, 10 a minute: the lockout a guesser meets;
+- per account, `login_username`, 100 a minute: a ceiling on guessing from many addresses, high
+  enough that one address (which meets its own lockout after 10) cannot lock the account for
+  its owner elsewhere;
+- per client IP, `login_ip`, 30 a minute: a ceiling on one address trying many accounts.
+
+An attempt the first bucket refuses is counted in none of them (api/lua/throttle_take.lua). The
+account is the one the database resolves the username to, so every spelling that logs in to it
+(case, accents, zero-width and other characters its collation ignores, surrounding spaces)
+shares its buckets. While Redis is away the three are counted in this process."""
+
+import hashlib
+import unicodedata
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.http import HttpRequest
+from rest_framework.throttling import BaseThrottle
+from rest_framework_simplejwt.exceptions import TokenBackendError
+from rest_framework_simplejwt.settings import api_settings as jwt_settings
+from rest_framework_simplejwt.state import token_backend
+
+from accounts.authentication import user_id_from_claim
+from api.throttles import (
+    Bucket,
+    ScopedThrottle,
+    Taken,
+    client_ip,
+    throttle_refund,
+    throttle_take,
+)
+
+# Characters a MySQL/MariaDB *_ci collation ignores or folds away; removed from a username
+# that matches no account before it is hashed (one that matches is counted by its account).
+# Cc/Cf: control and format characters (zero-width space, word joiner, BOM...); M*: marks.
+IGNORED_CATEGORIES = frozenset({"Cc", "Cf", "Mn", "Mc", "Me"})
+
+
+def username_as_entered(username: str) -> str:
+    """What both login doors hand to authentication: trimmed (DRF's CharField and the admin
+    form both strip) and NFKC-normalised (the admin form does; the database matches
+    compatibility forms anyway)."""
+    return unicodedata.normalize("NFKC", username).strip()
+
+
+def username_folded(username: str) -> str:
+    """A username compared as the database collation compares it: format, control and
+    combining characters dropped, accents stripped, case folded, spaces trimmed."""
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", username))
+    kept = "".join(c for c in decomposed if unicodedata.category(c) not in IGNORED_CATEGORIES)
+    return " ".join(kept.casefold().split())
+
+
+def login_account(username: str) -> str:
+    """The identity the per-account buckets count: the account this username logs in to, as
+    the database's collation resolves it (one indexed read), or for a username with no
+    account its folded form. Hashed: bounded length, nothing readable in Redis."""
+    entered = username_as_entered(username)
+    User = get_user_model()
+    account_id = (
+        User._default_manager.filter(**{User.USERNAME_FIELD: entered})
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if account_id is not None:
+        return f"user-{account_id}"
+    return "name-" + hashlib.sha256(username_folded(entered).encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class LoginAttempt:
+    """One counted login attempt: `wait` is None when it may go on to the password check."""
+
+    taken: Taken
+
+    @property
+    def wait(self) -> float | None:
+        return self.taken.wait
+
+    def succeeded(self) -> None:
+        """The password was right: this attempt was no failure, give its count back."""
+        throttle_refund(self.taken)
+
+
+def login_attempt_begin(*, username: str, ip: str) -> LoginAttempt:
+    """Count a login attempt in the three login buckets (or, over a limit, in none)."""
+    account = login_account(username)
+    pair = hashlib.sha256(f"{account}|{ip}".encode()).hexdigest()[:32]
+    buckets = [
+        Bucket("login_username_ip", pair),
+        Bucket("login_username", account),
+        Bucket("login_ip", ip),
+    ]
+    return LoginAttempt(throttle_take(buckets, bounds_guessing=True))
+
+
+def login_attempt_of(request: HttpRequest, username: str) -> LoginAttempt:
+    return login_attempt_begin(username=username, ip=client_ip(request))
+
+
+class LoginThrottle(BaseThrottle):
+    """POST /api/auth/token. A username that is not a string is not counted: the view refuses
+    it with 400 before any password is checked. The view gives the count back on success."""
+
+    def allow_request(self, request, view) -> bool:
+        data = request.data
+        username = data.get(get_user_model().USERNAME_FIELD) if hasattr(data, "get") else None
+        if not isinstance(username, str):
+            self._wait = None
+            return True
+        view.login_attempt = login_attempt_of(request, username)
+        self._wait = view.login_attempt.wait
+        return self._wait is None
+
+    def wait(self) -> float | None:
+        return self._wait
+
+
+class RefreshThrottle(ScopedThrottle):
+    """POST /api/auth/token/refresh, per user (30 a minute). Only a token this server signed
+    counts against its user: anyone can write a user_id into an unsigned one."""
+
+    scope = "refresh"
+
+    def identity(self, request, view) -> str | None:
+        data = request.data
+        token = data.get("refresh") if hasattr(data, "get") else None
+        if not isinstance(token, str):
+            return None
+        try:
+            payload = token_backend.decode(token, verify=True)
+        except TokenBackendError:
+            return None  # answered 401 by the view, counted nowhere
+        user_id = user_id_from_claim(payload.get(jwt_settings.USER_ID_CLAIM))
+        return None if user_id is None else str(user_id)

@@ -1,0 +1,24 @@
+"""The one definition of how the app is served, read by the image's CMD (Dockerfile), by
+`make run` (scripts/serve) and by the tests that stop, freeze and kill its database
+(tests/ops/test_shipped_server.py, tests/ops/test_database_outage.py).
+
+Threaded workers (gthread): a request stuck on a stalled database holds one thread, not a
+whole worker, and the database breaker (ops/database_faults.py) keeps new requests from
+joining it, so /healthz and the rest still find free threads. The main thread of each worker
+keeps sending gunicorn its heartbeat meanwhile, so a long freeze does not get workers killed
+by `timeout` (a sync worker blocked that long is). Numbers: docs/decisions/0320-*.md."""
+
+import os
+
+wsgi_app = "config.wsgi:application"
+bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
+workers = int(os.environ.get("GUNICORN_WORKERS", "2"))
+worker_class = "gthread"
+# Each thread may hold one database connection (CONN_MAX_AGE): workers x threads connections.
+threads = int(os.environ.get("GUNICORN_THREADS", "8"))
+# A worker that stops sending its heartbeat this long is killed and replaced.
+timeout = 30
+graceful_timeout = 30
+# Idle keep-alive connections (from nginx's upstream pool) are closed after this long.
+keepalive = 5
+accesslog = "-"

@@ -1,0 +1,21 @@
+"""When two grant reasons are the same reason (SPEC section 19): after trimming and Unicode
+normalisation (NFKC, then case folding), so "Late delivery", "late delivery " and the
+full-width "Ｌａｔｅ delivery" are one reason on every database, whatever its collation.
+
+The reason is stored as the operator typed it (trimmed); its key, a digest of the normalised
+text, is what the unique (template, user, key) index compares."""
+
+import hashlib
+import unicodedata
+
+
+def reason_normalised(reason: str) -> str:
+    # NFKC again after casefold: folding can produce text that is no longer NFKC.
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", reason).casefold())
+    return folded.strip()
+
+
+def reason_key(reason: str) -> str:
+    """SHA-256 of the normalised reason, hex: fixed width for the index, and compared byte
+    for byte by any collation."""
+    return hashlib.sha256(reason_normalised(reason).encode("utf-8")).hexdigest()

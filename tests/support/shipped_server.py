@@ -1,0 +1,219 @@
+"""The server exactly as shipped (the Dockerfile's CMD, production settings, the shipped
+database timeouts) on a private mariadbd that the test may freeze: for outage tests that must
+hold for what runs in production, not for a server tuned for the test."""
+
+import http.client
+import json
+import secrets
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.mariadb_server import OwnMariaDB
+from tests.support.redis_server import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+SETUP_SCRIPT = """
+import json
+from datetime import timedelta
+from django.contrib.auth import get_user_model
+from rest_framework_simplejwt.tokens import AccessToken
+from core import clock
+from coupons.models import CouponTemplate
+
+User = get_user_model()
+now = clock.now()
+template = CouponTemplate.objects.create(
+    name="freeze", type="direct", value=100, min_amount=0, total=1_000_000,
+    per_user_limit=100_000, valid_from=now - timedelta(days=1), valid_until=now + timedelta(days=1),
+)
+users = User.objects.bulk_create([User(username=f"shopper{i}", password="!") for i in range(20)])
+staff = User.objects.create(username="staff", password="!", is_staff=True)
+print(json.dumps({
+    "template_id": template.pk,
+    "tokens": [str(AccessToken.for_user(user)) for user in User.objects.filter(is_staff=False)],
+    "staff_token": str(AccessToken.for_user(staff)),
+}))
+"""
+
+
+def dockerfile_command() -> list[str]:
+    """The image's CMD (the exec form, a JSON array), as `docker run` would start it."""
+    for line in (REPO / "Dockerfile").read_text().splitlines():
+        if line.startswith("CMD "):
+            return json.loads(line.removeprefix("CMD "))
+    raise AssertionError("the Dockerfile has no CMD")
+
+
+def serve_script_command() -> list[str]:
+    """The gunicorn line of scripts/serve (`make run`), its shell variables left as written."""
+    for line in (REPO / "scripts" / "serve").read_text().splitlines():
+        if "gunicorn" in line and not line.lstrip().startswith("#"):
+            return shlex.split(line.replace("\\", "").rstrip("&"))
+    raise AssertionError("scripts/serve does not start gunicorn")
+
+
+def option(command: list[str], name: str) -> str | None:
+    """The value of `--name value` or `--name=value` in an argv, None when absent."""
+    for index, word in enumerate(command):
+        if word == name and index + 1 < len(command):
+            return command[index + 1]
+        if word.startswith(name + "="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def with_bind(command: list[str], bind: str) -> list[str]:
+    """The command with its --bind address replaced (the image binds 0.0.0.0:8000)."""
+    if option(command, "--bind") is None:
+        return [*command, "--bind", bind]
+    out, skip = [], False
+    for word in command:
+        if skip:
+            out.append(bind)
+            skip = False
+        elif word == "--bind":
+            out.append(word)
+            skip = True
+        elif word.startswith("--bind="):
+            out.append(f"--bind={bind}")
+        else:
+            out.append(word)
+    return out
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: dict
+    seconds: float
+
+
+def request(port: int, method: str, path: str, headers: dict, timeout: float = 60) -> Answer:
+    started = time.monotonic()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        connection.request(method, path, headers=headers)
+        response = connection.getresponse()
+        raw = response.read()
+        status = response.status
+    finally:
+        connection.close()
+    body = json.loads(raw) if raw.startswith(b"{") else {}
+    return Answer(status=status, body=body, seconds=time.monotonic() - started)
+
+
+class ClaimStorm:
+    """Client threads claiming one request at a time each, without pause, until stopped."""
+
+    def __init__(self, port: int, template_id: int, tokens: list[str], threads: int = 6):
+        self.port, self.path, self.tokens = port, f"/api/coupons/{template_id}/claim", tokens
+        self.answers: list[Answer] = []
+        self.failures: list[BaseException] = []
+        self.stopping = threading.Event()
+        self.threads = [threading.Thread(target=self.run, args=(i,)) for i in range(threads)]
+
+    def run(self, index: int) -> None:
+        count = 0
+        while not self.stopping.is_set():
+            token = self.tokens[(index + count * len(self.threads)) % len(self.tokens)]
+            count += 1
+            try:
+                answer = request(self.port, "POST", self.path, {"Authorization": f"Bearer {token}"})
+            except Exception as error:  # a dropped connection or a 60 s timeout
+                self.failures.append(error)
+                return
+            self.answers.append(answer)
+            time.sleep(0.01)
+
+    def __enter__(self) -> "ClaimStorm":
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join(timeout=90)
+
+    def created_since(self, index: int) -> int:
+        return sum(1 for answer in self.answers[index:] if answer.status == 201)
+
+
+def wait_until(condition, *, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@dataclass
+class ShippedApp:
+    database: OwnMariaDB
+    port: int
+    facts: dict
+    log: Path
+    process: subprocess.Popen
+
+
+@contextmanager
+def shipped_app(tmp_path: Path, redis_url: str, command: list[str]) -> Iterator[ShippedApp]:
+    """`command` (an argv whose --bind is replaced) under production settings, with every
+    timeout at its shipped default, on a private mariadbd with the schema and some shoppers."""
+    database = OwnMariaDB(tmp_path)
+    database.install()
+    database.start()
+    link = database.connect()
+    link.cursor().execute("CREATE DATABASE coupons_shipped CHARACTER SET utf8mb4")
+    link.close()
+    env = {
+        "PATH": f"{BIN}:/usr/bin:/bin:/usr/sbin:/sbin",
+        "DJANGO_SETTINGS_MODULE": "config.settings.production",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "DATABASE_URL": database.url("coupons_shipped"),
+        "REDIS_URL": redis_url,
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SECURE_COOKIES": "0",
+        "LOG_LEVEL": "WARNING",
+        "THROTTLE_CLAIM": "100000/min",
+    }
+    manage = [str(BIN / "python"), "manage.py"]
+    process = None
+    try:
+        subprocess.run([*manage, "migrate", "--noinput", "-v0"], cwd=REPO, env=env, check=True)
+        setup = subprocess.run(
+            [*manage, "shell", "-c", SETUP_SCRIPT],
+            cwd=REPO, env=env, check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        facts = json.loads(setup.stdout.strip().splitlines()[-1])
+        port = free_port()
+        log = tmp_path / "gunicorn.log"
+        with log.open("wb") as log_file:
+            process = subprocess.Popen(
+                with_bind(command, f"127.0.0.1:{port}"),
+                cwd=REPO, env=env, stdout=log_file, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+
+        def answering() -> bool:
+            try:
+                return request(port, "GET", "/healthz", {}, timeout=2).status == 200
+            except OSError:
+                return False
+
+        wait_until(answering, timeout=30, what="the shipped server to answer /healthz")
+        yield ShippedApp(database=database, port=port, facts=facts, log=log, process=process)
+    finally:
+        if process is not None:
+            process.terminate()
+            process.wait(timeout=60)
+        database.stop()
