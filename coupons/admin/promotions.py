@@ -12,13 +12,11 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from core.csv_cells import csv_row
 from coupons.models import CouponTemplate, SingleUseCode
 from coupons.services import templates
 
 CODES_CSV_BATCH_SIZE = 2_000
-# A cell a spreadsheet would run as a formula gets a leading apostrophe (OWASP CSV
-# injection). Codes never start with one, but template names and usernames may.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 UTF8_BOM = "\ufeff"  # so that Excel opens the file as UTF-8 (template names in Chinese)
 
 
@@ -62,12 +60,6 @@ def export_single_use_codes(
     return response
 
 
-def csv_cell(value: object) -> object:
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
-
-
 def codes_csv_lines(template_ids: Iterable[int]) -> Iterator[str]:
     """The templates' single-use codes as CSV lines (a BOM first, headers in the admin's
     language, local times without microseconds), read in keyset batches."""
@@ -106,7 +98,8 @@ def codes_csv_lines(template_ids: Iterable[int]) -> Iterator[str]:
                     _local(code.used_at),
                     _local(code.created_at),
                 ]
-                yield writer.writerow([csv_cell(value) for value in row])
+                # Codes never start with a formula character; names and usernames may.
+                yield writer.writerow(csv_row(row))
             last_id = batch[-1].pk
 
 

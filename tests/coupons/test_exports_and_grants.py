@@ -3,11 +3,13 @@ skip inactive users, and grant reasons compare after trimming, NFKC and case fol
 
 import csv
 import io
+from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from core import clock
 from coupons.grant_reasons import reason_key
 from coupons.models import UserCoupon
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
@@ -97,8 +99,17 @@ def test_the_migration_keys_stored_reasons_and_keeps_every_coupon():
     # given: the schema before the key, with two grants to one user whose reasons were
     # different then and are one reason now
     executor = MigrationExecutor(connection)
-    executor.migrate([("coupons", "0004_verbose_names")])
-    template = CouponTemplateFactory(total=10, per_user_limit=5)
+    before = executor.migrate([("coupons", "0004_verbose_names")])
+    # The template as the schema then had it: today's model names columns added since.
+    template = before.apps.get_model("coupons", "CouponTemplate").objects.create(
+        name="Before the key",
+        type="direct",
+        value=500,
+        total=10,
+        per_user_limit=5,
+        valid_from=clock.now() - timedelta(days=1),
+        valid_until=clock.now() + timedelta(days=1),
+    )
     user = UserFactory()
     with connection.cursor() as cursor:
         for slot, reason in ((1, "Ⱥpology"), (2, "ⱥpology"), (3, "Birthday")):
