@@ -46,6 +46,7 @@ STATUS_BY_CODE = {
     "too_many_unpaid_orders": status.HTTP_409_CONFLICT,
     "request_in_progress": status.HTTP_409_CONFLICT,
     "idempotency_key_reused": status.HTTP_422_UNPROCESSABLE_ENTITY,
+    "throttled": status.HTTP_429_TOO_MANY_REQUESTS,
 }
 
 # DRF exception class -> our code; the first match wins, so subclasses come first.
@@ -88,7 +89,12 @@ def api_exception_handler(exc: Exception, context: dict) -> Response:
     if isinstance(exc, DomainError):
         status_code = STATUS_BY_CODE.get(exc.code)
         if status_code is not None:
-            return Response(error_body(exc.code, exc.detail, exc.fields), status=status_code)
+            headers = {}
+            if getattr(exc, "retry_after", None):  # a throttle counted inside a service
+                headers["Retry-After"] = str(math.ceil(exc.retry_after))
+            return Response(
+                error_body(exc.code, exc.detail, exc.fields), status=status_code, headers=headers
+            )
         # A code nobody mapped is a bug in this code base, not the client's fault.
         logger.error("Unmapped domain error code %r in %s", exc.code, view_name, exc_info=exc)
         return server_error_response()

@@ -42,6 +42,10 @@ PRINTABLE_ASCII = frozenset(chr(code) for code in range(0x20, 0x7F))
 KEY_RULE = f"Must be 1 to {MAX_KEY_LENGTH} printable ASCII characters (space to tilde)."
 
 
+# Answers of requests that did nothing, so running them again is safe.
+NOT_KEPT_STATUSES = frozenset({429, *range(500, 600)})
+
+
 @dataclass(frozen=True)
 class StoredAnswer:
     status: int
@@ -156,11 +160,13 @@ def record_begin(
 
 
 def record_finish(*, record_id: int, response: Response) -> None:
-    """Keep the answer for replays, or drop the record for a 5xx. A failure to write it is
-    logged and the real answer still goes out: the work is done and the client must hear
-    so; the record then stays "in progress" (409 to retries) until its lease ends."""
+    """Keep the answer for replays, or drop the record for a 5xx or a 429 (the request did
+    nothing: a throttle counted in the handler, SPEC section 15, must not make its answer the
+    key's for good). A failure to write it is logged and the real answer still goes out: the
+    work is done and the client must hear so; the record then stays "in progress" (409 to
+    retries) until its lease ends."""
     try:
-        if not isinstance(response, Response) or response.status_code >= 500:
+        if not isinstance(response, Response) or response.status_code in NOT_KEPT_STATUSES:
             IdempotencyRecord.objects.filter(pk=record_id).delete()
             return
         IdempotencyRecord.objects.filter(pk=record_id).update(

@@ -108,7 +108,7 @@ IDEMPOTENCY_KEY_PARAMETER = OpenApiParameter(
         "24 hours answers the first answer again (with `Idempotent-Replayed: true`) instead "
         "of running twice. Per user. The same key with a different request is 422 "
         "`idempotency_key_reused`; while the first still runs, 409 `request_in_progress`. "
-        "5xx answers are not kept."
+        "5xx and 429 answers are not kept."
     ),
 )
 REPLAYED_HEADER = OpenApiParameter(

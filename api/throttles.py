@@ -270,10 +270,6 @@ class UserThrottle(ScopedThrottle):
         return str(request.user.pk) if request.user.is_authenticated else None
 
 
-class ClaimThrottle(UserThrottle):
-    scope = "claim"
-
-
 class CheckoutThrottle(UserThrottle):
     """For POST /api/orders: with MAX_UNPAID_ORDERS, no hoarding of stock (SPEC section 19)."""
 

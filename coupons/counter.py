@@ -7,11 +7,14 @@ The counter is given its Redis client (a `redis.Redis` or a `redis.cluster.Redis
 `counter_from_settings` is the one place that builds it from the settings, and
 `coupon_counter()` is the process's instance."""
 
+import json
 import logging
+import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import redis
 from django.conf import settings
@@ -30,11 +33,6 @@ REDIS_FAILURES = (redis.RedisError, RedisClusterException)
 
 
 @dataclass(frozen=True)
-class CouponClaimed:
-    pass
-
-
-@dataclass(frozen=True)
 class CouponSoldOut:
     pass
 
@@ -49,46 +47,76 @@ class CouponLimitReached:
     pass
 
 
-CounterResult = CouponClaimed | CouponSoldOut | CouponNotInWindow | CouponLimitReached
-# claim.lua's return codes, and the states of the claim rule each one stands for
+@dataclass(frozen=True)
+class CouponThrottled:
+    """The user claimed this template more often than the claim rate allows."""
+
+
+@dataclass(frozen=True)
+class CouponMayHaveRoom:
+    """No confirmed fact refuses the claim: the database decides, on these cached terms
+    (`row`, as `CachedTerms.row` was written) and the user's count floor (None: unknown)."""
+
+    row: dict[str, Any]
+    user_claims: int | None
+
+
+@dataclass(frozen=True)
+class CouponTermsMissing:
+    """Redis holds no terms for the template: the database decides, and the claim writes the
+    terms it read back to Redis showing `lease`."""
+
+    lease: str
+    user_claims: int | None
+
+
+Refusal = CouponSoldOut | CouponNotInWindow | CouponLimitReached
+ScreenResult = Refusal | CouponThrottled | CouponMayHaveRoom | CouponTermsMissing
+# claim.lua's refusal codes, and the states of the claim rule each one stands for
 # (tests/coupons/test_rules.py runs the script against coupons.rules.claim_state).
-RESULT_BY_CODE: dict[int, CounterResult] = {
-    0: CouponClaimed(),
+REFUSAL_BY_CODE: dict[int, Refusal] = {
     1: CouponSoldOut(),
     2: CouponNotInWindow(),
     3: CouponLimitReached(),
 }
-STATES_BY_RESULT: dict[CounterResult, frozenset[ClaimState]] = {
-    CouponClaimed(): frozenset({ClaimState.CLAIMABLE}),
-    CouponSoldOut(): frozenset({ClaimState.SOLD_OUT}),
-    CouponNotInWindow(): frozenset({ClaimState.NOT_STARTED, ClaimState.ENDED}),
-    CouponLimitReached(): frozenset({ClaimState.LIMIT_REACHED}),
+STATES_BY_RESULT: dict[type, frozenset[ClaimState]] = {
+    CouponMayHaveRoom: frozenset({ClaimState.CLAIMABLE}),
+    CouponSoldOut: frozenset({ClaimState.SOLD_OUT}),
+    CouponNotInWindow: frozenset({ClaimState.NOT_STARTED, ClaimState.ENDED}),
+    CouponLimitReached: frozenset({ClaimState.LIMIT_REACHED}),
 }
+THROTTLED, MAY_HAVE_ROOM, TERMS_MISSING = 4, 0, 5
 
 # Per-user keys live until the claim window ends plus this margin (for app clocks a little
 # apart); after that a claim is refused by the window anyway, so nothing needs them.
 PER_USER_KEYS_OUTLIVE_WINDOW_MS = 60_000
+# A fence must outlive every claim that may still write back the terms it fences out: such a
+# write lands at most a lease after the claim's read, and then expires on arrival anyway. A
+# fence a failed change left behind only keeps the terms out of Redis this long.
+FENCE_TTL_MS = 60_000
 
 
 @dataclass(frozen=True)
-class ClaimTerms:
-    """What the claim script needs to know about a template, read from the database."""
+class CachedTerms:
+    """A template's terms as the database showed them, for Redis to refuse on: `version` is
+    the row's updated_at in ms (an edit makes it strictly greater), `row` what the claim path
+    rebuilds the template from (opaque here)."""
 
     template_id: int
+    version: int
     total: int
     per_user_limit: int
     valid_from: datetime
     valid_until: datetime
+    row: dict[str, Any]
 
 
 @dataclass(frozen=True)
 class StoredCounts:
-    """A template's counters for one user as Redis holds them (None: no key)."""
+    """A template's confirmed counts for one user as Redis holds them (None: no key)."""
 
     claimed: int | None
     user: int | None
-    version: int | None
-    user_version: int | None
 
 
 def hash_tag(template_id: int) -> str:
@@ -106,68 +134,154 @@ def per_user_ttl_ms(*, now: datetime, valid_until: datetime) -> int:
 
 
 class CouponCounter:
-    def __init__(self, client: RedisClient, *, prefix: str = "", backoff: float = 5.0):
+    def __init__(
+        self,
+        client: RedisClient,
+        *,
+        prefix: str = "",
+        backoff: float = 5.0,
+        terms_lease: float = 5.0,
+    ):
         """`client` should time out within the claim budget (SPEC section 3: 250 ms), since
-        every call here is made on a request's path."""
+        every call here is made on a request's path. Cached terms live `terms_lease` seconds
+        from the database read they came from (see `terms_expire_at`)."""
         self.client = client
         self.prefix = prefix
         self.backoff = backoff
+        self.terms_lease = terms_lease
         # register_script loads each script once and reloads it by itself after a
         # SCRIPT FLUSH or a Redis restart (NOSCRIPT -> SCRIPT LOAD).
         self._claim_script = client.register_script((LUA_DIR / "claim.lua").read_text())
         self._sync_script = client.register_script((LUA_DIR / "sync.lua").read_text())
+        self._terms_script = client.register_script((LUA_DIR / "terms.lua").read_text())
         self._skip_until = 0.0
 
-    # Key naming: the template id in literal braces is the Redis Cluster hash tag, so all four
-    # keys of one template live in one slot, as a Lua script requires.
+    # Key naming: the template id in literal braces is the Redis Cluster hash tag, so every
+    # key of one template (the throttle's too) lives in one slot, as a Lua script requires.
 
     def keys(self, template_id: int, user_id: int) -> list[str]:
+        """claimed, peruser, terms, terms-lease, terms-fence."""
         tag = hash_tag(template_id)
         return [
             f"{self.prefix}coupon:claimed:{tag}",
             f"{self.prefix}coupon:peruser:{tag}:{user_id}",
-            f"{self.prefix}coupon:version:{tag}",
-            f"{self.prefix}coupon:peruser-version:{tag}:{user_id}",
+            f"{self.prefix}coupon:terms:{tag}",
+            f"{self.prefix}coupon:terms-lease:{tag}",
+            f"{self.prefix}coupon:terms-fence:{tag}",
         ]
 
-    def claim(
-        self, terms: ClaimTerms, *, user_id: int, now: datetime, db_claimed: int, db_user: int
-    ) -> CounterResult | None:
-        """Count a claim attempt; None when Redis is unavailable. Never raises."""
-        args = [
-            epoch_ms(now),
-            terms.total,
-            epoch_ms(terms.valid_from),
-            epoch_ms(terms.valid_until),
-            terms.per_user_limit,
-            db_claimed,
-            db_user,
-            per_user_ttl_ms(now=now, valid_until=terms.valid_until),
-        ]
-        code = self._run(self._claim_script, self.keys(terms.template_id, user_id), args)
-        return None if code is None else RESULT_BY_CODE[int(code)]
+    def throttle_key(self, template_id: int, user_id: int, window: int) -> str:
+        return f"{self.prefix}coupon:throttle:{hash_tag(template_id)}:{user_id}:{window}"
 
-    def sync(
+    def screen(
         self,
         *,
         template_id: int,
         user_id: int,
-        db_claimed: int,
-        db_user: int,
+        now: datetime,
+        throttle_limit: int,
+        window: int,
+        throttle_period: int,
+    ) -> ScreenResult | None:
+        """Count the claim against the throttle and refuse it if the confirmed facts say so,
+        in one round trip. None when Redis is unavailable. Never raises."""
+        claimed, peruser, terms, lease, _ = self.keys(template_id, user_id)
+        keys = [terms, lease, claimed, peruser, self.throttle_key(template_id, user_id, window)]
+        args = [
+            epoch_ms(now),
+            throttle_limit,
+            throttle_period,
+            secrets.token_hex(8),
+            int(self.terms_lease * 1000),
+        ]
+        reply = self._run(self._claim_script, keys, args)
+        if reply is None:
+            return None
+        code = int(reply[0])
+        if code == THROTTLED:
+            return CouponThrottled()
+        if code in REFUSAL_BY_CODE:
+            return REFUSAL_BY_CODE[code]
+        user_claims = None if int(reply[2]) < 0 else int(reply[2])
+        if code == MAY_HAVE_ROOM:
+            return CouponMayHaveRoom(row=json.loads(reply[1]), user_claims=user_claims)
+        return CouponTermsMissing(lease=_text(reply[1]), user_claims=user_claims)
+
+    def record(
+        self,
+        *,
+        template_id: int,
+        user_id: int,
+        db_claimed: int | None,
+        db_user: int | None,
         now: datetime,
         valid_until: datetime,
+        terms: CachedTerms | None = None,
+        lease: str | None = None,
+        read_at: float | None = None,
     ) -> bool:
-        """SyncCouponCounts: overwrite both counters with database facts where not older.
-        Returns whether Redis answered. Never raises."""
-        args = [db_claimed, db_user, per_user_ttl_ms(now=now, valid_until=valid_until)]
-        return self._run(self._sync_script, self.keys(template_id, user_id), args) is not None
+        """Record what the database showed (counts as floors) and, with the lease handed out
+        by `screen`, the terms read at `read_at` (time.time() before the read). Returns whether
+        Redis answered. Never raises."""
+        claimed, peruser, terms_key, lease_key, fence = self.keys(template_id, user_id)
+        args: list = [
+            -1 if db_claimed is None else db_claimed,
+            -1 if db_user is None else db_user,
+            per_user_ttl_ms(now=now, valid_until=valid_until),
+        ]
+        if terms is not None and lease is not None and read_at is not None:
+            args += [lease, *self._terms_args(terms, read_at=read_at)]
+        else:
+            args += [""]
+        keys = [claimed, peruser, terms_key, lease_key, fence]
+        return self._run(self._sync_script, keys, args) is not None
+
+    def fence(self, *, template_id: int, version: int) -> bool:
+        """Before a staff change commits: drop the cached terms and raise the fence to
+        `version`, so no terms older than that are written again. Returns whether Redis
+        confirmed it. Never raises."""
+        return self._change_terms(template_id, version, [])
+
+    def publish(self, terms: CachedTerms, *, read_at: float) -> bool:
+        """After a staff change commits (or a publish): fence at the new version and cache the
+        new terms, read at `read_at`. Returns whether Redis confirmed it. Never raises."""
+        return self._change_terms(
+            terms.template_id, terms.version, self._terms_args(terms, read_at=read_at)
+        )
+
+    def _change_terms(self, template_id: int, fence: int, terms: list) -> bool:
+        _, _, terms_key, lease, fence_key = self.keys(template_id, 0)
+        ttl = max(FENCE_TTL_MS, int(self.terms_lease * 4000))
+        reply = self._run(self._terms_script, [terms_key, lease, fence_key], [fence, ttl, *terms])
+        return reply is not None
+
+    def _terms_args(self, terms: CachedTerms, *, read_at: float) -> list:
+        return [
+            terms.version,
+            terms.total,
+            terms.per_user_limit,
+            epoch_ms(terms.valid_from),
+            epoch_ms(terms.valid_until),
+            json.dumps(terms.row, separators=(",", ":")),
+            self.terms_expire_at_ms(read_at),
+        ]
+
+    def terms_expire_at_ms(self, read_at: float) -> int:
+        """Cached terms expire, on Redis's clock, `terms_lease` seconds after the database read
+        they came from began: a staff change that could not reach Redis waits that long."""
+        return int((read_at + self.terms_lease) * 1000)
 
     def stored(self, *, template_id: int, user_id: int) -> StoredCounts:
-        """What Redis holds for the template and user (for operators and tests). Raises
-        when Redis fails, unlike claim and sync."""
-        values = self.client.mget(self.keys(template_id, user_id))
-        claimed, user, version, user_version = (None if v is None else int(v) for v in values)
-        return StoredCounts(claimed=claimed, user=user, version=version, user_version=user_version)
+        """The confirmed counts Redis holds for the template and user (for operators and
+        tests). Raises when Redis fails, unlike screen and record."""
+        values = self.client.mget(self.keys(template_id, user_id)[:2])
+        claimed, user = (None if v is None else int(v) for v in values)
+        return StoredCounts(claimed=claimed, user=user)
+
+    def stored_terms(self, *, template_id: int) -> dict[str, str] | None:
+        """The cached terms of a template (None: none). Raises when Redis fails."""
+        terms = self.client.hgetall(self.keys(template_id, 0)[2])
+        return {_text(k): _text(v) for k, v in terms.items()} or None
 
     def ping(self) -> bool:
         try:
@@ -176,26 +290,23 @@ class CouponCounter:
             return False
 
     def rebuild_template(self, *, template_id: int, db_claimed: int) -> None:
-        """Set the total counter and its version to the database count and drop every
-        per-user key of the template (each is rebuilt from its floor by the next claim).
-        For the rebuild command: raises when Redis fails, unlike claim and sync."""
-        claimed_key, _, version_key, _ = self.keys(template_id, 0)
+        """Set the confirmed claimed count to the database's and drop every per-user count of
+        the template and its cached terms (each comes back from the database on the next
+        claim). For the rebuild command: raises when Redis fails, unlike screen and record."""
+        claimed_key, _, terms_key, lease_key, _ = self.keys(template_id, 0)
         tag = hash_tag(template_id)
-        for pattern in (
-            f"{self.prefix}coupon:peruser:{tag}:*",
-            f"{self.prefix}coupon:peruser-version:{tag}:*",
-        ):
-            batch = []
-            for key in self.client.scan_iter(match=pattern, count=1000):
-                batch.append(key)
-                if len(batch) == 1000:
-                    self.client.delete(*batch)
-                    batch = []
-            if batch:
+        batch = []
+        for key in self.client.scan_iter(match=f"{self.prefix}coupon:peruser:{tag}:*", count=1000):
+            batch.append(key)
+            if len(batch) == 1000:
                 self.client.delete(*batch)
-        self.client.mset({claimed_key: db_claimed, version_key: db_claimed})
+                batch = []
+        if batch:
+            self.client.delete(*batch)
+        self.client.delete(terms_key, lease_key)
+        self.client.set(claimed_key, db_claimed)
 
-    def _run(self, script, keys: list[str], args: list[int]):
+    def _run(self, script, keys: list[str], args: list):
         if time.monotonic() < self._skip_until:
             return None
         try:
@@ -206,6 +317,10 @@ class CouponCounter:
                 "coupon counter unavailable, skipping Redis for %.1fs: %r", self.backoff, error
             )
             return None
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def redis_client(url: str, *, cluster: bool, timeout: float) -> RedisClient:
@@ -220,14 +335,17 @@ def redis_client(url: str, *, cluster: bool, timeout: float) -> RedisClient:
 def counter_from_settings() -> CouponCounter:
     """The one place the counter's connection comes from: COUPON_COUNTER_REDIS_URL,
     COUPON_REDIS_CLUSTER, COUPON_REDIS_PREFIX, COUPON_COUNTER_CLAIM_TIMEOUT and
-    COUPON_COUNTER_BACKOFF."""
+    COUPON_COUNTER_BACKOFF, COUPON_TERMS_LEASE."""
     client = redis_client(
         settings.COUPON_COUNTER_REDIS_URL,
         cluster=settings.COUPON_REDIS_CLUSTER,
         timeout=settings.COUPON_COUNTER_CLAIM_TIMEOUT,
     )
     return CouponCounter(
-        client, prefix=settings.COUPON_REDIS_PREFIX, backoff=settings.COUPON_COUNTER_BACKOFF
+        client,
+        prefix=settings.COUPON_REDIS_PREFIX,
+        backoff=settings.COUPON_COUNTER_BACKOFF,
+        terms_lease=settings.COUPON_TERMS_LEASE,
     )
 
 
@@ -236,10 +354,19 @@ class UnavailableCounter:
     Cluster client asks the cluster for its slots when it is built): counts nothing, like a
     counter in back-off."""
 
-    def claim(self, terms: ClaimTerms, **facts) -> None:
+    def __init__(self) -> None:
+        self.terms_lease = settings.COUPON_TERMS_LEASE
+
+    def screen(self, **claim) -> None:
         return None
 
-    def sync(self, **facts) -> bool:
+    def record(self, **facts) -> bool:
+        return False
+
+    def fence(self, **change) -> bool:
+        return False
+
+    def publish(self, terms: CachedTerms, **change) -> bool:
         return False
 
     def ping(self) -> bool:

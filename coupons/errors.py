@@ -49,6 +49,18 @@ class ClaimLimitReached(ClaimRejected):
     default_detail = _("You have claimed this coupon as many times as allowed.")
 
 
+class ClaimThrottled(DomainError):
+    """The user claimed this template more often than the claim rate allows (counted in the
+    claim's Redis round trip, SPEC section 15)."""
+
+    code = "throttled"
+    default_detail = _("Request was throttled.")
+
+    def __init__(self, *, retry_after: float):
+        super().__init__()
+        self.retry_after = retry_after
+
+
 # Errors of coupons.ports, raised to the orders app.
 
 

@@ -2,7 +2,8 @@
 the production settings on MariaDB: the JWT baseline (GET /api/auth/me), a claim while the
 template has room (a new user each time), a sold-out claim, and the claim service alone.
 
-    .venv/bin/python scripts/measure_claim_cpu.py [--requests 400] [--profile 'sold out']
+    .venv/bin/python scripts/measure_claim_cpu.py [--requests 400] [--profile 'sold out'] \
+        [--port 3306]
 
 It creates (and drops afterwards) its own database `coupons_cpu_<pid>` and counts under its
 own Redis key prefix on REDIS_URL, deleting those keys afterwards. It only uses the HTTP API
@@ -20,13 +21,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path.cwd()
 sys.path.insert(0, str(ROOT))
 DATABASE = f"coupons_cpu_{os.getpid()}"
+# The MariaDB server's port (a private server keeps other clients' load out of the numbers).
+PORT = next(
+    (sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--port"),
+    str(urlsplit(os.environ.get("DATABASE_URL", "")).port or 3306),  # the caller's server
+)
 PREFIX = f"cpu-{os.getpid()}:"
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
-os.environ["DATABASE_URL"] = f"mysql://root@127.0.0.1:3306/{DATABASE}"
+os.environ["DATABASE_URL"] = f"mysql://root@127.0.0.1:{PORT}/{DATABASE}"
 os.environ["COUPON_REDIS_PREFIX"] = PREFIX
 os.environ.setdefault("ALLOWED_HOSTS", "testserver")
 os.environ.setdefault("LOG_LEVEL", "ERROR")
@@ -86,11 +93,14 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=400, help="measured per scenario")
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--profile", help="profile the scenario whose name contains this")
+    parser.add_argument(
+        "--port", default=PORT, help="the MariaDB server's port (default: DATABASE_URL's, or 3306)"
+    )
     args = parser.parse_args()
 
     import MySQLdb
 
-    admin = MySQLdb.connect(host="127.0.0.1", user="root")
+    admin = MySQLdb.connect(host="127.0.0.1", port=int(PORT), user="root")
     admin.cursor().execute(f"CREATE DATABASE {DATABASE}")
     try:
         run(args.requests, args.warmup, args.profile)

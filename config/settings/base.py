@@ -176,6 +176,9 @@ COUPON_REDIS_PREFIX = os.environ.get("COUPON_REDIS_PREFIX", "")
 # Every counter call is on a request's path, so one timeout (connect and read) bounds each.
 COUPON_COUNTER_CLAIM_TIMEOUT = float(os.environ.get("COUPON_COUNTER_CLAIM_TIMEOUT", "0.25"))
 COUPON_COUNTER_BACKOFF = float(os.environ.get("COUPON_COUNTER_BACKOFF", "5"))
+# Cached template terms (SPEC section 15) live this many seconds from the database read they
+# came from; a staff change that cannot reach Redis waits this long before it returns.
+COUPON_TERMS_LEASE = float(os.environ.get("COUPON_TERMS_LEASE", "5"))
 # Wiring, not configuration: which callable tells coupons which category and product ids exist
 # (coupons.catalog). The orders app provides it; coupons never imports orders.
 COUPON_SCOPE_CATALOG = "orders.catalog.OrdersCatalog"
@@ -196,7 +199,8 @@ CACHES = {
 }
 
 # --- Throttles (api/throttles.py, accounts/throttles.py): counted in the cache's Redis; ----
-# while it is down claims pass and password and code guesses are counted per process.
+# while it is down password and code guesses are counted per process. The claim's own
+# ("claim", per user and template) is counted in the coupon counter's claim script.
 
 THROTTLE_RATES = {
     # Failed logins (API and admin) per (username, client IP): the lockout a guesser meets.

@@ -1,60 +1,56 @@
--- claim.lua: advisory claim counter for one coupon template (Redis never decides a claim).
+-- claim.lua: screen one claim in Redis, in one round trip (SPEC section 15). Redis may REFUSE
+-- here on facts the database confirmed; it never admits: "may have room" sends the claim to
+-- the database, which alone issues a coupon.
 --
--- KEYS[1] coupon:claimed:{T}                total claims counted for template T
--- KEYS[2] coupon:peruser:{T}:U              claims counted for user U on T
--- KEYS[3] coupon:version:{T}                MySQL claimed count KEYS[1] was last synced to
--- KEYS[4] coupon:peruser-version:{T}:U      MySQL user count KEYS[2] was last synced to
--- ARGV[1] now, ARGV[3] valid_from, ARGV[4] valid_until   integer milliseconds, inclusive window
--- ARGV[2] total, ARGV[5] per_user_limit
--- ARGV[6] db_claimed, ARGV[7] db_user       the database facts: floors for every counter
--- ARGV[8] per-user TTL, milliseconds        the per-user keys expire once the window has ended
+-- KEYS[1] coupon:terms:{T}           HASH of the template's terms as the database last showed
+--                                    them: version (updated_at, ms), total, limit, from, until
+--                                    (ms, inclusive), row (JSON for the 201's summary)
+-- KEYS[2] coupon:terms-lease:{T}     token a database-path claim must show to write the terms
+-- KEYS[3] coupon:claimed:{T}         claimed_count as the database showed it (a floor)
+-- KEYS[4] coupon:peruser:{T}:U       user U's coupons of T as the database showed them (a floor)
+-- KEYS[5] coupon:throttle:{T}:U:W    user U's claims of T in throttle window W
+-- ARGV[1] now (ms)   ARGV[2] throttle limit   ARGV[3] throttle period (s)
+-- ARGV[4] a fresh lease token, ARGV[5] its life (ms), used when the terms are missing
 --
--- Returns 0 claimed (both counters incremented), 1 sold out, 2 not in window (nothing
--- written), 3 per-user limit reached.
+-- Returns {code, ...}:
+--   {4}                     throttled (counted before anything else)
+--   {2} not in window, {1} sold out, {3} per-user limit reached: refusals on confirmed facts,
+--                           checked in the claim rule's order (coupons.rules.claim_state).
+--                           Later checks slot in that order: window, paused, audience, total,
+--                           per-user limit (a `paused` term, an audience fact per user).
+--   {0, row, user}          may have room: ask the database (user: the floor, or -1)
+--   {5, lease, user}        the terms are missing: ask the database, then write them back
+--                           (sync.lua) showing this lease
 
 local now = tonumber(ARGV[1])
-local total = tonumber(ARGV[2])
-local valid_from = tonumber(ARGV[3])
-local valid_until = tonumber(ARGV[4])
-local per_user_limit = tonumber(ARGV[5])
-local db_claimed = tonumber(ARGV[6])
-local db_user = tonumber(ARGV[7])
-local per_user_ttl = tonumber(ARGV[8])
 
-if now < valid_from or now > valid_until then
-  return 2
+local hits = redis.call('INCR', KEYS[5])
+if hits == 1 then
+  redis.call('EXPIRE', KEYS[5], tonumber(ARGV[3]))
+end
+if hits > tonumber(ARGV[2]) then
+  return {4}
 end
 
--- A missing key counts as -1, so a lost or stale counter is rebuilt from the database.
-local function lift(key, floor)
-  local current = tonumber(redis.call('GET', key) or '-1')
-  if current < floor then
-    redis.call('SET', key, floor)
-    return floor
+local user = tonumber(redis.call('GET', KEYS[4]) or '-1')
+local terms = redis.call('HMGET', KEYS[1], 'total', 'limit', 'from', 'until', 'row')
+if not terms[1] then
+  local lease = redis.call('GET', KEYS[2])
+  if not lease then
+    lease = ARGV[4]
+    redis.call('SET', KEYS[2], lease, 'PX', tonumber(ARGV[5]))
   end
-  return current
+  return {5, lease, user}
 end
 
--- Memory follows live templates: the user's keys go once the claim window is over.
--- (PEXPIRE on a missing key does nothing.)
-local function expire_per_user_keys()
-  redis.call('PEXPIRE', KEYS[2], per_user_ttl)
-  redis.call('PEXPIRE', KEYS[4], per_user_ttl)
+if now < tonumber(terms[3]) or now > tonumber(terms[4]) then
+  return {2}
 end
-
-lift(KEYS[3], db_claimed)
-lift(KEYS[4], db_user)
-
-if lift(KEYS[1], db_claimed) >= total then
-  expire_per_user_keys()
-  return 1
+local claimed = redis.call('GET', KEYS[3])
+if claimed and tonumber(claimed) >= tonumber(terms[1]) then
+  return {1}
 end
-local user_count = lift(KEYS[2], db_user)
-expire_per_user_keys()
-if user_count >= per_user_limit then
-  return 3
+if user >= tonumber(terms[2]) then
+  return {3}
 end
-
-redis.call('INCR', KEYS[1])
-redis.call('INCR', KEYS[2])
-return 0
+return {0, terms[5], user}

@@ -1,33 +1,43 @@
--- sync.lua (SyncCouponCounts): overwrite the counters with the database facts, each guarded by
--- its own monotonic version, after every database decision.
+-- sync.lua: record what the database showed after a database-path decision (SPEC section 15).
+-- Every count here is a floor: counts never go down, so any count the database showed is at
+-- most the count now, and a fact only ever rises: a late, older snapshot changes nothing.
+-- (A count Redis holds above the database's can only come from outside this code, a restored
+-- database say: `manage.py rebuild_coupon_counters` resets a template's facts.)
 --
--- KEYS[1] coupon:claimed:{T}            KEYS[2] coupon:peruser:{T}:U
--- KEYS[3] coupon:version:{T}            KEYS[4] coupon:peruser-version:{T}:U
--- ARGV[1] db_claimed   the template's claimed_count as the transaction left it
--- ARGV[2] db_user      the user's claim count on T as the transaction left it
--- ARGV[3] per-user TTL in milliseconds: the per-user keys expire once the window has ended
+-- KEYS[1] coupon:claimed:{T}         KEYS[2] coupon:peruser:{T}:U
+-- KEYS[3] coupon:terms:{T}           KEYS[4] coupon:terms-lease:{T}
+-- KEYS[5] coupon:terms-fence:{T}     the lowest terms version that may still be written
+-- ARGV[1] claimed_count seen (-1: not seen)      ARGV[2] the user's count seen (-1: not seen)
+-- ARGV[3] fact TTL (ms): the keys go once the claim window is over
+-- ARGV[4] lease token ('' : no terms to write)   ARGV[5] terms version (updated_at, ms)
+-- ARGV[6] total  ARGV[7] per_user_limit  ARGV[8] valid_from (ms)  ARGV[9] valid_until (ms)
+-- ARGV[10] row (JSON)   ARGV[11] when the terms expire (unix ms): the lease of the read
 --
--- A snapshot is applied when it is at least as new as the stored version (missing = -1).
--- Equal counts: a rejected or failed insert left the count unchanged, and applying the equal
--- snapshot is what removes the INCR the claim script leaked. The two versions are independent,
--- so a late snapshot of the total never blocks the repair of this user's own counter.
---
--- Returns {total_applied, user_applied}, each 1 or 0.
+-- The terms are written only by the claim holding the current lease (a staff change deletes
+-- it, so does a flush), with a version at or above the fence and above the stored one.
+-- Returns 1 when the terms were written, else 0.
 
-local function apply(counter_key, version_key, db_count)
-  local version = tonumber(redis.call('GET', version_key) or '-1')
-  if db_count >= version then
-    redis.call('SET', counter_key, db_count)
-    redis.call('SET', version_key, db_count)
-    return 1
+local ttl = tonumber(ARGV[3])
+
+local function record(key, seen)
+  if seen > tonumber(redis.call('GET', key) or '-1') then
+    redis.call('SET', key, seen, 'PX', ttl)
   end
-  return 0
 end
 
-local total_applied = apply(KEYS[1], KEYS[3], tonumber(ARGV[1]))
-local user_applied = apply(KEYS[2], KEYS[4], tonumber(ARGV[2]))
--- Memory follows live templates: the user's keys go once the claim window is over.
--- (PEXPIRE on a missing key does nothing.)
-redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[3]))
-redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[3]))
-return {total_applied, user_applied}
+record(KEYS[1], tonumber(ARGV[1]))
+record(KEYS[2], tonumber(ARGV[2]))
+
+if ARGV[4] == '' or redis.call('GET', KEYS[4]) ~= ARGV[4] then
+  return 0
+end
+local version = tonumber(ARGV[5])
+local fence = tonumber(redis.call('GET', KEYS[5]) or '-1')
+local stored = tonumber(redis.call('HGET', KEYS[3], 'version') or '-1')
+if version < fence or version <= stored then
+  return 0
+end
+redis.call('HSET', KEYS[3], 'version', version, 'total', ARGV[6], 'limit', ARGV[7],
+  'from', ARGV[8], 'until', ARGV[9], 'row', ARGV[10])
+redis.call('PEXPIREAT', KEYS[3], tonumber(ARGV[11]))
+return 1

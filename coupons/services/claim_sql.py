@@ -44,6 +44,7 @@ TEMPLATE_FACT_COLUMNS = (
     "audience",
 )
 TEMPLATE_SUMMARY_COLUMNS = (
+    "updated_at",  # the terms' version (coupons.services.terms_cache)
     "name",
     "type",
     "value",
@@ -60,19 +61,15 @@ CLAIM_FACTS_SQL = (
     " (SELECT COUNT(*) FROM user_coupons u WHERE u.template_id = t.id AND u.user_id = %s)"
     " FROM coupon_templates t WHERE t.id = %s"
 )
-# The two counts alone, read back after an issue for the sync.
-CLAIM_COUNTS_SQL = (
-    "SELECT claimed_count,"
-    " (SELECT COUNT(*) FROM user_coupons u WHERE u.template_id = t.id AND u.user_id = %s)"
-    " FROM coupon_templates t WHERE t.id = %s"
-)
 # The only statement that waits for the template's row: it counts the claim if, at that
 # moment, the template is not paused, there is room, the slot is within the limit and the
 # window covers now, and the audience and the reach by id are still those the decision read
 # (the audience's own check, a lookup of the user's orders, ran before it in the same
 # transaction). It takes the row lock; the insert and the commit follow at once.
+# LAST_INSERT_ID(expr) hands the new count back in the UPDATE's own reply (the cursor's
+# lastrowid): no read after it.
 COUNT_THE_CLAIM_SQL = (
-    "UPDATE coupon_templates SET claimed_count = claimed_count + 1"
+    "UPDATE coupon_templates SET claimed_count = LAST_INSERT_ID(claimed_count + 1)"
     " WHERE id = %s AND claimed_count < total AND per_user_limit >= %s"
     " AND valid_from <= %s AND valid_until >= %s"
     " AND paused_at IS NULL AND audience = %s AND (has_single_use_codes = 0 OR %s)"

@@ -14,7 +14,7 @@ from coupons.models import (
     CouponTemplate,
     SingleUseCode,
 )
-from coupons.services.templates import template_terms_change
+from coupons.services.terms_cache import next_version, terms_change
 
 # One INSERT per batch: measured at 100,000 codes in docs/measurements/2026-11-30-single-use-
 # codes.md; larger batches gained little and make one statement's packet larger.
@@ -59,9 +59,12 @@ def single_use_codes_create(*, template_id: int, count: int) -> int:
         if template is None:  # deleted meanwhile: its codes went with it
             raise TemplateNotFound()
         if not template.has_single_use_codes:
-            with template_terms_change(template):
-                template.has_single_use_codes = True
-                template.save(update_fields=["has_single_use_codes", "updated_at"])
+            with terms_change(template):
+                stamp = next_version(template.updated_at)  # the terms' version grows
+                CouponTemplate.objects.filter(pk=template_id).update(
+                    has_single_use_codes=True, updated_at=stamp
+                )
+                template.has_single_use_codes, template.updated_at = True, stamp
     return created
 
 

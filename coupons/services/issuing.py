@@ -1,13 +1,26 @@
-"""Issuing coupons (SPEC sections 4 and 14): the one issuing core every claim, code and grant
-goes through, and its decision transaction."""
+"""Issuing coupons (SPEC sections 4, 14 and 15): the claim's Redis screen, the one issuing
+core every claim, code and grant goes through, and its decision transaction."""
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
 
+from api.throttles import Rate
 from core import clock
 from coupons.counter import (
+    AnyCounter,
+    CouponLimitReached,
+    CouponMayHaveRoom,
+    CouponNotInWindow,
+    CouponSoldOut,
+    CouponTermsMissing,
+    CouponThrottled,
+    ScreenResult,
     coupon_counter,
 )
 from coupons.customers import customer_history
@@ -18,6 +31,7 @@ from coupons.errors import (
     ClaimPaused,
     ClaimRejected,
     ClaimSoldOut,
+    ClaimThrottled,
     CodeUsed,
     TemplateNotFound,
 )
@@ -39,13 +53,8 @@ from coupons.services.claim_sql import (
     CouponInsert,
     claim_facts,
 )
-from coupons.services.counter_sync import (
-    counter_terms,
-    log_disagreement,
-    resync_from_database,
-    sync_after_issue,
-    sync_to_facts,
-)
+from coupons.services.counter_sync import record_facts, resync_from_database
+from coupons.services.terms_cache import cached_terms, template_from_row
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,7 @@ class IssueOutcome:
     coupon: UserCoupon | None = None
     slot_taken: bool = False
     code_used: bool = False
+    claimed_count: int | None = None  # with a coupon: the template's count after it
 
 
 REJECTION_BY_STATE: dict[ClaimState, type[ClaimRejected]] = {
@@ -67,15 +77,46 @@ REJECTION_BY_STATE: dict[ClaimState, type[ClaimRejected]] = {
     ClaimState.SOLD_OUT: ClaimSoldOut,
     ClaimState.LIMIT_REACHED: ClaimLimitReached,
 }
+REJECTION_BY_REFUSAL: dict[type, type[ClaimRejected]] = {
+    CouponNotInWindow: ClaimNotInWindow,
+    CouponSoldOut: ClaimSoldOut,
+    CouponLimitReached: ClaimLimitReached,
+}
 # A decision that the facts call claimable but the guarded UPDATE refused can only follow a
 # concurrent edit of the template (or the clock passing valid_from); it is retried, this often.
 MAX_DECISIONS = 20
 
 
 def coupon_claim(*, template_id: int, user_id: int) -> UserCoupon:
-    """A shopper claims one coupon of a public template by its id (SPEC section 4): see
-    `coupon_issue`. A hidden template is "not found", exactly like a missing one."""
-    return coupon_issue(template_id=template_id, user_id=user_id, source=UserCoupon.Source.CLAIM)
+    """A shopper claims one coupon of a public template by its id (SPEC sections 4 and 15).
+    Screened in Redis first, in one round trip: over the claim rate (ClaimThrottled), or
+    refused on facts the database confirmed, with no database statement. Otherwise the
+    database decides as in `coupon_issue`. A hidden template is "not found", exactly like a
+    missing one. Runs its own transactions."""
+    counter = coupon_counter()
+    now = clock.now()
+    rate = Rate.parse(settings.THROTTLE_RATES["claim"])
+    now_seconds = now.timestamp()
+    window = int(now_seconds // rate.period)
+    screened = counter.screen(
+        template_id=template_id,
+        user_id=user_id,
+        now=now,
+        throttle_limit=rate.limit,
+        window=window,
+        throttle_period=rate.period,
+    )
+    if isinstance(screened, CouponThrottled):
+        raise ClaimThrottled(retry_after=(window + 1) * rate.period - now_seconds)
+    if type(screened) in REJECTION_BY_REFUSAL:
+        raise REJECTION_BY_REFUSAL[type(screened)]()
+    return _issue(
+        template_id=template_id,
+        user_id=user_id,
+        source=UserCoupon.Source.CLAIM,
+        counter=counter,
+        screened=screened,
+    )
 
 
 def coupon_redeem(*, code: str, user_id: int) -> UserCoupon:
@@ -146,47 +187,72 @@ def coupon_issue(
     Runs its own short transactions and Redis calls, so call it outside any transaction: inside
     one, the template's row lock would be held until the caller commits. The database decides
     (never over `total`, never over `per_user_limit`, no false sold-out, the window checked
-    with `now` sampled after the row lock); the Redis counter is only kept in step."""
+    with `now` sampled after the row lock); Redis only learns what the database showed."""
+    return _issue(
+        template_id=template_id,
+        user_id=user_id,
+        source=source,
+        before_window_opens=before_window_opens,
+        grant=grant,
+        single_use_code_id=single_use_code_id,
+        counter=coupon_counter(),
+        screened=None,
+    )
+
+
+def _issue(
+    *,
+    template_id: int,
+    user_id: int,
+    source: str,
+    counter: AnyCounter,
+    screened: ScreenResult | None,
+    before_window_opens: bool = False,
+    grant: GrantNote | None = None,
+    single_use_code_id: int | None = None,
+) -> UserCoupon:
+    """`coupon_issue`, after the claim's Redis screen (None: none, or Redis unavailable)."""
     if (source == UserCoupon.Source.GRANT) != (grant is not None):
         raise ValueError("a grant, and only a grant, carries a GrantNote")
     if single_use_code_id is not None and source != UserCoupon.Source.CODE:
         raise ValueError("a single-use code is redeemed as a code")
     reachable_with_codes = source == UserCoupon.Source.GRANT or single_use_code_id is not None
-    counter = coupon_counter()
-    # 1. Committed facts: the counters' rebuild floors and the first slot to try.
-    facts = claim_facts(template_id=template_id, user_id=user_id)
-    _check_reach(facts, source=source, reachable_with_codes=reachable_with_codes)
-    # 2. Safe fast rejection without the lock: counts never go down and a paid order stays
-    # paid, so a refusal read from a committed snapshot was true when it was read.
-    now = clock.now()
-    state = claim_state(
-        facts.terms,
-        now=now,
-        user_claims=facts.user_claims,
-        has_paid_order=_has_paid_order(facts, user_id=user_id),
-        before_window_opens=before_window_opens,
-    )
-    if state is not ClaimState.CLAIMABLE:
-        sync_to_facts(counter, template_id=template_id, user_id=user_id, facts=facts, now=now)
-        raise REJECTION_BY_STATE[state]()
-    # 3. The advisory count: recorded, never used to decide. The script knows only the claim
-    # window, so an issue allowed before it opens is counted by the sync after it instead.
-    counted = None
-    if not before_window_opens:
-        counted = counter.claim(
-            counter_terms(template_id, facts.terms),
-            user_id=user_id,
+    # The terms come from Redis when it holds them (no statement), else from the database,
+    # and then go back to Redis under the lease the screen handed out.
+    lease = screened.lease if isinstance(screened, CouponTermsMissing) else None
+    read_at: float | None = None
+    if isinstance(screened, CouponMayHaveRoom):
+        template = template_from_row(template_id, screened.row)
+        # A floor: counts only grow, and a slot the user already holds is retried with the next.
+        user_claims = screened.user_claims or 0
+        facts = None
+    else:
+        read_at = time.time()
+        facts = claim_facts(template_id=template_id, user_id=user_id)
+        template, user_claims = facts.template, facts.user_claims
+    _check_reach(template, source=source, reachable_with_codes=reachable_with_codes)
+    if facts is not None:
+        # Safe fast rejection without the lock: counts never go down and a paid order stays
+        # paid, so a refusal read from a committed snapshot was true when it was read. Redis
+        # learns the facts.
+        now = clock.now()
+        state = claim_state(
+            facts.terms,
             now=now,
-            db_claimed=facts.terms.claimed_count,
-            db_user=facts.user_claims,
+            user_claims=user_claims,
+            has_paid_order=_has_paid_order(facts, user_id=user_id),
+            before_window_opens=before_window_opens,
         )
-    # 4. The decision, retried with the next slot when a concurrent claim of the same user
+        if state is not ClaimState.CLAIMABLE:
+            record_facts(counter, facts, user_id=user_id, now=now, lease=lease, read_at=read_at)
+            raise REJECTION_BY_STATE[state]()
+    # The decision, retried with the next slot when a concurrent claim of the same user
     # took this one; each retry follows a coupon the user really received, so it ends.
-    slot = facts.user_claims + 1
+    slot = user_claims + 1
     try:
         for _ in range(MAX_DECISIONS):
             outcome = decide(
-                template=facts.template,
+                template=template,
                 user_id=user_id,
                 slot=slot,
                 before_window_opens=before_window_opens,
@@ -195,20 +261,31 @@ def coupon_issue(
                 single_use_code_id=single_use_code_id,
             )
             if outcome.coupon is not None:
-                # 5. Keep Redis in step with what the database now holds.
-                sync_after_issue(
-                    counter, template_id=template_id, user_id=user_id, terms=facts.terms
+                # What the database now holds: the count the UPDATE left, and at least
+                # `slot` coupons of this user (slots below it were taken first).
+                # The terms read from the database (if any) go back in the same round trip.
+                counter.record(
+                    template_id=template_id,
+                    user_id=user_id,
+                    db_claimed=outcome.claimed_count,
+                    db_user=slot,
+                    now=clock.now(),
+                    valid_until=template.valid_until,
+                    terms=None if facts is None or lease is None else cached_terms(template),
+                    lease=lease,
+                    read_at=read_at,
                 )
-                log_disagreement(template_id, counted, ClaimState.CLAIMABLE)
                 return outcome.coupon
-            # 5. Refused: why, from facts read after the refusal (counts only grow, so a
-            # refusal they confirm was true when the UPDATE made it); Redis synced to them.
+            # Refused: why, from facts read after the refusal (counts only grow, so a
+            # refusal they confirm was true when the UPDATE made it); Redis learns them.
+            read_at = time.time()
             facts = claim_facts(template_id=template_id, user_id=user_id)
+            template = facts.template
             now = clock.now()
-            sync_to_facts(counter, template_id=template_id, user_id=user_id, facts=facts, now=now)
+            record_facts(counter, facts, user_id=user_id, now=now, lease=lease, read_at=read_at)
             if outcome.code_used:
                 raise CodeUsed()
-            _check_reach(facts, source=source, reachable_with_codes=reachable_with_codes)
+            _check_reach(template, source=source, reachable_with_codes=reachable_with_codes)
             # At least slot - 1 places are taken when slot is tried: that is how it was chosen.
             user_claims = max(facts.user_claims, slot - 1 + outcome.slot_taken)
             state = claim_state(
@@ -219,7 +296,6 @@ def coupon_issue(
                 before_window_opens=before_window_opens,
             )
             if state is not ClaimState.CLAIMABLE:
-                log_disagreement(template_id, counted, state)
                 raise REJECTION_BY_STATE[state]()
             slot = user_claims + 1
         raise DatabaseError(f"claim of template {template_id} did not settle")
@@ -228,10 +304,10 @@ def coupon_issue(
         raise
 
 
-def _check_reach(facts: ClaimFacts, *, source: str, reachable_with_codes: bool) -> None:
+def _check_reach(template: CouponTemplate, *, source: str, reachable_with_codes: bool) -> None:
     """A claim by id reaches public templates only; a template with single-use codes is
-    reached only by one of them or by a grant. Otherwise "not found", as if it did not exist."""
-    template = facts.template
+    reached only by one of them or by a grant. Otherwise "not found", as if it did not exist.
+    (The guarded UPDATE checks the latter again, for terms read from Redis.)"""
     if (
         source == UserCoupon.Source.CLAIM
         and template.visibility != CouponTemplate.Visibility.PUBLIC
@@ -263,13 +339,14 @@ def decide(
     commit follow. Nothing is written unless all succeed."""
     adapt = connection.ops.adapt_datetimefield_value
     try:
-        with transaction.atomic(), connection.cursor() as cursor:
+        with _decision_transaction() as decision, connection.cursor() as cursor:
             if single_use_code_id is not None:
                 cursor.execute(
                     USE_SINGLE_USE_CODE_SQL,
                     [user_id, adapt(clock.now()), single_use_code_id, template.pk],
                 )
                 if cursor.rowcount == 0:
+                    decision.roll_back()
                     return IssueOutcome(code_used=True)
             # The audience, read in this transaction: a payment committed before this read
             # refuses the claim; one committed after it finds the claim already decided
@@ -278,7 +355,7 @@ def decide(
                 template.audience == CouponTemplate.Audience.NEW_CUSTOMERS
                 and customer_history().has_paid_order(user_id=user_id)
             ):
-                transaction.set_rollback(True)
+                decision.roll_back()
                 return IssueOutcome()
             now = clock.now()
             count = ClaimCount(
@@ -293,8 +370,9 @@ def decide(
             )
             cursor.execute(COUNT_THE_CLAIM_SQL, count.params(adapt))
             if cursor.rowcount == 0:
-                transaction.set_rollback(True)  # the code, if taken, is free again
+                decision.roll_back()  # the code, if taken, is free again
                 return IssueOutcome()
+            claimed_count = cursor.lastrowid
             # Sampled after the lock: time spent waiting for it counts against the window.
             now = clock.now()
             window = template.use_window_at(now)
@@ -313,7 +391,7 @@ def decide(
             )
             cursor.execute(INSERT_COUPON_SQL, insert.params(adapt))
             if cursor.rowcount == 0:
-                transaction.set_rollback(True)
+                decision.roll_back()
                 return IssueOutcome()
             coupon_id = cursor.lastrowid
     except IntegrityError as error:
@@ -337,7 +415,55 @@ def decide(
         created_at=now,
         updated_at=now,
     )
-    return IssueOutcome(coupon=coupon)
+    return IssueOutcome(coupon=coupon, claimed_count=claimed_count)
+
+
+class _Decision:
+    def __init__(self) -> None:
+        self.rolled_back = False
+
+    def roll_back(self) -> None:
+        """End the decision with nothing written (it returns normally)."""
+        self.rolled_back = True
+
+
+@contextmanager
+def _decision_transaction() -> Iterator[_Decision]:
+    """The decision's transaction in the fewest statements: SET autocommit=0, the decision's
+    own statements, then SET autocommit=1, which commits it (MySQL commits the open
+    transaction when autocommit is switched back on), where atomic() sends COMMIT and then
+    SET autocommit=1. An exception or `roll_back()`: ROLLBACK, nothing written. Inside an
+    atomic block (a caller's transaction, or a test's), a savepoint through atomic()."""
+    decision = _Decision()
+    if connection.in_atomic_block:
+        with transaction.atomic():
+            yield decision
+            if decision.rolled_back:
+                transaction.set_rollback(True)
+        return
+    connection.set_autocommit(False)
+    try:
+        yield decision
+        if decision.rolled_back:
+            connection.rollback()
+    except BaseException:
+        _restore_autocommit(roll_back=True)
+        raise
+    _restore_autocommit(roll_back=False)
+
+
+def _restore_autocommit(*, roll_back: bool) -> None:
+    """Back to autocommit (committing unless rolled back). If that fails the connection is
+    closed, so the next statement starts on a fresh one rather than inside this transaction."""
+    try:
+        with connection.wrap_database_errors:
+            if roll_back:
+                connection.rollback()
+            connection.set_autocommit(True)
+    except DatabaseError:
+        connection.close()
+        if not roll_back:
+            raise
 
 
 def _is_slot_taken(error: IntegrityError) -> bool:

@@ -24,6 +24,7 @@ from coupons.models import (
     NAME_MAX_LENGTH,
     CouponTemplate,
 )
+from coupons.services.terms_cache import next_version, terms_change, terms_publish_new
 
 TEMPLATE_TERMS = (
     "name",
@@ -223,7 +224,9 @@ def coupon_template_publish(
         }
     )
     with _code_taken_is_invalid():
-        return CouponTemplate.objects.create(**terms)
+        template = CouponTemplate.objects.create(**terms)
+    transaction.on_commit(lambda: terms_publish_new(template))
+    return template
 
 
 def coupon_template_edit(*, template_id: int, changes: dict[str, Any]) -> CouponTemplate:
@@ -238,10 +241,15 @@ def coupon_template_edit(*, template_id: int, changes: dict[str, Any]) -> Coupon
             raise TemplateNotFound()
         merged = {field: getattr(template, field) for field in TEMPLATE_TERMS} | changes
         terms = template_terms_validate(merged, current=template)
-        for field, value in terms.items():
-            setattr(template, field, value)
-        with _code_taken_is_invalid():
-            template.save(update_fields=[*TEMPLATE_TERMS, "updated_at"])
+        # Fenced out of Redis before the commit, the new terms published after it (SPEC
+        # section 15: a change that makes room takes effect before it returns).
+        with terms_change(template):
+            stamp = next_version(template.updated_at)  # the terms' version grows
+            with _code_taken_is_invalid():
+                CouponTemplate.objects.filter(pk=template_id).update(**terms, updated_at=stamp)
+            for field, value in terms.items():
+                setattr(template, field, value)
+            template.updated_at = stamp
     return template
 
 
@@ -269,7 +277,8 @@ def coupon_template_delete(*, template_id: int) -> None:
             raise TemplateNotFound()
         if template.claimed_count > 0:
             raise TemplateInvalid("A template with claims cannot be deleted.")
-        template.delete()
+        with terms_change(template, deleting=True):
+            template.delete()
 
 
 def coupon_template_pause(*, template_id: int) -> CouponTemplate:
@@ -282,8 +291,8 @@ def coupon_template_pause(*, template_id: int) -> CouponTemplate:
 
 def coupon_template_resume(*, template_id: int) -> CouponTemplate:
     """Issue a paused template again; idempotent. Takes effect before it returns: the
-    database decides `paused`, and the caches of terms are told in the same change. Runs in
-    its own transaction."""
+    database decides `paused` (the guarded UPDATE reads it), and the claim's cached terms are
+    fenced and published as for an edit (SPEC section 15). Runs in its own transaction."""
     return _paused_set(template_id=template_id, paused=False)
 
 
@@ -294,17 +303,11 @@ def _paused_set(*, template_id: int, paused: bool) -> CouponTemplate:
             raise TemplateNotFound()
         if (template.paused_at is not None) == paused:
             return template
-        with template_terms_change(template):
-            template.paused_at = clock.now() if paused else None
-            # save(), not update(): the shopper list's terms version follows every save.
-            template.save(update_fields=["paused_at", "updated_at"])
+        with terms_change(template):
+            stamp = next_version(template.updated_at)  # the terms' version grows
+            paused_at = stamp if paused else None
+            CouponTemplate.objects.filter(pk=template_id).update(
+                paused_at=paused_at, updated_at=stamp
+            )
+            template.paused_at, template.updated_at = paused_at, stamp
     return template
-
-
-@contextmanager
-def template_terms_change(template: CouponTemplate) -> Iterator[None]:
-    """Wrap a staff change of a locked template's terms inside its transaction: the hook
-    where the caches of terms (the claim's Redis terms, SPEC section 15) hear of the change
-    before it returns. PENDING: the branch that builds those caches (hot-claim) is not on
-    main yet; its `terms_change(template)` goes here."""
-    yield

@@ -130,7 +130,7 @@ def test_60_users_racing_one_code_with_total_10_get_exactly_10():
     template.refresh_from_db()
     assert template.claimed_count == 10
     assert UserCoupon.objects.filter(template=template, source="code").count() == 10
-    assert redis_counts(template.pk, users[0].pk)[0::2] == [10, 10]
+    assert redis_counts(template.pk, users[0].pk)[0] == 10
 
 
 @pytest.mark.django_db

@@ -1,5 +1,8 @@
-"""The Lua scripts, against a real Redis, through CouponCounter."""
+"""The Lua scripts (SPEC section 15), against a real Redis, through CouponCounter: the screen
+refuses only on confirmed facts, counts rise only, cached terms are written only under the
+current lease and fence."""
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -7,23 +10,29 @@ from django.conf import settings
 from redis.crc import key_slot
 
 from coupons.counter import (
+    FENCE_TTL_MS,
     PER_USER_KEYS_OUTLIVE_WINDOW_MS,
-    ClaimTerms,
-    CouponClaimed,
+    CachedTerms,
     CouponCounter,
     CouponLimitReached,
+    CouponMayHaveRoom,
     CouponNotInWindow,
     CouponSoldOut,
+    CouponTermsMissing,
+    CouponThrottled,
 )
 from tests.support.helpers import counter_at
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-TERMS = ClaimTerms(
-    template_id=42,
+TEMPLATE = 42
+TERMS = CachedTerms(
+    template_id=TEMPLATE,
+    version=1_000,
     total=3,
     per_user_limit=2,
     valid_from=NOW - timedelta(hours=1),
     valid_until=NOW + timedelta(hours=1),
+    row={"name": "spring"},
 )
 
 
@@ -32,133 +41,184 @@ def counter(redis_namespace):
     return counter_at(settings.COUPON_COUNTER_REDIS_URL, prefix=redis_namespace)
 
 
-def stored(counter: CouponCounter, user_id: int = 7) -> list[int | None]:
-    """claimed, peruser, version, peruser-version, as integers (None when missing)."""
-    counts = counter.stored(template_id=TERMS.template_id, user_id=user_id)
-    return [counts.claimed, counts.user, counts.version, counts.user_version]
+def screen(counter: CouponCounter, *, user_id=7, now=NOW, limit=100, window=1):
+    return counter.screen(
+        template_id=TEMPLATE,
+        user_id=user_id,
+        now=now,
+        throttle_limit=limit,
+        window=window,
+        throttle_period=60,
+    )
 
 
-def sync(counter, *, user_id=7, db_claimed, db_user, now=NOW) -> bool:
-    return counter.sync(
-        template_id=TERMS.template_id,
+def record(counter, *, user_id=7, db_claimed=None, db_user=None, **terms):
+    return counter.record(
+        template_id=TEMPLATE,
         user_id=user_id,
         db_claimed=db_claimed,
         db_user=db_user,
-        now=now,
+        now=NOW,
         valid_until=TERMS.valid_until,
+        **terms,
     )
 
 
-def claim(counter, *, user_id=7, now=NOW, db_claimed=0, db_user=0, terms=TERMS):
-    return counter.claim(terms, user_id=user_id, now=now, db_claimed=db_claimed, db_user=db_user)
+def cache_terms(counter, terms=TERMS) -> None:
+    assert counter.publish(terms, read_at=time.time())
 
 
-def test_claim_on_empty_redis_rebuilds_from_floors_and_counts(counter):
-    assert claim(counter, db_claimed=1, db_user=0) == CouponClaimed()
-    assert stored(counter) == [2, 1, 1, 0]
+def stored(counter, user_id=7) -> list[int | None]:
+    counts = counter.stored(template_id=TEMPLATE, user_id=user_id)
+    return [counts.claimed, counts.user]
 
 
-def test_sold_out_when_the_total_counter_reaches_total(counter):
-    assert claim(counter, db_claimed=3) == CouponSoldOut()
-    # Lifted to the floors, nothing incremented.
-    assert stored(counter) == [3, None, 3, 0]
+def test_without_terms_nothing_is_refused_and_a_lease_is_handed_out(counter):
+    record(counter, db_claimed=3, db_user=2)  # counts that would refuse, but no terms
 
+    first, second = screen(counter), screen(counter, user_id=8)
 
-def test_limit_reached_when_the_user_counter_reaches_the_limit(counter):
-    assert claim(counter, db_claimed=1, db_user=2) == CouponLimitReached()
-    assert stored(counter) == [1, 2, 1, 2]
+    assert isinstance(first, CouponTermsMissing) and first.user_claims == 2
+    assert second == CouponTermsMissing(lease=first.lease, user_claims=None)  # one lease
 
 
 @pytest.mark.parametrize(
-    ("now", "expected"),
+    ("claimed", "user", "now", "expected"),
     [
-        (TERMS.valid_from - timedelta(milliseconds=1), CouponNotInWindow()),
-        (TERMS.valid_from, CouponClaimed()),
-        (TERMS.valid_until, CouponClaimed()),
-        (TERMS.valid_until + timedelta(milliseconds=1), CouponNotInWindow()),
+        (3, 0, NOW, CouponSoldOut()),
+        (2, 2, NOW, CouponLimitReached()),
+        (3, 2, TERMS.valid_until + timedelta(milliseconds=1), CouponNotInWindow()),
+        (0, 0, TERMS.valid_from - timedelta(milliseconds=1), CouponNotInWindow()),
+        (3, 2, TERMS.valid_from, CouponSoldOut()),  # the window is inclusive
+        (2, 2, TERMS.valid_until, CouponLimitReached()),
     ],
 )
-def test_window_is_inclusive_and_outside_it_nothing_is_written(counter, now, expected):
-    assert claim(counter, now=now, db_claimed=1, db_user=1) == expected
-    if expected == CouponNotInWindow():
-        assert stored(counter) == [None, None, None, None]
-    else:
-        assert stored(counter) == [2, 2, 1, 1]
+def test_confirmed_facts_refuse_in_the_rules_order(counter, claimed, user, now, expected):
+    cache_terms(counter)
+    record(counter, db_claimed=claimed, db_user=user)
+
+    assert screen(counter, now=now) == expected
 
 
-def test_stale_counters_are_lifted_to_the_database_floors(counter):
-    assert claim(counter) == CouponClaimed()  # counters now 1, 1
-    # Redis lost writes (say a failover): the database already has 2 claims, 1 of this user.
-    assert claim(counter, db_claimed=2, db_user=1) == CouponClaimed()
-    assert stored(counter) == [3, 2, 2, 1]
+def test_room_sends_the_claim_to_the_database_with_the_cached_row(counter):
+    cache_terms(counter)
+    record(counter, db_claimed=2, db_user=1)
+
+    assert screen(counter) == CouponMayHaveRoom(row={"name": "spring"}, user_claims=1)
+    assert screen(counter, user_id=8) == CouponMayHaveRoom(row={"name": "spring"}, user_claims=None)
+    assert stored(counter) == [2, 1]  # the screen counts nothing
 
 
-def test_counters_above_the_floor_are_kept_and_decide(counter):
-    claim(counter, user_id=1)
-    claim(counter, user_id=2)
-    claim(counter, user_id=3)
-    # The database still says 0 (the claims are in flight), but Redis has counted 3.
-    assert claim(counter, user_id=4, db_claimed=0) == CouponSoldOut()
+def test_counts_only_rise(counter):
+    record(counter, db_claimed=5, db_user=2)
+    record(counter, db_claimed=4, db_user=1)  # a late, older snapshot
+
+    assert stored(counter) == [5, 2]
+    record(counter, db_claimed=6)
+    assert stored(counter) == [6, 2]
 
 
-def test_sync_moves_a_counter_down_to_the_database_fact(counter):
-    claim(counter)  # leaked INCR: the database then refused the claim
-    assert stored(counter) == [1, 1, 0, 0]
+def test_the_throttle_counts_every_screen_in_its_window(counter):
+    cache_terms(counter)
+    record(counter, db_claimed=3)  # sold out: refusals count too
 
-    assert sync(counter, user_id=7, db_claimed=0, db_user=0)
+    answers = [screen(counter, limit=2) for _ in range(3)]
 
-    assert stored(counter) == [0, 0, 0, 0]
-
-
-def test_sync_ignores_an_older_snapshot_of_the_total(counter):
-    sync(counter, user_id=7, db_claimed=5, db_user=1)
-
-    sync(counter, user_id=7, db_claimed=4, db_user=0)
-
-    assert stored(counter) == [5, 1, 5, 1]
+    assert answers == [CouponSoldOut(), CouponSoldOut(), CouponThrottled()]
+    assert screen(counter, limit=2, window=2) == CouponSoldOut()  # the next window
+    assert screen(counter, user_id=8, limit=2) == CouponSoldOut()  # another user
 
 
-def test_a_late_total_snapshot_still_repairs_the_users_own_counter(counter):
-    # User A's claim was refused at claimed_count 4; meanwhile user B's sync moved the total
-    # version to 5. A's late snapshot is too old for the total but must still repair A.
-    claim(
-        counter,
-        user_id=7,
-        db_claimed=4,
-        db_user=0,
-        terms=TERMS.__class__(**{**TERMS.__dict__, "total": 10}),
-    )
-    sync(counter, user_id=8, db_claimed=5, db_user=1)
+def test_a_claim_writes_back_the_terms_it_read_only_with_the_current_lease(counter):
+    missing = screen(counter)
+    assert record(counter, db_user=0, terms=TERMS, lease="not-the-lease", read_at=time.time())
+    assert isinstance(screen(counter), CouponTermsMissing)
 
-    sync(counter, user_id=7, db_claimed=4, db_user=0)
+    record(counter, db_claimed=3, terms=TERMS, lease=missing.lease, read_at=time.time())
 
-    assert stored(counter, user_id=7) == [5, 0, 5, 0]
+    assert screen(counter) == CouponSoldOut()
+
+
+def test_a_staff_change_fences_out_claims_that_read_the_old_row(counter):
+    """A claim reads the old row (version 1000) while staff raise the total: the fence set
+    before the change commits refuses its write-back, lease or not."""
+    missing = screen(counter)
+    assert counter.fence(template_id=TEMPLATE, version=TERMS.version + 1)
+    again = screen(counter)  # a claim that misses after the fence, still reading the old row
+
+    for lease in (missing.lease, again.lease):
+        record(counter, db_claimed=3, terms=TERMS, lease=lease, read_at=time.time())
+    assert isinstance(screen(counter), CouponTermsMissing)
+
+    raised = CachedTerms(**{**TERMS.__dict__, "version": TERMS.version + 5, "total": 10})
+    assert counter.publish(raised, read_at=time.time())
+    assert isinstance(screen(counter), CouponMayHaveRoom)
+    # A late write-back of the old row, even with a lease taken now, changes nothing.
+    counter.record(
+        template_id=TEMPLATE, user_id=7, db_claimed=3, db_user=None, now=NOW,
+        valid_until=TERMS.valid_until, terms=TERMS, lease=again.lease, read_at=time.time(),
+    )  # fmt: skip
+    assert isinstance(screen(counter), CouponMayHaveRoom)
+
+
+def test_an_older_publish_never_replaces_newer_terms(counter):
+    newer = CachedTerms(**{**TERMS.__dict__, "version": TERMS.version + 5, "total": 10})
+    record(counter, db_claimed=3)
+    assert counter.publish(newer, read_at=time.time())
+
+    counter.publish(TERMS, read_at=time.time())  # a slower, earlier edit's publish
+
+    assert isinstance(screen(counter), CouponMayHaveRoom)
+
+
+def test_cached_terms_expire_a_lease_after_the_read_they_came_from(counter):
+    long_ago = time.time() - counter.terms_lease - 1
+    counter.publish(TERMS, read_at=long_ago)
+    missing = screen(counter)
+    record(counter, db_claimed=3, terms=TERMS, lease=missing.lease, read_at=long_ago)
+
+    assert isinstance(screen(counter), CouponTermsMissing)
+    ttl = counter.client.pttl(counter.keys(TEMPLATE, 7)[2])
+    assert ttl == -2  # no key: expired on arrival
+
+    cache_terms(counter)
+    assert 0 < counter.client.pttl(counter.keys(TEMPLATE, 7)[2]) <= counter.terms_lease * 1000
 
 
 def test_all_keys_of_a_template_share_one_cluster_slot(counter):
-    keys = counter.keys(42, 7) + counter.keys(42, 99_999)
+    keys = [
+        *counter.keys(42, 7),
+        *counter.keys(42, 99_999),
+        counter.throttle_key(42, 7, 123),
+        counter.throttle_key(42, 8, 124),
+    ]
     assert len({key_slot(key.encode()) for key in keys}) == 1
     assert key_slot(counter.keys(43, 7)[0].encode()) != key_slot(keys[0].encode())
 
 
-def test_key_names_match_the_specification():
-    assert counter_at(settings.COUPON_COUNTER_REDIS_URL).keys(42, 7) == [
+def test_key_names():
+    counter = counter_at(settings.COUPON_COUNTER_REDIS_URL)
+    assert counter.keys(42, 7) == [
         "coupon:claimed:{42}",
         "coupon:peruser:{42}:7",
-        "coupon:version:{42}",
-        "coupon:peruser-version:{42}:7",
+        "coupon:terms:{42}",
+        "coupon:terms-lease:{42}",
+        "coupon:terms-fence:{42}",
     ]
+    assert counter.throttle_key(42, 7, 9) == "coupon:throttle:{42}:7:9"
 
 
 @pytest.mark.servers
 def test_scripts_reload_themselves_after_script_flush(own_redis):
     counter = counter_at(own_redis.url)
-    assert claim(counter) == CouponClaimed()
+    cache_terms(counter)
+    assert isinstance(screen(counter), CouponMayHaveRoom)
 
     own_redis.client().script_flush()
 
-    assert claim(counter) == CouponClaimed()
-    assert sync(counter, user_id=7, db_claimed=0, db_user=0)
+    assert isinstance(screen(counter), CouponMayHaveRoom)
+    assert record(counter, db_claimed=0, db_user=0)
+    assert counter.fence(template_id=TEMPLATE, version=2_000)
 
 
 @pytest.mark.servers
@@ -166,37 +226,33 @@ def test_unreachable_redis_is_swallowed_and_backs_off(own_redis):
     counter = counter_at(own_redis.url, backoff=60)
     own_redis.stop()
 
-    assert claim(counter) is None
-    assert sync(counter, user_id=7, db_claimed=0, db_user=0) is False
+    assert screen(counter) is None
+    assert record(counter, db_claimed=0, db_user=0) is False
+    assert counter.fence(template_id=TEMPLATE, version=2_000) is False
     own_redis.start()
     # Still inside the back-off: Redis is not even asked.
-    assert claim(counter) is None
+    assert screen(counter) is None
+    assert counter.publish(TERMS, read_at=time.time()) is False
     assert own_redis.client().dbsize() == 0
 
 
-def test_per_user_keys_expire_when_the_claim_window_ends(counter):
-    """Memory follows live templates: both per-user keys live until valid_until (by the app's
-    clock, which the scripts are given) plus a minute; the template's own keys stay."""
-    claim(counter)
-    user_key, user_version_key = counter.keys(TERMS.template_id, 7)[1::2]
+def test_counts_expire_when_the_claim_window_ends(counter):
+    """Memory follows live templates: the counts live until valid_until (by the app's clock,
+    which the scripts are given) plus a minute."""
+    record(counter, db_claimed=1, db_user=1)
     until_window_end_ms = (TERMS.valid_until - NOW) // timedelta(milliseconds=1)
     expected_ms = until_window_end_ms + PER_USER_KEYS_OUTLIVE_WINDOW_MS
 
-    ttls = [counter.client.pttl(key) for key in (user_key, user_version_key)]
+    ttls = [counter.client.pttl(key) for key in counter.keys(TEMPLATE, 7)[:2]]
 
     assert all(expected_ms - 5_000 < ttl <= expected_ms for ttl in ttls), ttls
-    assert [counter.client.pttl(key) for key in counter.keys(TERMS.template_id, 7)[0::2]] == [
-        -1,
-        -1,
-    ]
 
 
-def test_sync_after_the_window_leaves_per_user_keys_a_minute_to_live(counter):
-    claim(counter)
+def test_a_fence_lasts_a_minute(counter):
+    """Long enough for every write-back of terms read before a change (each lands within a
+    lease of its read); a fence a failed change left behind keeps the terms out no longer."""
+    assert counter.fence(template_id=TEMPLATE, version=TERMS.version + 1)
 
-    assert sync(counter, db_claimed=1, db_user=1, now=TERMS.valid_until + timedelta(hours=5))
+    ttl = counter.client.pttl(counter.keys(TEMPLATE, 7)[4])
 
-    ttls = [counter.client.pttl(key) for key in counter.keys(TERMS.template_id, 7)[1::2]]
-    assert all(
-        PER_USER_KEYS_OUTLIVE_WINDOW_MS - 5_000 < t <= PER_USER_KEYS_OUTLIVE_WINDOW_MS for t in ttls
-    )
+    assert FENCE_TTL_MS - 5_000 < ttl <= FENCE_TTL_MS

@@ -45,7 +45,7 @@ def test_a_limit_lowered_below_what_a_user_holds_refuses_and_raised_again_admits
     assert slots(template, user) == [1, 2, 3, 4]
     template.refresh_from_db()
     assert template.claimed_count == 4
-    assert redis_counts(template.pk, user.pk) == [4, 4, 4, 4]
+    assert redis_counts(template.pk, user.pk) == [4, 4]
 
 
 @pytest.mark.django_db
@@ -148,7 +148,7 @@ def test_a_limit_lowered_while_a_claim_waits_for_the_row_is_honoured():
     assert slots(template, user) == [1]
     template.refresh_from_db()
     assert (template.claimed_count, template.per_user_limit) == (1, 1)
-    assert redis_counts(template.pk, user.pk) == [1, 1, 1, 1]
+    assert redis_counts(template.pk, user.pk) == [1, 1]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -179,7 +179,7 @@ def test_two_claims_of_one_user_that_read_the_same_count_take_the_next_slot(limi
     assert slots(template, user) == list(range(1, limit + 1))
     template.refresh_from_db()
     assert template.claimed_count == limit
-    assert redis_counts(template.pk, user.pk) == [limit, limit, limit, limit]
+    assert redis_counts(template.pk, user.pk) == [limit, limit]
 
 
 @pytest.mark.django_db(transaction=True)

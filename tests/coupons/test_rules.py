@@ -1,13 +1,15 @@
 """The one claim rule (coupons.rules): its order, its SQL form for the admin filter, and the Lua
 claim script's return codes, all held to `claim_state`."""
 
+import functools
 import itertools
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.conf import settings
 
-from coupons.counter import STATES_BY_RESULT, ClaimTerms
+from coupons.counter import STATES_BY_RESULT, CachedTerms, CouponTermsMissing
 from coupons.models import CouponTemplate
 from coupons.rules import ClaimState, TemplateFacts, claim_state, template_state_where
 from tests.support.claim_grid import PROMOTION_GRID
@@ -161,28 +163,48 @@ def test_the_admin_filter_selects_exactly_the_templates_the_rule_puts_in_each_st
         assert expected  # the grid reaches every state
 
 
-def test_the_lua_claim_script_answers_what_the_rule_decides(redis_namespace):
-    """claim.lua on empty keys with the same facts as floors, for every branch of the rule."""
+def test_the_lua_claim_script_refuses_exactly_what_the_rule_decides(redis_namespace):
+    """claim.lua with the database's facts in Redis (terms, claimed count, the user's count),
+    for every branch of the rule: each refusal is the rule's, and where the rule admits, Redis
+    sends the claim to the database. Without the terms it refuses nothing."""
     counter = counter_at(settings.COUPON_COUNTER_REDIS_URL, prefix=redis_namespace)
     seen = set()
     for template_id, (facts, user_claims) in enumerate(
         itertools.product(GRID, USER_CLAIMS), start=1
     ):
         decided = claim_state(facts, now=NOW, user_claims=user_claims)
-        counted = counter.claim(
-            ClaimTerms(
-                template_id=template_id,
-                total=facts.total,
-                per_user_limit=facts.per_user_limit,
-                valid_from=facts.valid_from,
-                valid_until=facts.valid_until,
-            ),
+        screen = functools.partial(
+            counter.screen,
+            template_id=template_id,
             user_id=7,
             now=NOW,
+            throttle_limit=1000,
+            window=1,
+            throttle_period=60,
+        )
+        counter.record(
+            template_id=template_id,
+            user_id=7,
             db_claimed=facts.claimed_count,
             db_user=user_claims,
+            now=NOW,
+            valid_until=facts.valid_until,
         )
-        assert decided in STATES_BY_RESULT[counted], (facts, user_claims, counted)
+        assert isinstance(screen(), CouponTermsMissing)
+        terms = CachedTerms(
+            template_id=template_id,
+            version=1,
+            total=facts.total,
+            per_user_limit=facts.per_user_limit,
+            valid_from=facts.valid_from,
+            valid_until=facts.valid_until,
+            row={},
+        )
+        assert counter.publish(terms, read_at=time.time())
+
+        counted = screen()
+
+        assert decided in STATES_BY_RESULT[type(counted)], (facts, user_claims, counted)
         seen.add(decided)
     assert seen == {
         ClaimState.NOT_STARTED,

@@ -7,24 +7,31 @@ def claim_url(template) -> str:
     return f"/api/coupons/{template.pk}/claim"
 
 
-def counter_at(url: str, *, prefix: str = "", backoff: float = 5.0) -> CouponCounter:
+def counter_at(
+    url: str, *, prefix: str = "", backoff: float = 5.0, terms_lease: float = 5.0
+) -> CouponCounter:
     """A counter on a plain Redis at `url`, with the app's claim timeout."""
     return CouponCounter(
-        redis_client(url, cluster=False, timeout=0.25), prefix=prefix, backoff=backoff
+        redis_client(url, cluster=False, timeout=0.25),
+        prefix=prefix,
+        backoff=backoff,
+        terms_lease=terms_lease,
     )
 
 
-def use_counter_at(url: str, *, prefix: str, backoff: float = 5.0) -> CouponCounter:
+def use_counter_at(
+    url: str, *, prefix: str, backoff: float = 5.0, terms_lease: float = 5.0
+) -> CouponCounter:
     """Make a counter on `url` the app's (the autouse fixture puts the usual one back)."""
-    counter = counter_at(url, prefix=prefix, backoff=backoff)
+    counter = counter_at(url, prefix=prefix, backoff=backoff, terms_lease=terms_lease)
     install_coupon_counter(counter)
     return counter
 
 
 def redis_counts(template_id: int, user_id: int) -> list[int | None]:
-    """claimed, peruser, version, peruser-version as the app's counter stores them."""
+    """The confirmed claimed count and user count as the app's counter stores them."""
     stored = coupon_counter().stored(template_id=template_id, user_id=user_id)
-    return [stored.claimed, stored.user, stored.version, stored.user_version]
+    return [stored.claimed, stored.user]
 
 
 def statement_waits(like: str) -> bool:
@@ -37,3 +44,33 @@ def statement_waits(like: str) -> bool:
             "SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE %s", [like]
         )
         return cursor.fetchone()[0] > 0
+
+
+SESSION_STATUS_SQL = (
+    "SHOW SESSION STATUS WHERE Variable_name = 'Questions' OR Variable_name LIKE 'Com\\_%%'"
+)
+
+
+def statements_made_by(action) -> dict[str, int]:
+    """The statements `action` sent on this thread's database connection, as the server
+    counted them (its session counters: Questions, and each Com_* that moved), without the
+    reads of the counters themselves. The action must not reconnect."""
+    from collections import Counter
+
+    from django.db import connection
+
+    def status() -> Counter:
+        with connection.cursor() as cursor:
+            cursor.execute(SESSION_STATUS_SQL)
+            return Counter({name: int(value) for name, value in cursor.fetchall()})
+
+    connection.ensure_connection()
+    thread_id = connection.connection.thread_id()
+    before = status()
+    action()
+    after = status()
+    assert connection.connection.thread_id() == thread_id, "the action reconnected"
+    after.subtract(before)
+    after["Questions"] -= 1  # the SHOW that read `after`
+    after["Com_show_status"] -= 1
+    return dict(+after)

@@ -1,0 +1,131 @@
+"""A template's terms cached in Redis for the claim path (SPEC section 15; docs/decisions/
+0200-claim-refusals-from-redis.md): how a row becomes a `CachedTerms` and back, and how a staff
+change of the terms takes effect before it returns.
+
+Redis refuses a claim only on terms the database showed. A staff change fences the cached
+terms out before it commits and publishes the new ones after; if Redis could not confirm both,
+the change waits until every cached copy that could predate it has expired (`terms_lease`
+seconds after the database read it came from) before it returns."""
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+
+from core import clock
+from coupons.counter import CachedTerms, coupon_counter, epoch_ms
+from coupons.models import CouponTemplate
+
+logger = logging.getLogger(__name__)
+
+# What the claim path needs of a template without reading it: the rule's terms, what the
+# issue stamps on the coupon, and the 201's template summary. A term the claim path starts
+# to use is added here (and to the claim's facts query).
+ROW_COLUMNS = (
+    "total",
+    "per_user_limit",
+    "valid_from",
+    "valid_until",
+    "name",
+    "type",
+    "value",
+    "min_amount",
+    "max_discount",
+    "scope",
+    "scope_ids",
+    "visibility",
+    "valid_days",
+    # SPEC section 18: the decision checks the audience it read and the reach by id.
+    "audience",
+    "has_single_use_codes",
+)
+DATETIME_COLUMNS = frozenset({"valid_from", "valid_until"})
+# Clocks of app nodes and Redis may be this far apart: a change that could not reach Redis
+# waits this much longer than the lease.
+CLOCK_MARGIN_SECONDS = 0.5
+# A deleted template's fence: no terms version is ever this high (it lasts FENCE_TTL_MS, past
+# any write-back of terms read before the delete).
+DELETED_VERSION = 2**53
+
+
+def version_of(updated_at: datetime) -> int:
+    """The terms version: the row's updated_at in ms (`terms_change` makes it grow)."""
+    return epoch_ms(updated_at)
+
+
+def cached_terms(template: CouponTemplate) -> CachedTerms:
+    """The terms of a template read from the database (its updated_at as read)."""
+    row = {}
+    for column in ROW_COLUMNS:
+        value = getattr(template, column)
+        row[column] = epoch_ms(value) if column in DATETIME_COLUMNS else value
+    return CachedTerms(
+        template_id=template.pk,
+        version=version_of(template.updated_at),
+        total=template.total,
+        per_user_limit=template.per_user_limit,
+        valid_from=template.valid_from,
+        valid_until=template.valid_until,
+        row=row,
+    )
+
+
+def template_from_row(template_id: int, row: dict[str, Any]) -> CouponTemplate:
+    """An unsaved CouponTemplate with the cached terms, for the claim's decision and answer."""
+    columns = {
+        column: _from_ms(row[column]) if column in DATETIME_COLUMNS else row[column]
+        for column in ROW_COLUMNS
+    }
+    return CouponTemplate(id=template_id, **columns)
+
+
+def _from_ms(value: int) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=value)
+
+
+def next_version(current: datetime) -> datetime:
+    """The updated_at a change stamps: now, but always after the row's current one (app
+    clocks differ), so that a newer version is always a later change."""
+    return max(clock.truncate_to_milliseconds(clock.now()), current + timedelta(milliseconds=1))
+
+
+@contextmanager
+def terms_change(template: CouponTemplate, *, deleting: bool = False) -> Iterator[None]:
+    """Wrap a staff change of `template` (locked, as read before the change) inside its
+    transaction: fences the cached terms out before the body commits and, once it has,
+    publishes the new ones (the body leaves them on `template`). Must run inside
+    `transaction.atomic()` holding the row lock, so that changes of one template are ordered.
+
+    When Redis does not confirm both steps, the change still commits, and returns only once
+    every cached copy of the old terms has expired."""
+    counter = coupon_counter()
+    template_id = template.pk  # a deleted template's pk is None after the body
+    confirmed = counter.fence(template_id=template_id, version=version_of(template.updated_at) + 1)
+    yield
+
+    def publish() -> None:
+        if deleting:
+            published = counter.fence(template_id=template_id, version=DELETED_VERSION)
+        else:
+            published = counter.publish(cached_terms(template), read_at=time.time())
+        if not (confirmed and published):
+            wait = counter.terms_lease + CLOCK_MARGIN_SECONDS
+            logger.warning(
+                "coupon terms of template %s not confirmed in Redis: waiting %.1fs for the cached "
+                "copies to expire",
+                template_id,
+                wait,
+            )
+            time.sleep(wait)
+
+    transaction.on_commit(publish)
+
+
+def terms_publish_new(template: CouponTemplate) -> None:
+    """After a template is created: cache its terms (best effort: a claim reads them from the
+    database when they are missing; nothing older can exist)."""
+    coupon_counter().publish(cached_terms(template), read_at=time.time())

@@ -1,0 +1,196 @@
+"""Database statements and Redis round trips / commands per request of the claim path, read
+from the servers: MariaDB's session counters (SHOW SESSION STATUS on the request's own
+connection, so other clients of the server do not count) and a redis-server of this script's
+own (INFO commandstats; round trips counted at the client's socket).
+
+    .venv/bin/python scripts/measure_claim_statements.py [--requests 20] [--port 3306]
+
+Production settings, one thread, in-process (Django's test Client), a database
+`coupons_stmt_<pid>` created and dropped on the MariaDB at 127.0.0.1:PORT. Prints, per
+scenario, the mean per request of: Questions (every statement the client sent), the Com_*
+counters that moved, Redis round trips and Redis commands (top-level and inside scripts)."""
+
+import argparse
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path.cwd()
+sys.path.insert(0, str(ROOT))
+DATABASE = f"coupons_stmt_{os.getpid()}"
+PORT = next(
+    (sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--port"),
+    str(urlsplit(os.environ.get("DATABASE_URL", "")).port or 3306),  # the caller's server
+)
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
+os.environ["DATABASE_URL"] = f"mysql://root@127.0.0.1:{PORT}/{DATABASE}"
+os.environ.setdefault("ALLOWED_HOSTS", "testserver")
+os.environ.setdefault("LOG_LEVEL", "ERROR")
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(60))  # tokens live for this run only
+
+STATUS_SQL = (
+    "SHOW SESSION STATUS WHERE Variable_name = 'Questions' OR Variable_name LIKE 'Com\\_%%'"
+)
+
+
+def start_redis(directory: str) -> tuple[subprocess.Popen, str]:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", directory],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    import redis
+
+    client = redis.Redis(port=port)
+    for _ in range(100):
+        try:
+            client.ping()
+            return process, f"redis://127.0.0.1:{port}/0"
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    raise RuntimeError("redis-server did not start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=20, help="measured per scenario")
+    parser.add_argument(
+        "--port", default=PORT, help="the MariaDB server's port (default: DATABASE_URL's, or 3306)"
+    )
+    args = parser.parse_args()
+
+    import MySQLdb
+
+    directory = tempfile.mkdtemp(prefix="claim-statements-")
+    redis_process, redis_url = start_redis(directory)
+    os.environ["REDIS_URL"] = os.environ["COUPON_COUNTER_REDIS_URL"] = redis_url
+    admin = MySQLdb.connect(host="127.0.0.1", port=int(PORT), user="root")
+    admin.cursor().execute(f"CREATE DATABASE {DATABASE}")
+    try:
+        run(args.requests)
+    finally:
+        admin.cursor().execute(f"DROP DATABASE IF EXISTS {DATABASE}")
+        redis_process.terminate()
+        redis_process.wait(timeout=10)
+
+
+def run(count: int) -> None:
+    import django
+
+    django.setup()
+    import redis
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+    from rest_framework_simplejwt.tokens import AccessToken
+
+    from core import clock
+    from coupons.services import templates
+
+    round_trips = Counter()
+    send = redis.connection.Connection.send_packed_command
+
+    def counted_send(self, command, check_health=True):
+        round_trips["n"] += 1
+        return send(self, command, check_health)
+
+    redis.connection.Connection.send_packed_command = counted_send
+    probe = redis.Redis.from_url(os.environ["REDIS_URL"])
+
+    def redis_commands() -> Counter:
+        stats = probe.info("commandstats")
+        return Counter({name[len("cmdstat_") :]: value["calls"] for name, value in stats.items()})
+
+    call_command("migrate", verbosity=0)
+    users = get_user_model().objects.bulk_create(
+        get_user_model()(username=f"stmt{i}", password="!") for i in range(4 * (count + 2))
+    )
+    tokens = [f"Bearer {AccessToken.for_user(user)}" for user in users]
+    now = clock.now()
+
+    def template(total: int) -> int:
+        return templates.coupon_template_publish(
+            name=f"stmt {total}",
+            type="direct",
+            value=100,
+            total=total,
+            valid_from=now - timedelta(days=1),
+            valid_until=now + timedelta(days=1),
+        ).pk
+
+    selling, sold_out = template(10**6), template(1)
+    client = Client()
+
+    def request(method: str, path: str, user: int, expected: int) -> None:
+        response = getattr(client, method)(path, HTTP_AUTHORIZATION=tokens[user])
+        if response.status_code != expected:
+            raise RuntimeError(f"{path}: {response.status_code} {response.content[:200]}")
+
+    def session_status() -> Counter:
+        with connection.cursor() as cursor:
+            cursor.execute(STATUS_SQL)
+            return Counter({name: int(value) for name, value in cursor.fetchall()})
+
+    request("post", f"/api/coupons/{sold_out}/claim", len(users) - 1, 201)
+    request("post", f"/api/coupons/{sold_out}/claim", len(users) - 2, 409)  # facts recorded
+    per = count + 2
+    scenarios = {
+        "baseline GET /api/auth/me": lambda i: request("get", "/api/auth/me", i, 200),
+        "claim, template has room (201)": lambda i: request(
+            "post", f"/api/coupons/{selling}/claim", per + i, 201
+        ),
+        "claim, sold out (409)": lambda i: request(
+            "post", f"/api/coupons/{sold_out}/claim", 2 * per + i, 409
+        ),
+    }
+    print(f"{'scenario':34} {'stmts':>6} {'redis RT':>8} {'redis cmds':>10}  statements, commands")
+    for name, action in scenarios.items():
+        action(0)  # warm: the connection is open and the scripts are loaded
+        statements, commands, trips = Counter(), Counter(), 0
+        for i in range(1, count + 1):
+            connection.ensure_connection()
+            thread_id = connection.connection.thread_id()
+            before, redis_before, trips_before = (
+                session_status(),
+                redis_commands(),
+                round_trips["n"],
+            )
+            action(i)
+            trips += round_trips["n"] - trips_before
+            after = redis_commands()
+            delta = session_status()
+            if connection.connection.thread_id() != thread_id:
+                raise RuntimeError("the request reconnected: session counters are not comparable")
+            delta.subtract(before)
+            delta["Questions"] -= 1  # the SHOW STATUS that read `after`
+            delta["Com_show_status"] -= 1
+            statements.update(+delta)
+            after.subtract(redis_before)
+            after["info"] -= 1
+            commands.update(+after)
+        questions = statements.pop("Questions", 0) / count
+        detail = ", ".join(f"{k[4:]} {v / count:g}" for k, v in sorted(statements.items()))
+        redis_detail = ", ".join(f"{k} {v / count:g}" for k, v in sorted(commands.items()))
+        print(
+            f"{name:34} {questions:6.2f} {trips / count:8.2f}"
+            f" {sum(commands.values()) / count:10.2f}"
+            f"  {detail}; {redis_detail}"
+        )
+
+
+if __name__ == "__main__":
+    main()
