@@ -48,6 +48,11 @@ class CouponLimitReached:
 
 
 @dataclass(frozen=True)
+class CouponPaused:
+    pass
+
+
+@dataclass(frozen=True)
 class CouponThrottled:
     """The user claimed this template more often than the claim rate allows."""
 
@@ -70,7 +75,7 @@ class CouponTermsMissing:
     user_claims: int | None
 
 
-Refusal = CouponSoldOut | CouponNotInWindow | CouponLimitReached
+Refusal = CouponSoldOut | CouponNotInWindow | CouponLimitReached | CouponPaused
 ScreenResult = Refusal | CouponThrottled | CouponMayHaveRoom | CouponTermsMissing
 # claim.lua's refusal codes, and the states of the claim rule each one stands for
 # (tests/coupons/test_rules.py runs the script against coupons.rules.claim_state).
@@ -78,12 +83,14 @@ REFUSAL_BY_CODE: dict[int, Refusal] = {
     1: CouponSoldOut(),
     2: CouponNotInWindow(),
     3: CouponLimitReached(),
+    6: CouponPaused(),
 }
 STATES_BY_RESULT: dict[type, frozenset[ClaimState]] = {
     CouponMayHaveRoom: frozenset({ClaimState.CLAIMABLE}),
     CouponSoldOut: frozenset({ClaimState.SOLD_OUT}),
     CouponNotInWindow: frozenset({ClaimState.NOT_STARTED, ClaimState.ENDED}),
     CouponLimitReached: frozenset({ClaimState.LIMIT_REACHED}),
+    CouponPaused: frozenset({ClaimState.PAUSED}),
 }
 THROTTLED, MAY_HAVE_ROOM, TERMS_MISSING = 4, 0, 5
 
@@ -109,6 +116,10 @@ class CachedTerms:
     valid_from: datetime
     valid_until: datetime
     row: dict[str, Any]
+    paused: bool = False
+    # The audience is the user's fact, which only the database knows: Redis refuses such a
+    # template on its window and pause only (claim.lua).
+    new_customers_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -264,6 +275,8 @@ class CouponCounter:
             epoch_ms(terms.valid_until),
             json.dumps(terms.row, separators=(",", ":")),
             self.terms_expire_at_ms(read_at),
+            int(terms.paused),
+            int(terms.new_customers_only),
         ]
 
     def terms_expire_at_ms(self, read_at: float) -> int:

@@ -17,6 +17,7 @@ from coupons.counter import (
     CouponLimitReached,
     CouponMayHaveRoom,
     CouponNotInWindow,
+    CouponPaused,
     CouponSoldOut,
     CouponTermsMissing,
     CouponThrottled,
@@ -81,6 +82,7 @@ REJECTION_BY_REFUSAL: dict[type, type[ClaimRejected]] = {
     CouponNotInWindow: ClaimNotInWindow,
     CouponSoldOut: ClaimSoldOut,
     CouponLimitReached: ClaimLimitReached,
+    CouponPaused: ClaimPaused,
 }
 # A decision that the facts call claimable but the guarded UPDATE refused can only follow a
 # concurrent edit of the template (or the clock passing valid_from); it is retried, this often.

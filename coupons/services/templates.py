@@ -305,7 +305,7 @@ def _paused_set(*, template_id: int, paused: bool) -> CouponTemplate:
             return template
         with terms_change(template):
             stamp = next_version(template.updated_at)  # the terms' version grows
-            paused_at = stamp if paused else None
+            paused_at = clock.now() if paused else None
             CouponTemplate.objects.filter(pk=template_id).update(
                 paused_at=paused_at, updated_at=stamp
             )

@@ -71,6 +71,8 @@ def cached_terms(template: CouponTemplate) -> CachedTerms:
         valid_from=template.valid_from,
         valid_until=template.valid_until,
         row=row,
+        paused=template.paused_at is not None,
+        new_customers_only=template.audience == CouponTemplate.Audience.NEW_CUSTOMERS,
     )
 
 

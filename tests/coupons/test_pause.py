@@ -241,3 +241,31 @@ def test_the_new_refusals_speak_chinese_when_asked(user, shopper_client):
         "code": "not_eligible",
         "detail": "该优惠券仅限新用户领取（尚无已支付订单）。",
     }
+
+
+@pytest.mark.django_db
+def test_redis_refuses_a_paused_template_on_the_published_terms_and_forgets_it_on_resume(
+    user, django_capture_on_commit_callbacks
+):
+    from core import clock
+    from coupons.counter import CouponMayHaveRoom, CouponPaused, coupon_counter
+
+    template = CouponTemplateFactory()
+
+    def screen():
+        return coupon_counter().screen(
+            template_id=template.pk,
+            user_id=user.pk,
+            now=clock.now(),
+            throttle_limit=1000,
+            window=1,
+            throttle_period=60,
+        )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        templates.coupon_template_pause(template_id=template.pk)
+    assert isinstance(screen(), CouponPaused)  # refused in Redis, no database statement
+
+    with django_capture_on_commit_callbacks(execute=True):
+        templates.coupon_template_resume(template_id=template.pk)
+    assert isinstance(screen(), CouponMayHaveRoom)

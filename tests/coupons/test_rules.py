@@ -9,10 +9,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.conf import settings
 
-from coupons.counter import STATES_BY_RESULT, CachedTerms, CouponTermsMissing
+from coupons.counter import (
+    STATES_BY_RESULT,
+    CachedTerms,
+    CouponMayHaveRoom,
+    CouponTermsMissing,
+)
 from coupons.models import CouponTemplate
 from coupons.rules import ClaimState, TemplateFacts, claim_state, template_state_where
-from tests.support.claim_grid import PROMOTION_GRID
+from tests.support.claim_grid import PROMOTION_GRID, grid_cases
 from tests.support.factories import CouponTemplateFactory
 from tests.support.helpers import counter_at
 
@@ -163,16 +168,19 @@ def test_the_admin_filter_selects_exactly_the_templates_the_rule_puts_in_each_st
         assert expected  # the grid reaches every state
 
 
+REFUSED_BEFORE_THE_AUDIENCE = {ClaimState.NOT_STARTED, ClaimState.ENDED, ClaimState.PAUSED}
+
+
 def test_the_lua_claim_script_refuses_exactly_what_the_rule_decides(redis_namespace):
     """claim.lua with the database's facts in Redis (terms, claimed count, the user's count),
     for every branch of the rule: each refusal is the rule's, and where the rule admits, Redis
     sends the claim to the database. Without the terms it refuses nothing."""
     counter = counter_at(settings.COUPON_COUNTER_REDIS_URL, prefix=redis_namespace)
     seen = set()
-    for template_id, (facts, user_claims) in enumerate(
-        itertools.product(GRID, USER_CLAIMS), start=1
-    ):
-        decided = claim_state(facts, now=NOW, user_claims=user_claims)
+    for template_id, (facts, user_claims, has_paid_order) in enumerate(grid_cases(), start=1):
+        decided = claim_state(
+            facts, now=NOW, user_claims=user_claims, has_paid_order=has_paid_order
+        )
         screen = functools.partial(
             counter.screen,
             template_id=template_id,
@@ -199,16 +207,24 @@ def test_the_lua_claim_script_refuses_exactly_what_the_rule_decides(redis_namesp
             valid_from=facts.valid_from,
             valid_until=facts.valid_until,
             row={},
+            paused=facts.paused,
+            new_customers_only=facts.new_customers_only,
         )
         assert counter.publish(terms, read_at=time.time())
 
         counted = screen()
 
-        assert decided in STATES_BY_RESULT[type(counted)], (facts, user_claims, counted)
+        if facts.new_customers_only and decided not in REFUSED_BEFORE_THE_AUDIENCE:
+            # The audience is the user's fact, known to the database only: it decides.
+            assert isinstance(counted, CouponMayHaveRoom), (facts, user_claims, counted)
+        else:
+            assert decided in STATES_BY_RESULT[type(counted)], (facts, user_claims, counted)
         seen.add(decided)
     assert seen == {
         ClaimState.NOT_STARTED,
         ClaimState.ENDED,
+        ClaimState.PAUSED,
+        ClaimState.NOT_ELIGIBLE,
         ClaimState.SOLD_OUT,
         ClaimState.LIMIT_REACHED,
         ClaimState.CLAIMABLE,
