@@ -47,9 +47,13 @@ test: $(VENV)/.dev-installed $(MO_FILES)
 	scripts/ensure-bench-deps
 	$(BIN)/pytest
 
-## check: static checks that need no database: the import contracts (pyproject.toml)
+## check: static checks that need no database (pyproject.toml): the import contracts, ruff's
+## lint and format, mypy
 check: $(VENV)/.dev-installed
 	$(BIN)/lint-imports
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 ## bench: load benchmarks; prints a table and writes bench/results/*.json
 bench: $(VENV)/.dev-installed

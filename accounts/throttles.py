@@ -134,7 +134,9 @@ class RefreshThrottle(ScopedThrottle):
         if not isinstance(token, str):
             return None
         try:
-            payload = token_backend.decode(token, verify=True)
+            # decode takes the encoded JWT (a str, as jwt.decode does); simplejwt's own
+            # annotation names its Token class.
+            payload = token_backend.decode(token, verify=True)  # type: ignore[arg-type]
         except TokenBackendError:
             return None  # answered 401 by the view, counted nowhere
         user_id = user_id_from_claim(payload.get(jwt_settings.USER_ID_CLAIM))

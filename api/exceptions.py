@@ -11,6 +11,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.functional import Promise
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -50,7 +51,7 @@ STATUS_BY_CODE = {
 }
 
 # DRF exception class -> our code; the first match wins, so subclasses come first.
-CODE_BY_API_EXCEPTION = [
+CODE_BY_API_EXCEPTION: list[tuple[type[exceptions.APIException], str]] = [
     (exceptions.NotAuthenticated, "not_authenticated"),
     (exceptions.AuthenticationFailed, "authentication_failed"),
     (exceptions.PermissionDenied, "permission_denied"),
@@ -74,9 +75,9 @@ def status_of_code(code: str) -> int:
     return next(cls.status_code for cls, c in CODE_BY_API_EXCEPTION if c == code)
 
 
-def error_body(code: str, detail: str, fields: dict | None = None) -> dict:
+def error_body(code: str, detail: str | Promise, fields: dict | None = None) -> dict:
     """`detail` is in the request's language (Accept-Language); `code` never changes."""
-    body = {"code": code, "detail": str(detail)}
+    body: dict[str, object] = {"code": code, "detail": str(detail)}
     if fields is not None:
         body["fields"] = fields
     return body
@@ -90,8 +91,9 @@ def api_exception_handler(exc: Exception, context: dict) -> Response:
         status_code = STATUS_BY_CODE.get(exc.code)
         if status_code is not None:
             headers = {}
-            if getattr(exc, "retry_after", None):  # a throttle counted inside a service
-                headers["Retry-After"] = str(math.ceil(exc.retry_after))
+            retry_after = getattr(exc, "retry_after", None)  # a throttle counted in a service
+            if retry_after:
+                headers["Retry-After"] = str(math.ceil(retry_after))
             return Response(
                 error_body(exc.code, exc.detail, exc.fields), status=status_code, headers=headers
             )
@@ -152,18 +154,21 @@ def unavailable_marked(response):
 def render_api_exception(exc: exceptions.APIException) -> Response:
     code = next((c for cls, c in CODE_BY_API_EXCEPTION if isinstance(exc, cls)), "error")
     headers = {}
-    if getattr(exc, "auth_header", None):
-        headers["WWW-Authenticate"] = exc.auth_header
-    if getattr(exc, "wait", None):
-        headers["Retry-After"] = str(math.ceil(exc.wait))
+    # Set by DRF's authentication (auth_header) and Throttled (wait) only.
+    auth_header = getattr(exc, "auth_header", None)
+    if auth_header:
+        headers["WWW-Authenticate"] = auth_header
+    wait = getattr(exc, "wait", None)
+    if wait:
+        headers["Retry-After"] = str(math.ceil(wait))
     if isinstance(exc, exceptions.ValidationError):
         fields = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
         return Response(
             error_body(code, _("Invalid input."), fields), status=exc.status_code, headers=headers
         )
     detail = exc.detail
-    if isinstance(detail, dict):  # simplejwt puts a dict here
-        detail = detail.get("detail", str(detail))
+    if isinstance(detail, dict) and "detail" in detail:  # simplejwt puts a dict here
+        detail = detail["detail"]
     return Response(error_body(code, str(detail)), status=exc.status_code, headers=headers)
 
 

@@ -71,7 +71,7 @@ def idempotent(handler: Callable) -> Callable:
             )
         # No answer at all (the worker stopped by gunicorn's timeout raises SystemExit here)
         # leaves the record "in progress": the work may have committed, so a retry must not
-        # run it again (docs/DESIGN.md, "Idempotency", known limit).
+        # run it again (docs/decisions/0018-idempotency-keys-in-mysql.md, a known limit).
         try:
             response = handler(view, request, *args, **kwargs)
         except Exception as error:
@@ -80,7 +80,8 @@ def idempotent(handler: Callable) -> Callable:
         record_finish(record_id=begun.pk, response=response)
         return response
 
-    wrapper.idempotent = True  # read by the schema generator to document the header
+    # Read by the schema generator (getattr) to document the header.
+    setattr(wrapper, "idempotent", True)  # noqa: B010
     return wrapper
 
 
@@ -92,7 +93,11 @@ def key_validate(key: str) -> None:
 def request_digest(request: Request) -> str:
     """What makes two requests "the same": method, path with query string, and body bytes."""
     digest = hashlib.sha256()
-    for part in (request.method.encode(), request.get_full_path().encode(), request._request.body):
+    for part in (
+        (request.method or "").encode(),
+        request.get_full_path().encode(),
+        request._request.body,
+    ):
         digest.update(len(part).to_bytes(8, "big"))  # length-prefixed: no ambiguous joins
         digest.update(part)
     return digest.hexdigest()
@@ -153,7 +158,8 @@ def record_begin(
             continue
         if earlier.request_digest != request_digest:
             raise IdempotencyKeyReused()
-        if earlier.response_status is None:
+        # record_finish writes the status and the body together.
+        if earlier.response_status is None or earlier.response_body is None:
             raise RequestInProgress()
         return StoredAnswer(status=earlier.response_status, body=earlier.response_body)
     raise RequestInProgress()

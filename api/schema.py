@@ -13,8 +13,10 @@ The codes of an operation come from two places:
 import http
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import uritemplate
+from django.utils.functional import Promise
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.utils import OpenApiParameter
@@ -38,7 +40,7 @@ ErrorClass = type[DomainError] | type[exceptions.APIException]
 @dataclass(frozen=True)
 class ErrorExample:
     code: str
-    detail: str
+    detail: str | Promise
     fields: dict | None = field(default=None, hash=False, compare=False)
     status: int | None = None  # for codes outside api/exceptions.py's tables
 
@@ -125,7 +127,7 @@ def api_errors(*errors: ErrorClass) -> Callable:
     kind of operation implies (401, 400 ...) are added by AutoSchema."""
 
     def decorate(handler: Callable) -> Callable:
-        handler.api_errors = (*getattr(handler, "api_errors", ()), *errors)
+        setattr(handler, "api_errors", (*getattr(handler, "api_errors", ()), *errors))  # noqa: B010
         return handler
 
     return decorate
@@ -174,7 +176,7 @@ class AutoSchema(SpectacularAutoSchema):
                 errors.extend(view_errors)
         return errors
 
-    def _get_response_bodies(self, direction="response"):
+    def _get_response_bodies(self, direction: Literal["request", "response"] = "response") -> dict:
         responses = super()._get_response_bodies(direction)
         examples_by_status: dict[int, dict[str, ErrorExample]] = {}
         from_domain: set[str] = set()

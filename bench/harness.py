@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import dj_database_url
 import MySQLdb
@@ -266,10 +265,10 @@ class Harness:
         return replace(result, cpu=CpuShare(**cores)) if cores else result
 
     @contextmanager
-    def profiled(self, scenario: str) -> Iterator[dict[str, Any]]:
+    def profiled(self, scenario: str) -> Iterator[profiling.ProfileSlot]:
         """With --profile, py-spy samples the workers while the block runs; the summary lands
-        in the yielded dict under "profile"."""
-        into: dict[str, Any] = {}
+        in the yielded slot's `profile`."""
+        into = profiling.ProfileSlot()
         if not self.profile or self.gunicorn is None or self.gunicorn.process is None:
             yield into
             return

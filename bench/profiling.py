@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from bench.progress import log
+from bench.results import Profile
 
 # A sample belongs to a request when Django's handler is on its stack.
 REQUEST_FRAME = "BaseHandler.get_response"
@@ -25,9 +25,9 @@ def py_spy() -> str | None:
 
 
 @contextmanager
-def profiled(master_pid: int, output: Path, into: dict[str, Any]) -> Iterator[None]:
+def profiled(master_pid: int, output: Path, into: "ProfileSlot") -> Iterator[None]:
     """Record the workers of the gunicorn master `master_pid` (idle threads included, so lock
-    and I/O waits show) while the block runs; put a summary in `into["profile"]`. Sampling
+    and I/O waits show) while the block runs; put a summary in `into.profile`. Sampling
     costs CPU: a profiled run's figures are slower than an unprofiled one's."""
     executable = py_spy()
     if executable is None:
@@ -52,11 +52,11 @@ def profiled(master_pid: int, output: Path, into: dict[str, Any]) -> Iterator[No
     if not output.exists():
         log(f"py-spy wrote no profile: {errors.decode(errors='replace')[-500:]}")
         return
-    into["profile"] = {"file": output.name, **summarize(output)}
+    into.profile = summarize(output)
     log(f"profile written to {output}")
-    for label, share in into["profile"]["markers"].items():
+    for label, share in into.profile.markers.items():
         log(f"  {share:6.1%}  {label}")
-    for name, share in into["profile"]["top_self"][:8]:
+    for name, share in into.profile.top_self[:8]:
         log(f"  {share:6.1%}  self: {name}")
 
 
@@ -74,7 +74,13 @@ MARKERS = {
 }
 
 
-def summarize(path: Path, top: int = 12) -> dict[str, Any]:
+class ProfileSlot:
+    """Where `profiled` leaves its summary once the block has run; None without py-spy."""
+
+    profile: Profile | None = None
+
+
+def summarize(path: Path, top: int = 12) -> Profile:
     """Shares of request-serving samples (wall time, idle included): inclusive for each marker
     function, and by innermost frame (self time) for the top ones."""
     document = json.loads(path.read_text())
@@ -98,11 +104,12 @@ def summarize(path: Path, top: int = 12) -> dict[str, Any]:
                 if indexes.intersection(stack):
                     markers[label] += weight
     if not requests:
-        return {"request_thread_seconds": 0.0, "markers": {}, "top_self": []}
-    return {
-        "request_thread_seconds": round(requests, 2),
-        "markers": {label: round(markers[label] / requests, 4) for label in MARKERS},
-        "top_self": [
+        return Profile(file=path.name, request_thread_seconds=0.0, markers={}, top_self=())
+    return Profile(
+        file=path.name,
+        request_thread_seconds=round(requests, 2),
+        markers={label: round(markers[label] / requests, 4) for label in MARKERS},
+        top_self=tuple(
             (name, round(weight / requests, 4)) for name, weight in innermost.most_common(top)
-        ],
-    }
+        ),
+    )

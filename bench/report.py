@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from typing import Any
 
-from bench.results import ClaimRow, Load, Results
+from bench.results import ClaimRow, Load, Results, RunDocument
 
 PASS, MISS, NOT_RUN = "PASS", "MISS", "n/a"
 
@@ -167,17 +167,16 @@ def throughput_row(label: str, load: Load, base: float, row: ClaimRow | None) ->
     ]
 
 
-def render(results: Results, targets: list[Target], document: dict[str, Any]) -> str:
-    machine = document["machine"]
+def render(document: RunDocument) -> str:
+    results, targets, machine = document.results, document.targets, document.machine
     base = results.baseline.rps
     out = [
         "",
-        f"Coupons benchmark ({document['mode']}) started {document['started_at']},"
-        f" took {document['seconds']} s",
-        f"Machine: {machine['cores']} x {machine['cpu']}, {machine['platform']}",
-        f"MariaDB {machine['mariadb']}, {machine['redis']}, Python {machine['python']},"
-        f" {machine['wrk']}",
-        f"Server: gunicorn {document['server']['gunicorn']}, {document['server']['settings']}",
+        f"Coupons benchmark ({document.mode}) started {document.started_at},"
+        f" took {document.seconds} s",
+        f"Machine: {machine.cores} x {machine.cpu}, {machine.platform}",
+        f"MariaDB {machine.mariadb}, {machine.redis}, Python {machine.python}, {machine.wrk}",
+        f"Server: gunicorn {document.server.gunicorn}, {document.server.settings}",
         "",
     ]
     rows = [throughput_row("baseline GET /api/auth/me", results.baseline, base, None)]
@@ -243,7 +242,7 @@ def render(results: Results, targets: list[Target], document: dict[str, Any]) ->
 
     compared = results.comparison
     if compared:
-        primary = document["server"]["primary_worker_class"]
+        primary = document.server.primary_worker_class
         other = compared.worker_class
         pairs = [("baseline", results.baseline, compared.baseline)]
         if results.storm:

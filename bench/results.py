@@ -1,10 +1,15 @@
 """What one benchmark run measured, as frozen dataclasses: a load as the client saw it, the
-database facts read back after it, and each scenario's row. `asdict()` of `Results` is the
-JSON that `make bench` writes; bench.report renders and judges the same objects."""
+database facts read back after it, each scenario's row, and the run's own facts (machine,
+server, sizes). `asdict()` of `RunDocument` is the JSON that `make bench` writes;
+bench.report renders and judges the same objects."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bench.harness import Sizes
+    from bench.report import Target
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,17 @@ class Exactness:
 
 
 @dataclass(frozen=True)
+class Profile:
+    """py-spy's summary of the workers during one scenario (bench.profiling, `--profile`):
+    shares of request-serving wall time."""
+
+    file: str  # the speedscope JSON beside the results
+    request_thread_seconds: float
+    markers: Mapping[str, float]  # inclusive share of each function of bench.profiling.MARKERS
+    top_self: tuple[tuple[str, float], ...]  # innermost frames, largest share first
+
+
+@dataclass(frozen=True)
 class ClaimRow:
     """Claims sent at one template, and whether the database agrees with the answers."""
 
@@ -104,7 +120,7 @@ class ClaimRow:
     load: Load
     exactness: Exactness
     mariadb_counters: Mapping[str, int] = field(default_factory=dict)
-    profile: Mapping[str, Any] | None = None
+    profile: Profile | None = None
 
 
 @dataclass(frozen=True)
@@ -158,3 +174,36 @@ class Results:
     scale: tuple[ScaleRow, ...] = ()
     reads: Reads | None = None
     comparison: WorkerComparison | None = None
+
+
+@dataclass(frozen=True)
+class Machine:
+    cpu: str
+    cores: int | None
+    platform: str
+    python: str
+    mariadb: str
+    redis: str
+    wrk: str
+
+
+@dataclass(frozen=True)
+class Server:
+    gunicorn: str  # workers, class and threads
+    primary_worker_class: str
+    settings: str
+
+
+@dataclass(frozen=True)
+class RunDocument:
+    """One run as `make bench` writes it to bench/results/<timestamp>.json."""
+
+    started_at: str  # ISO 8601, whole seconds
+    seconds: float
+    command: str
+    mode: str  # "quick" or "full"
+    sizes: "Sizes"
+    machine: Machine
+    server: Server
+    results: Results
+    targets: "tuple[Target, ...]"

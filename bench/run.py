@@ -20,11 +20,10 @@ import tempfile
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from bench.harness import FULL, QUICK, REPO_ROOT, RESULTS_DIR, Harness
 from bench.progress import log
-from bench.results import ClaimRow, Results
+from bench.results import ClaimRow, Machine, Results, RunDocument, Server
 
 # Measured on the 2-core machine (bench/README.md): 2 gthread workers x 2 threads served the
 # baseline 20-45% faster than 2 sync workers (keep-alive; sync closes every connection) and the
@@ -73,7 +72,7 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
     )
 
 
-def machine_facts(harness: Harness) -> dict[str, Any]:
+def machine_facts(harness: Harness) -> Machine:
     cpu = "unknown"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -86,15 +85,15 @@ def machine_facts(harness: Harness) -> dict[str, Any]:
     def version(*command: str) -> str:
         return subprocess.run(command, capture_output=True, text=True).stdout.strip()
 
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "mariadb": harness.mariadb_version,
-        "redis": version("redis-server", "--version"),
-        "wrk": version("wrk", "--version").splitlines()[0] if shutil.which("wrk") else "absent",
-    }
+    return Machine(
+        cpu=cpu,
+        cores=os.cpu_count(),
+        platform=platform.platform(),
+        python=platform.python_version(),
+        mariadb=harness.mariadb_version,
+        redis=version("redis-server", "--version"),
+        wrk=version("wrk", "--version").splitlines()[0] if shutil.which("wrk") else "absent",
+    )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -144,27 +143,26 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         harness.stop_all()
     elapsed = (datetime.now(UTC) - started_at).total_seconds()
-    targets = report.evaluate_targets(results)
-    document = {
-        "started_at": started_at.isoformat(timespec="seconds"),
-        "seconds": round(elapsed, 1),
-        "command": "python -m bench.run " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "mode": "quick" if args.quick else "full",
-        "sizes": asdict(sizes),
-        "machine": machine_facts(harness),
-        "server": {
-            "gunicorn": f"{os.cpu_count()} {args.worker_class} workers"
+    document = RunDocument(
+        started_at=started_at.isoformat(timespec="seconds"),
+        seconds=round(elapsed, 1),
+        command="python -m bench.run " + " ".join(argv if argv is not None else sys.argv[1:]),
+        mode="quick" if args.quick else "full",
+        sizes=sizes,
+        machine=machine_facts(harness),
+        server=Server(
+            gunicorn=f"{os.cpu_count()} {args.worker_class} workers"
             + (f" x {args.threads} threads" if args.worker_class == "gthread" else ""),
-            "primary_worker_class": args.worker_class,
-            "settings": "config.settings.production",
-        },
-        "results": asdict(results),
-        "targets": [asdict(target) for target in targets],
-    }
-    print(report.render(results, targets, document))
+            primary_worker_class=args.worker_class,
+            settings="config.settings.production",
+        ),
+        results=results,
+        targets=tuple(report.evaluate_targets(results)),
+    )
+    print(report.render(document))
     RESULTS_DIR.mkdir(exist_ok=True)
     path = RESULTS_DIR / f"{harness.stamp}{'-quick' if args.quick else ''}.json"
-    path.write_text(json.dumps(document, indent=2) + "\n")
+    path.write_text(json.dumps(asdict(document), indent=2) + "\n")
     log(f"done in {elapsed:.0f} s; figures written to {path.relative_to(REPO_ROOT)}")
     shutil.rmtree(workdir, ignore_errors=True)
     return 0

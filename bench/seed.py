@@ -177,6 +177,10 @@ def counters_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, i
 
 def redis_claimed_key(template_id: int) -> str:
     """The Redis key of a template's claimed counter, as the app's counter adapter names it."""
-    from coupons.counter import coupon_counter
+    from coupons.counter import CouponCounter
+    from coupons.counter_setup import coupon_counter
 
-    return coupon_counter().keys(template_id, 0)[0]
+    counter = coupon_counter()
+    if not isinstance(counter, CouponCounter):
+        raise RuntimeError("the bench needs Redis: the coupon counter is unavailable")
+    return counter.keys(template_id, 0)[0]

@@ -4,24 +4,32 @@ Redis never decides a claim: every error is logged and swallowed, and after one 
 stays away from Redis for a short back-off so an outage costs requests nothing.
 
 The counter is given its Redis client (a `redis.Redis` or a `redis.cluster.RedisCluster`);
-`counter_from_settings` is the one place that builds it from the settings, and
-`coupon_counter()` is the process's instance."""
+coupons/counter_setup.py builds the process's counter from the settings."""
 
 import json
 import logging
 import secrets
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import redis
-from django.conf import settings
 from redis.cluster import RedisCluster
 from redis.exceptions import RedisClusterException
 
-from coupons.rules import ClaimState
+from coupons.counter_results import (
+    CachedTerms,
+    CouponLimitReached,
+    CouponMayHaveRoom,
+    CouponNotInWindow,
+    CouponPaused,
+    CouponSoldOut,
+    CouponTermsMissing,
+    CouponThrottled,
+    Refusal,
+    ScreenResult,
+    StoredCounts,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -32,65 +40,12 @@ RedisClient = redis.Redis | RedisCluster
 REDIS_FAILURES = (redis.RedisError, RedisClusterException)
 
 
-@dataclass(frozen=True)
-class CouponSoldOut:
-    pass
-
-
-@dataclass(frozen=True)
-class CouponNotInWindow:
-    pass
-
-
-@dataclass(frozen=True)
-class CouponLimitReached:
-    pass
-
-
-@dataclass(frozen=True)
-class CouponPaused:
-    pass
-
-
-@dataclass(frozen=True)
-class CouponThrottled:
-    """The user claimed this template more often than the claim rate allows."""
-
-
-@dataclass(frozen=True)
-class CouponMayHaveRoom:
-    """No confirmed fact refuses the claim: the database decides, on these cached terms
-    (`row`, as `CachedTerms.row` was written) and the user's count floor (None: unknown)."""
-
-    row: dict[str, Any]
-    user_claims: int | None
-
-
-@dataclass(frozen=True)
-class CouponTermsMissing:
-    """Redis holds no terms for the template: the database decides, and the claim writes the
-    terms it read back to Redis showing `lease`."""
-
-    lease: str
-    user_claims: int | None
-
-
-Refusal = CouponSoldOut | CouponNotInWindow | CouponLimitReached | CouponPaused
-ScreenResult = Refusal | CouponThrottled | CouponMayHaveRoom | CouponTermsMissing
-# claim.lua's refusal codes, and the states of the claim rule each one stands for
-# (tests/coupons/test_rules.py runs the script against coupons.rules.claim_state).
+# claim.lua's refusal codes, and the results they stand for.
 REFUSAL_BY_CODE: dict[int, Refusal] = {
     1: CouponSoldOut(),
     2: CouponNotInWindow(),
     3: CouponLimitReached(),
     6: CouponPaused(),
-}
-STATES_BY_RESULT: dict[type, frozenset[ClaimState]] = {
-    CouponMayHaveRoom: frozenset({ClaimState.CLAIMABLE}),
-    CouponSoldOut: frozenset({ClaimState.SOLD_OUT}),
-    CouponNotInWindow: frozenset({ClaimState.NOT_STARTED, ClaimState.ENDED}),
-    CouponLimitReached: frozenset({ClaimState.LIMIT_REACHED}),
-    CouponPaused: frozenset({ClaimState.PAUSED}),
 }
 THROTTLED, MAY_HAVE_ROOM, TERMS_MISSING = 4, 0, 5
 
@@ -101,33 +56,6 @@ PER_USER_KEYS_OUTLIVE_WINDOW_MS = 60_000
 # write lands at most a lease after the claim's read, and then expires on arrival anyway. A
 # fence a failed change left behind only keeps the terms out of Redis this long.
 FENCE_TTL_MS = 60_000
-
-
-@dataclass(frozen=True)
-class CachedTerms:
-    """A template's terms as the database showed them, for Redis to refuse on: `version` is
-    the row's updated_at in ms (an edit makes it strictly greater), `row` what the claim path
-    rebuilds the template from (opaque here)."""
-
-    template_id: int
-    version: int
-    total: int
-    per_user_limit: int
-    valid_from: datetime
-    valid_until: datetime
-    row: dict[str, Any]
-    paused: bool = False
-    # The audience is the user's fact, which only the database knows: Redis refuses such a
-    # template on its window and pause only (claim.lua).
-    new_customers_only: bool = False
-
-
-@dataclass(frozen=True)
-class StoredCounts:
-    """A template's confirmed counts for one user as Redis holds them (None: no key)."""
-
-    claimed: int | None
-    user: int | None
 
 
 def hash_tag(template_id: int) -> str:
@@ -334,87 +262,3 @@ class CouponCounter:
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
-
-
-def redis_client(url: str, *, cluster: bool, timeout: float) -> RedisClient:
-    """A client that fails fast: connecting is quick when Redis is up. With `cluster`, `url`
-    names any one node; the client discovers the others."""
-    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
-    if cluster:
-        return RedisCluster.from_url(url, **options)
-    return redis.Redis.from_url(url, **options)
-
-
-def counter_from_settings() -> CouponCounter:
-    """The one place the counter's connection comes from: COUPON_COUNTER_REDIS_URL,
-    COUPON_REDIS_CLUSTER, COUPON_REDIS_PREFIX, COUPON_COUNTER_CLAIM_TIMEOUT and
-    COUPON_COUNTER_BACKOFF, COUPON_TERMS_LEASE."""
-    client = redis_client(
-        settings.COUPON_COUNTER_REDIS_URL,
-        cluster=settings.COUPON_REDIS_CLUSTER,
-        timeout=settings.COUPON_COUNTER_CLAIM_TIMEOUT,
-    )
-    return CouponCounter(
-        client,
-        prefix=settings.COUPON_REDIS_PREFIX,
-        backoff=settings.COUPON_COUNTER_BACKOFF,
-        terms_lease=settings.COUPON_TERMS_LEASE,
-    )
-
-
-class UnavailableCounter:
-    """Stands in for the counter while its Redis could not even be connected to (a Redis
-    Cluster client asks the cluster for its slots when it is built): counts nothing, like a
-    counter in back-off."""
-
-    def __init__(self) -> None:
-        self.terms_lease = settings.COUPON_TERMS_LEASE
-
-    def screen(self, **claim) -> None:
-        return None
-
-    def record(self, **facts) -> bool:
-        return False
-
-    def fence(self, **change) -> bool:
-        return False
-
-    def publish(self, terms: CachedTerms, **change) -> bool:
-        return False
-
-    def ping(self) -> bool:
-        return False
-
-    def stored(self, **key) -> StoredCounts:
-        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
-
-    def rebuild_template(self, **facts) -> None:
-        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
-
-
-AnyCounter = CouponCounter | UnavailableCounter
-_counter: CouponCounter | None = None
-_unavailable_until = 0.0
-
-
-def coupon_counter() -> AnyCounter:
-    """The process's counter, built from the settings on first use. If it cannot be built
-    (a cluster with no node answering), an UnavailableCounter answers until the back-off
-    has passed, then building is tried again."""
-    global _counter, _unavailable_until
-    if _counter is None:
-        if time.monotonic() < _unavailable_until:
-            return UnavailableCounter()
-        try:
-            _counter = counter_from_settings()
-        except REDIS_FAILURES as error:
-            _unavailable_until = time.monotonic() + settings.COUPON_COUNTER_BACKOFF
-            logger.warning("coupon counter unavailable, cannot connect: %r", error)
-            return UnavailableCounter()
-    return _counter
-
-
-def install_coupon_counter(counter: CouponCounter | None) -> None:
-    """Make `counter` the process's counter (None: build it from the settings on next use)."""
-    global _counter, _unavailable_until
-    _counter, _unavailable_until = counter, 0.0

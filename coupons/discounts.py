@@ -6,6 +6,7 @@ Money is integer cents and every division rounds down, so a shopper is never ove
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 DIRECT = "direct"
 THRESHOLD = "threshold"
@@ -37,14 +38,20 @@ class CartLine:
     amount: int  # unit price x quantity, in cents
 
 
+class CartRefusal(StrEnum):
+    """Why a coupon does not apply to a cart."""
+
+    NOT_APPLICABLE = "not_applicable"  # no line of the cart in the coupon's scope
+    THRESHOLD_NOT_MET = "threshold_not_met"  # the eligible subtotal is short (`shortfall`)
+
+
 @dataclass(frozen=True)
 class CartJudgement:
-    """A coupon judged against a cart. `reason` is None when it applies; otherwise
-    `not_applicable` (no line in scope) or `threshold_not_met` (with the `shortfall`)."""
+    """A coupon judged against a cart. `reason` is None when it applies."""
 
     eligible_subtotal: int
     discount: int
-    reason: str | None
+    reason: CartRefusal | None
     shortfall: int | None
     line_discounts: tuple[int, ...]  # one per cart line, in the cart's order; sums to discount
 
@@ -96,10 +103,10 @@ def judge_cart(terms: DiscountTerms, lines: Sequence[CartLine]) -> CartJudgement
     eligible = sum(line.amount for line, hit in zip(lines, in_scope, strict=True) if hit)
     no_discount = (0,) * len(lines)
     if not any(in_scope):
-        return CartJudgement(eligible, 0, "not_applicable", None, no_discount)
+        return CartJudgement(eligible, 0, CartRefusal.NOT_APPLICABLE, None, no_discount)
     if eligible < terms.min_amount:
         shortfall = terms.min_amount - eligible
-        return CartJudgement(eligible, 0, "threshold_not_met", shortfall, no_discount)
+        return CartJudgement(eligible, 0, CartRefusal.THRESHOLD_NOT_MET, shortfall, no_discount)
     discount = discount_for(terms, eligible)
     weights = [line.amount if hit else 0 for line, hit in zip(lines, in_scope, strict=True)]
     parts = split_largest_remainder(discount, weights)

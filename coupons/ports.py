@@ -10,7 +10,7 @@ from datetime import datetime
 from django.db import transaction
 
 from core import clock
-from coupons.discounts import CartJudgement, CartLine, DiscountTerms, judge_cart
+from coupons.discounts import CartJudgement, CartLine, CartRefusal, DiscountTerms, judge_cart
 from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
 from coupons.models import CouponStatus, CouponTemplate, UserCoupon
 
@@ -19,6 +19,7 @@ __all__ = [
     "COUPON_TYPE_CHOICES",
     "CartJudgement",
     "CartLine",
+    "CartRefusal",
     "TransactionRequired",
     "UsableCoupon",
     "get_usable",

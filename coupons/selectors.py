@@ -3,6 +3,7 @@
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from typing import TYPE_CHECKING, TypeAlias, TypedDict, cast
 
 from django.contrib.auth import get_user_model
 from django.db.models import Count, OuterRef, QuerySet, Subquery
@@ -12,6 +13,24 @@ from coupons.customers import customer_history
 from coupons.errors import TemplateNotFound
 from coupons.models import CouponStatus, CouponTemplate, SingleUseCode, UserCoupon
 from coupons.rules import ClaimState, TemplateFacts, claim_state
+
+
+class FunnelCounts(TypedDict):
+    used_count: int
+    expired_count: int
+
+
+class ShopperCounts(TypedDict):
+    claimed_by_me: int
+
+
+if TYPE_CHECKING:  # django-stubs' helper is a dev dependency: for mypy only
+    from django_stubs_ext import WithAnnotations
+
+    # A template as templates_with_funnel returns it (the admin's list and page).
+    TemplateWithFunnel: TypeAlias = WithAnnotations[CouponTemplate, FunnelCounts]
+    # A template of the shopper's list, with the calling user's claims.
+    ShopperTemplate: TypeAlias = WithAnnotations[CouponTemplate, ShopperCounts]
 
 
 def coupons_per_template(coupons: QuerySet[UserCoupon]) -> Coalesce:
@@ -39,7 +58,7 @@ def template_for_admin(template_id: int) -> CouponTemplate:
     return template
 
 
-def templates_for_shopper(*, user_id: int) -> QuerySet[CouponTemplate]:
+def templates_for_shopper(*, user_id: int) -> "QuerySet[ShopperTemplate]":
     """Every public template, newest first, with `claimed_by_me`: one query for any page
     size. Hidden templates are reachable only by code or grant, never listed, and so are
     templates with single-use codes (not claimable by id: SPEC section 18)."""
@@ -152,7 +171,7 @@ def users_by_name_or_id(entries: list[str]) -> UserLookup:
 # --- The operator's admin (SPEC section 13) ---------------------------------------------------
 
 
-def templates_with_funnel(*, now: datetime) -> QuerySet[CouponTemplate]:
+def templates_with_funnel(*, now: datetime) -> "QuerySet[TemplateWithFunnel]":
     """Templates, newest first, with `used_count` and `expired_count`: one correlated subquery
     each on the (template_id, ...) index, so a page costs the same number of queries for 1 or
     100 rows. Claimed is the template's own `claimed_count` column."""
@@ -175,16 +194,21 @@ class TemplateFunnel:
         return self.used / self.claimed if self.claimed else None
 
 
-def template_funnel(template: CouponTemplate, *, now: datetime) -> TemplateFunnel:
+def template_funnel(
+    template: "CouponTemplate | TemplateWithFunnel", *, now: datetime
+) -> TemplateFunnel:
     """The funnel of one template; reads the annotations when `template` came from
     templates_with_funnel, otherwise counts (two indexed queries)."""
-    if not hasattr(template, "used_count"):
-        template = templates_with_funnel(now=now).get(pk=template.pk)
+    counted = (
+        cast("TemplateWithFunnel", template)  # annotated: it came from templates_with_funnel
+        if hasattr(template, "used_count")
+        else templates_with_funnel(now=now).get(pk=template.pk)
+    )
     return TemplateFunnel(
-        claimed=template.claimed_count,
-        total=template.total,
-        used=template.used_count,
-        expired=template.expired_count,
+        claimed=counted.claimed_count,
+        total=counted.total,
+        used=counted.used_count,
+        expired=counted.expired_count,
     )
 
 

@@ -83,8 +83,8 @@ class ProductAdmin(RefusalAsFormErrorAdmin):
 
 class OrderItemInline(admin.TabularInline):
     model = OrderItem
-    fields = ["product", "title", "unit_price_display", "quantity", "discount_share"]
-    readonly_fields = fields
+    readonly_fields = ("product", "title", "unit_price_display", "quantity", "discount_share")
+    fields = readonly_fields
     extra = 0
     can_delete = False
 
@@ -139,7 +139,7 @@ class OrderAdmin(admin.ModelAdmin):
     list_filter = ["status", "order_type", CouponTemplateFilter]
     list_select_related = ["user"]
     search_fields = ["user__username"]
-    fields = [
+    readonly_fields = (
         "user",
         "order_type",
         "status",
@@ -151,8 +151,8 @@ class OrderAdmin(admin.ModelAdmin):
         "paid_at",
         "cancelled_at",
         "created_at",
-    ]
-    readonly_fields = fields
+    )
+    fields = readonly_fields
     inlines = [OrderItemInline]
     actions = None
 

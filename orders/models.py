@@ -24,7 +24,6 @@ class Category(models.Model):
         verbose_name = _("category")
         verbose_name_plural = _("categories")
         ordering = ["name"]
-        verbose_name_plural = "categories"
 
     def __str__(self) -> str:
         return self.name

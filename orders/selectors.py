@@ -2,6 +2,7 @@
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 from django.db.models import QuerySet
 from django.urls import reverse
@@ -26,25 +27,29 @@ def order_for_user(*, user_id: int, order_id: int) -> Order:
     return order
 
 
+class OptionReason(StrEnum):
+    """Why a coupon of the user's is not usable on this cart. Unusable options come after the
+    usable ones in this order: the nearest to usable first."""
+
+    NOT_STARTED = "not_started"  # its own use window has not opened
+    THRESHOLD_NOT_MET = ports.CartRefusal.THRESHOLD_NOT_MET.value
+    NOT_APPLICABLE = ports.CartRefusal.NOT_APPLICABLE.value  # no line of the cart in scope
+    CART_REQUIRED = "cart_required"  # a scoped coupon asked about a bare amount
+
+
 @dataclass(frozen=True)
 class CouponOption:
     coupon: ports.UsableCoupon
     usable: bool
     discount: int
-    # When not usable: not_started, threshold_not_met, not_applicable (no line of the cart in
-    # scope) or cart_required (a scoped coupon asked about a bare amount).
-    reason: str | None
-    shortfall: int | None  # eligible cents still to spend, for threshold_not_met
+    reason: OptionReason | None  # None when usable
+    shortfall: int | None  # eligible cents still to spend, for THRESHOLD_NOT_MET
     eligible_subtotal: int | None  # None when judged on a bare amount
 
 
-# Unusable options come after the usable ones in this order: the nearest to usable first.
-REASON_RANK = {
+REASON_RANK: dict[OptionReason | None, int] = {
     None: 0,
-    "not_started": 1,
-    "threshold_not_met": 2,
-    "not_applicable": 3,
-    "cart_required": 4,
+    **{reason: rank for rank, reason in enumerate(OptionReason, start=1)},
 }
 
 
@@ -95,6 +100,7 @@ def orders_using_coupons(
             admin_url=reverse("admin:orders_order_change", args=[order.pk]),
         )
         for order in orders.order_by("-id")[:limit]
+        if order.coupon_id is not None  # always, by the filter above; for the type
     ]
 
 
@@ -102,10 +108,10 @@ def _option(
     coupon: ports.UsableCoupon, *, cart: list[ports.CartLine] | None, amount: int, now
 ) -> CouponOption:
     if now < coupon.valid_from:
-        return CouponOption(coupon, False, 0, "not_started", None, None)
+        return CouponOption(coupon, False, 0, OptionReason.NOT_STARTED, None, None)
     if cart is None:
         if coupon.scope != "all":
-            return CouponOption(coupon, False, 0, "cart_required", None, None)
+            return CouponOption(coupon, False, 0, OptionReason.CART_REQUIRED, None, None)
         # A bare amount is one store-wide line.
         cart_of_amount = [ports.CartLine(product_id=0, category_id=None, amount=amount)]
         judged = ports.judge_cart(coupon, cart_of_amount)
@@ -113,15 +119,16 @@ def _option(
         judged = ports.judge_cart(coupon, cart)
     eligible = judged.eligible_subtotal if cart is not None else None
     if judged.reason is not None:
-        return CouponOption(coupon, False, 0, judged.reason, judged.shortfall, eligible)
+        reason = OptionReason(judged.reason.value)
+        return CouponOption(coupon, False, 0, reason, judged.shortfall, eligible)
     return CouponOption(coupon, True, judged.discount, None, None, eligible)
 
 
 def _cart_for_items(items: Sequence[OrderLine]) -> list[ports.CartLine]:
     """The cart priced at today's prices, without taking stock. Unknown products are 404."""
     lines = order_lines_validate(items)
-    products = Product.objects.in_bulk([product_id for product_id, _ in lines])
-    missing = [product_id for product_id, _ in lines if product_id not in products]
+    products = Product.objects.in_bulk([line.product_id for line in lines])
+    missing = [line.product_id for line in lines if line.product_id not in products]
     if missing:
         raise ProductNotFound(f"Product {missing[0]} not found.")
     return cart_lines(lines, products)

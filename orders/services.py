@@ -32,6 +32,17 @@ from orders.models import MAX_LINES, MAX_QUANTITY, MAX_STOCK, Order, OrderItem, 
 
 
 class OrderLine(TypedDict):
+    """One line of an order as the API takes it."""
+
+    product_id: int
+    quantity: int
+
+
+@dataclass(frozen=True, order=True)
+class ProductQuantity:
+    """One validated line: a product and how many of it. Ordered by product id, the lock
+    order of _stock_take."""
+
     product_id: int
     quantity: int
 
@@ -66,7 +77,7 @@ def _order_place(
     *,
     user_id: int,
     order_type: str,
-    lines: list[tuple[int, int]],
+    lines: list[ProductQuantity],
     coupon_id: int | None,
 ) -> Order:
     """One transaction: take stock, price the lines, redeem the coupon if any, write the
@@ -106,23 +117,23 @@ def _unpaid_room_check(*, user_id: int) -> None:
         raise TooManyUnpaidOrders()
 
 
-def cart_lines(lines: list[tuple[int, int]], products: dict[int, Product]) -> list[ports.CartLine]:
+def cart_lines(lines: list[ProductQuantity], products: dict[int, Product]) -> list[ports.CartLine]:
     """The order's lines as the coupon rules see them: product, category, amount."""
     return [
         ports.CartLine(
-            product_id=product_id,
-            category_id=products[product_id].category_id,
-            amount=products[product_id].price * quantity,
+            product_id=line.product_id,
+            category_id=products[line.product_id].category_id,
+            amount=products[line.product_id].price * line.quantity,
         )
-        for product_id, quantity in lines
+        for line in lines
     ]
 
 
 def raise_if_not_applied(judged: ports.CartJudgement) -> None:
     match judged.reason:
-        case "not_applicable":
+        case ports.CartRefusal.NOT_APPLICABLE:
             raise CouponNotApplicable()
-        case "threshold_not_met":
+        case ports.CartRefusal.THRESHOLD_NOT_MET:
             raise ThresholdNotMet(
                 f"The eligible subtotal {judged.eligible_subtotal} is {judged.shortfall} short"
                 " of the coupon's threshold."
@@ -173,32 +184,32 @@ def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
     return order
 
 
-def order_lines_validate(items: Sequence[OrderLine]) -> list[tuple[int, int]]:
-    """(product_id, quantity) pairs sorted by product id: the lock order of _stock_take."""
+def order_lines_validate(items: Sequence[OrderLine]) -> list[ProductQuantity]:
+    """The lines sorted by product id: the lock order of _stock_take."""
     if not 1 <= len(items) <= MAX_LINES:
         raise OrderInvalid(fields={"items": [f"Between 1 and {MAX_LINES} lines are required."]})
-    lines = sorted((item["product_id"], item["quantity"]) for item in items)
-    product_ids = [product_id for product_id, _ in lines]
+    lines = sorted(ProductQuantity(item["product_id"], item["quantity"]) for item in items)
+    product_ids = [line.product_id for line in lines]
     if len(set(product_ids)) != len(product_ids):
         raise OrderInvalid(fields={"items": ["Each product may appear only once."]})
-    if any(not 1 <= quantity <= MAX_QUANTITY for _, quantity in lines):
+    if any(not 1 <= line.quantity <= MAX_QUANTITY for line in lines):
         raise OrderInvalid(fields={"items": [f"Quantity must be 1 to {MAX_QUANTITY}."]})
     return lines
 
 
-def _stock_take(lines: list[tuple[int, int]]) -> dict[int, Product]:
+def _stock_take(lines: list[ProductQuantity]) -> dict[int, Product]:
     """Take stock for each line with a guarded UPDATE (never below zero), in ascending product
     id order, and return the products as the locked rows now stand. Inside a transaction."""
-    for product_id, quantity in lines:
-        taken = Product.objects.filter(pk=product_id, stock__gte=quantity).update(
-            stock=F("stock") - quantity
+    for line in lines:
+        taken = Product.objects.filter(pk=line.product_id, stock__gte=line.quantity).update(
+            stock=F("stock") - line.quantity
         )
         if not taken:
-            if not Product.objects.filter(pk=product_id).exists():
-                raise ProductNotFound(f"Product {product_id} not found.")
-            raise OutOfStock(f"Not enough stock for product {product_id}.")
+            if not Product.objects.filter(pk=line.product_id).exists():
+                raise ProductNotFound(f"Product {line.product_id} not found.")
+            raise OutOfStock(f"Not enough stock for product {line.product_id}.")
     # The UPDATEs hold these rows' locks, so the prices read here are the ones charged.
-    return Product.objects.in_bulk([product_id for product_id, _ in lines])
+    return Product.objects.in_bulk([line.product_id for line in lines])
 
 
 def _stock_return(order: Order) -> None:
@@ -211,7 +222,7 @@ def _order_create(
     *,
     user_id: int,
     order_type: str,
-    lines: list[tuple[int, int]],
+    lines: list[ProductQuantity],
     products: dict[int, Product],
     total: int,
     line_discounts: list[int],
@@ -233,13 +244,13 @@ def _order_create(
     OrderItem.objects.bulk_create(
         OrderItem(
             order=order,
-            product_id=product_id,
-            title=products[product_id].name,
-            unit_price=products[product_id].price,
-            quantity=quantity,
+            product_id=line.product_id,
+            title=products[line.product_id].name,
+            unit_price=products[line.product_id].price,
+            quantity=line.quantity,
             discount_amount=line_discount,
         )
-        for (product_id, quantity), line_discount in zip(lines, line_discounts, strict=True)
+        for line, line_discount in zip(lines, line_discounts, strict=True)
     )
     return order
 

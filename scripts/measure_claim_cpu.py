@@ -50,7 +50,7 @@ class Timing:
 
 
 def measure_interleaved(
-    scenarios: dict[str, Callable[[int], None]], count: int, warmup: int
+    scenarios: dict[str, Callable[[int], object]], count: int, warmup: int
 ) -> list[Timing]:
     """One request of each scenario per round, `count` rounds: load from other processes on
     the machine then weighs on every scenario alike."""
@@ -77,7 +77,7 @@ def measure_interleaved(
     ]
 
 
-def profile(scenario: str, action: Callable[[int], None], count: int, warmup: int) -> None:
+def profile(scenario: str, action: Callable[[int], object], count: int, warmup: int) -> None:
     import cProfile
     import pstats
 
@@ -154,7 +154,7 @@ def run(count: int, warmup: int, profiled: str | None) -> None:
 
     request("post", f"/api/coupons/{sold_out}/claim", len(users) - 1, 201)
     per = count + warmup
-    scenarios = {
+    scenarios: dict[str, Callable[[int], object]] = {
         "baseline GET /api/auth/me": lambda i: request("get", "/api/auth/me", i, 200),
         "claim, template has room (201)": lambda i: request(
             "post", f"/api/coupons/{selling}/claim", per + i, 201

@@ -101,14 +101,14 @@ def run(count: int) -> None:
     from core import clock
     from coupons.services import templates
 
-    round_trips = Counter()
+    round_trips: Counter[str] = Counter()
     send = redis.connection.Connection.send_packed_command
 
     def counted_send(self, command, check_health=True):
         round_trips["n"] += 1
         return send(self, command, check_health)
 
-    redis.connection.Connection.send_packed_command = counted_send
+    redis.connection.Connection.send_packed_command = counted_send  # type: ignore[method-assign]  # counting round trips at the socket
     probe = redis.Redis.from_url(os.environ["REDIS_URL"])
 
     def redis_commands() -> Counter:
@@ -160,7 +160,9 @@ def run(count: int) -> None:
     print(f"{'scenario':34} {'stmts':>6} {'redis RT':>8} {'redis cmds':>10}  statements, commands")
     for name, action in scenarios.items():
         action(0)  # warm: the connection is open and the scripts are loaded
-        statements, commands, trips = Counter(), Counter(), 0
+        statements: Counter[str] = Counter()
+        commands: Counter[str] = Counter()
+        trips = 0
         for i in range(1, count + 1):
             connection.ensure_connection()
             thread_id = connection.connection.thread_id()

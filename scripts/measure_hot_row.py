@@ -16,6 +16,7 @@ import statistics
 import sys
 import threading
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -136,12 +137,12 @@ def claim(cursor, connection, *, template_id: int, user_id: int) -> tuple[bool, 
 
 
 def lock_hold(template_id: int, users: Users, count: int) -> list[float]:
-    connection = connect()
-    cursor = connection.cursor()
-    held = [claim(cursor, connection, template_id=template_id, user_id=users.take())[1]]
-    for _ in range(count):
-        held.append(claim(cursor, connection, template_id=template_id, user_id=users.take())[1])
-    connection.close()
+    with closing(connect()) as connection:
+        cursor = connection.cursor()
+        held = [claim(cursor, connection, template_id=template_id, user_id=users.take())[1]]
+        for _ in range(count):
+            took = claim(cursor, connection, template_id=template_id, user_id=users.take())[1]
+            held.append(took)
     return held
 
 
@@ -153,14 +154,15 @@ def storm(
     barrier = threading.Barrier(threads + 1)
 
     def run(index: int) -> None:
-        connection = connect()
-        cursor = connection.cursor()
-        template_id = template_ids[index % len(template_ids)]
-        barrier.wait()
-        while time.monotonic() < stop:
-            if shape(cursor, connection, template_id=template_id, user_id=users.take())[0]:
-                issued[index] += 1
-        connection.close()
+        # Closed even when a claim fails: closing rolls back, and an open transaction would
+        # hold the metadata lock that main's DROP DATABASE waits for.
+        with closing(connect()) as connection:
+            cursor = connection.cursor()
+            template_id = template_ids[index % len(template_ids)]
+            barrier.wait()
+            while time.monotonic() < stop:
+                if shape(cursor, connection, template_id=template_id, user_id=users.take())[0]:
+                    issued[index] += 1
 
     workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
     for worker in workers:
@@ -183,42 +185,68 @@ def main() -> None:
     import MySQLdb
 
     admin = MySQLdb.connect(host="127.0.0.1", user="root")
+    # Should a connection of the run still hold a lock, the DROP fails after this long
+    # instead of hanging (the server's default wait is a year).
+    admin.cursor().execute("SET SESSION lock_wait_timeout = 60")
     admin.cursor().execute(f"CREATE DATABASE {DATABASE}")
     try:
         run(args.threads, args.seconds, user_count=args.users, decisions=args.decisions)
     finally:
         admin.cursor().execute(f"DROP DATABASE IF EXISTS {DATABASE}")
+        admin.close()
+
+
+def clone_rows(cursor, model, *, prototype_pk: int, count: int, numbered: str) -> None:
+    """`count` copies of the row `prototype_pk` of `model`, in one INSERT ... SELECT: every
+    column copied from a row the ORM wrote (so no column can be missed as the schema grows),
+    `numbered` made unique with the copy's number."""
+    columns = [
+        field.column
+        for field in model._meta.concrete_fields
+        if not field.primary_key and not field.generated  # the server computes generated ones
+    ]
+    values = [f"CONCAT({column}, '-', seq)" if column == numbered else column for column in columns]
+    table = model._meta.db_table
+    cursor.execute(
+        f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(values)}"
+        f" FROM {table}, seq_1_to_{count} WHERE {table}.id = %s",
+        [prototype_pk],
+    )
 
 
 def run(threads: int, seconds: float, *, user_count: int, decisions: int) -> None:
     import django
 
     django.setup()
+    from django.contrib.auth.models import User
     from django.core.management import call_command
     from django.db import connection
 
+    from coupons.models import CouponTemplate
+
     call_command("migrate", verbosity=0)
+    # One user and one template written by the ORM (the model's defaults for every column
+    # this script does not care about), then copied in bulk by SQL.
+    user = User.objects.create(username="hot", password="!")
+    valid_from, valid_until = (moment.replace(tzinfo=UTC) for moment in TEMPLATE_WINDOW)
+    template = CouponTemplate.objects.create(
+        name="hot",
+        type=CouponTemplate.Type.DIRECT,
+        value=100,
+        min_amount=0,
+        total=4_000_000_000,
+        per_user_limit=1,
+        valid_from=valid_from,
+        valid_until=valid_until,
+    )
     connection.close()
-    now = datetime.now(UTC).replace(tzinfo=None)
-    loader = connect()  # no read timeout: the bulk loads may take a while on a busy machine
-    with loader.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO auth_user (password, is_superuser, username, first_name, last_name,"
-            " email, is_staff, is_active, date_joined)"
-            " SELECT '!', 0, CONCAT('hot', seq), '', '', '', 0, 1, NOW()"
-            f" FROM seq_1_to_{user_count}"
-        )
-        cursor.execute(
-            "INSERT INTO coupon_templates (name, type, value, min_amount, total, per_user_limit,"
-            " valid_from, valid_until, claimed_count, created_at, updated_at)"
-            " SELECT CONCAT('hot ', seq), 'direct', 100, 0, 4000000000, 1, %s, %s, 0, %s, %s"
-            f" FROM seq_1_to_{threads + 1}",
-            [*TEMPLATE_WINDOW, now, now],
-        )
+    # No read timeout: the bulk loads may take a while on a busy machine.
+    with closing(connect()) as loader, loader.cursor() as cursor:
+        clone_rows(cursor, User, prototype_pk=user.pk, count=user_count, numbered="username")
+        clone_rows(cursor, CouponTemplate, prototype_pk=template.pk, count=threads, numbered="name")
         cursor.execute("SELECT id FROM coupon_templates ORDER BY id")
         template_ids = [row[0] for row in cursor.fetchall()]
-    loader.commit()
-    loader.close()
+        loader.commit()
     users = Users()
     took = lock_hold(template_ids[0], users, decisions)
     results = [

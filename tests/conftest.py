@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from api.throttles import backoff as throttle_backoff
 from api.throttles import in_process_counts
-from coupons.counter import counter_from_settings, install_coupon_counter
+from coupons.counter_setup import counter_from_settings, install_coupon_counter
 from ops.database_faults import breaker as database_breaker
 from ops.health import monitor as health_monitor
 from tests.support.caches import cache_settings

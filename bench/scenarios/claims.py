@@ -45,7 +45,7 @@ def measure(
         load=load,
         exactness=verdict,
         mariadb_counters=counters,
-        profile=profile.get("profile"),
+        profile=profile.profile,
     )
     log(
         f"[{name}] {load.answered}/{load.requests} answered at c={load.concurrency}:"

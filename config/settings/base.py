@@ -97,13 +97,13 @@ TEMPLATES = [
 DATABASE_LOCK_WAIT_TIMEOUT = int(os.environ.get("DB_LOCK_WAIT_TIMEOUT", "5"))
 
 
-def database_from_env() -> dict:
+def database_from_env() -> dj_database_url.DBConfig:
     url = os.environ.get("DATABASE_URL", "")
     if not url:
         VAR_DIR.mkdir(exist_ok=True)
         return {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "db.sqlite3",
+            "NAME": str(VAR_DIR / "db.sqlite3"),
             # IMMEDIATE makes write transactions take the write lock at BEGIN, so they
             # serialize instead of failing with "database is locked" halfway through.
             "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
@@ -158,17 +158,17 @@ HEALTH_CACHE_SECONDS = min(env_float("HEALTH_CACHE_SECONDS", 1.0), 1.0)
 # Protocols in core/database_errors.py and ops/health.py). The API's exception handler
 # reports a database outage to the first; /healthz pings the Redis the second returns.
 DATABASE_FAULT_REPORTER = "ops.database_faults.report_database_unavailable"
-HEALTH_REDIS = "coupons.counter.coupon_counter"
+HEALTH_REDIS = "coupons.counter_setup.coupon_counter"
 # The periodic jobs `manage.py run_scheduler` runs each interval: name -> dotted path of a
 # callable taking nothing and returning a line to print or None (ops imports no app).
 SCHEDULED_JOBS = {"order expiry": "orders.jobs.expire_overdue_orders"}
 
-# --- Redis (advisory counters; see docs/DESIGN.md) --------------------------------------------
+# --- Redis (advisory counters; docs/decisions/0004-redis-advisory-counters-with-versions.md) ---
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-# The coupon counter's Redis (coupons.counter.counter_from_settings reads these, nothing else
-# does): by default the same server; with COUPON_REDIS_CLUSTER=1 the URL names any node of a
-# Redis Cluster.
+# The coupon counter's Redis (coupons.counter_setup.counter_from_settings reads these, nothing
+# else does): by default the same server; with COUPON_REDIS_CLUSTER=1 the URL names any node of
+# a Redis Cluster.
 COUPON_COUNTER_REDIS_URL = os.environ.get("COUPON_COUNTER_REDIS_URL", REDIS_URL)
 COUPON_REDIS_CLUSTER = os.environ.get("COUPON_REDIS_CLUSTER", "0") == "1"
 # Prepended to every counter key; lets several deployments (or test runs) share one Redis.
@@ -286,7 +286,7 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# --- Idempotency-Key (see docs/DESIGN.md, "Idempotency") -------------------------------------
+# --- Idempotency-Key (docs/decisions/0018-idempotency-keys-in-mysql.md) -----------------------
 
 # How long a key's answer is kept for replays; SPEC section 12 asks for at least 24 hours.
 IDEMPOTENCY_KEY_HOURS = int(os.environ.get("IDEMPOTENCY_KEY_HOURS", "24"))
@@ -310,7 +310,8 @@ MAX_UNPAID_ORDERS = int(os.environ.get("MAX_UNPAID_ORDERS", "5"))
 
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
-LOCALE_PATHS = [BASE_DIR / "locale"]  # compiled by `make` (msgfmt), see docs/DESIGN.md
+# Compiled by `make messages` (msgfmt): docs/decisions/0031-admin-money-time-languages.md.
+LOCALE_PATHS = [BASE_DIR / "locale"]
 # Times are stored in UTC and shown (admin, CSV export, chart days) in this zone.
 TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
 USE_I18N = True

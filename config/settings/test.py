@@ -16,7 +16,7 @@ STORAGES = {
 }
 LOGGING = {"version": 1, "disable_existing_loggers": False}
 # Throttles off in effect for the suite (races send many requests per user and per IP);
-# tests/config/test_throttles.py sets the real, low rates.
+# tests/api/test_throttles.py sets the real, low rates.
 THROTTLE_RATES = {scope: "100000/min" for scope in THROTTLE_RATES}  # noqa: F405
 # Each test's /healthz sees the Redis and database of that moment; the tests of the cache set
 # it back (tests/ops/test_health.py).

@@ -138,13 +138,15 @@ class CouponTemplateForm(forms.ModelForm):
             if field in self.fields or field not in self.data:
                 continue
             if posted_term(field, self.data[field], kind=current.type) != getattr(current, field):
+                model_field = CouponTemplate._meta.get_field(field)
+                label = model_field.verbose_name if hasattr(model_field, "verbose_name") else field
                 self.add_error(
                     None,
                     _(
                         "A coupon was claimed while you were editing, so “%(field)s” can no "
                         "longer change. Nothing was saved."
                     )
-                    % {"field": CouponTemplate._meta.get_field(field).verbose_name},
+                    % {"field": label},
                 )
 
 

@@ -5,6 +5,7 @@ from dataclasses import asdict
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -66,6 +67,8 @@ def grant_to_users(
         return None
     template = queryset.get()
     form = GrantForm(request.POST if "apply" in request.POST else None)
+    staff_id = request.user.pk
+    assert staff_id is not None  # the admin site admits only signed-in staff
     if form.is_valid():
         lookup = selectors.users_by_name_or_id(form.cleaned_data["users"])
         unknown = f"unknown usernames: {', '.join(lookup.unknown_usernames)}"
@@ -73,7 +76,7 @@ def grant_to_users(
             form.add_error("users", f"Nobody to grant to; {unknown}.")
         else:
             outcomes = grant_from_form(
-                form, template=template, user_ids=lookup.user_ids, granted_by_id=request.user.pk
+                form, template=template, user_ids=lookup.user_ids, granted_by_id=staff_id
             )
             if outcomes is not None:
                 if lookup.unknown_usernames:
@@ -86,6 +89,6 @@ def grant_to_users(
         "form": form,
         "template": template,
         "opts": modeladmin.model._meta,
-        "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
     }
     return TemplateResponse(request, "admin/coupons/grant.html", context)

@@ -2,6 +2,8 @@
 funnel, the page with its report, chart and CSV export. Every write goes through
 coupons.services.templates, so the rules are the API's; a template with claims cannot be deleted."""
 
+from typing import TYPE_CHECKING
+
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, StreamingHttpResponse
@@ -24,6 +26,9 @@ from coupons.admin.reports import csv_lines, template_report
 from coupons.errors import TemplateInvalid
 from coupons.models import CouponTemplate
 from coupons.services import templates
+
+if TYPE_CHECKING:
+    from coupons.selectors import TemplateWithFunnel
 
 
 class TemplateDeleteRefused(Exception):
@@ -140,11 +145,11 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
         return f"{template.claimed_count} / {template.total}"
 
     @admin.display(description=gettext_lazy("used"), ordering="used_count")
-    def used(self, template: CouponTemplate) -> int:
+    def used(self, template: "TemplateWithFunnel") -> int:
         return template.used_count
 
     @admin.display(description=gettext_lazy("expired"), ordering="expired_count")
-    def expired(self, template: CouponTemplate) -> int:
+    def expired(self, template: "TemplateWithFunnel") -> int:
         return template.expired_count
 
     @admin.display(description=gettext_lazy("redemption rate"))
@@ -153,7 +158,7 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
 
     @admin.display(description=gettext_lazy("state"))
     def state(self, template: CouponTemplate) -> str:
-        return STATE_LABELS[selectors.template_state(template, now=clock.now())]
+        return str(STATE_LABELS[selectors.template_state(template, now=clock.now())])
 
     def has_delete_permission(self, request, obj=None) -> bool:
         if obj is not None and obj.claimed_count > 0:
@@ -216,7 +221,12 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
         except TemplateInvalid as error:
             # The services re-check under the row lock; a claim that landed after the form's
             # check is refused there and comes back as form errors (RefusalAsFormErrorAdmin).
-            raise RefusedOnSave(error.fields or {None: [error.detail]}) from error
+            errors: dict[str | None, list[str]] = (
+                {field: messages for field, messages in error.fields.items()}
+                if error.fields
+                else {None: [str(error.detail)]}
+            )
+            raise RefusedOnSave(errors) from error
         obj.pk = saved.pk
         obj.refresh_from_db()
 

@@ -31,15 +31,15 @@ class UserCouponAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = [DerivedStatusFilter]
     search_fields = ["user__username", "template__name"]
     list_select_related = ["template", "user"]
-    fields = [
+    readonly_fields = (
         "template_link",
         "user_link",
         "coupon_status",
         "claimed_at",
         "used",
         "order_link",
-    ]
-    readonly_fields = fields
+    )
+    fields = readonly_fields
     actions = None
 
     @admin.display(description=gettext_lazy("template"))
@@ -54,7 +54,7 @@ class UserCouponAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description=gettext_lazy("status"))
     def coupon_status(self, coupon: UserCoupon) -> str:
-        return COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=clock.now())]
+        return str(COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=clock.now())])
 
     @admin.display(description=gettext_lazy("claimed at"), ordering="created_at")
     def claimed_at(self, coupon: UserCoupon) -> str:
@@ -80,8 +80,8 @@ class UserCouponInline(ReadOnlyAdminMixin, admin.TabularInline):
 
     model = UserCoupon
     fk_name = "user"  # not granted_by
-    fields = ["coupon_link", "template", "coupon_status", "source", "claimed_at"]
-    readonly_fields = fields
+    readonly_fields = ("coupon_link", "template", "coupon_status", "source", "claimed_at")
+    fields = readonly_fields
     extra = 0
     shown = 20
     verbose_name_plural = gettext_lazy("coupons (newest 20)")
@@ -112,7 +112,7 @@ class UserCouponInline(ReadOnlyAdminMixin, admin.TabularInline):
 
     @admin.display(description=gettext_lazy("status"))
     def coupon_status(self, coupon: UserCoupon) -> str:
-        return COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=clock.now())]
+        return str(COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=clock.now())])
 
     @admin.display(description=gettext_lazy("claimed at"))
     def claimed_at(self, coupon: UserCoupon) -> str:

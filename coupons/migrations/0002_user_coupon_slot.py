@@ -1,6 +1,6 @@
 """user_coupons.slot: the user's n-th coupon of a template has slot n, unique per (template,
 user), so the claim can enforce the per-user limit with an index instead of a row lock held
-across a count (docs/DESIGN.md, "Flash sale")."""
+across a count (docs/decisions/0002-hot-row-update-last.md)."""
 
 from django.db import migrations, models
 

@@ -31,9 +31,10 @@ class ClaimFacts:
 
 # The claim path reads through a plain cursor: Django spends about 1 ms compiling and
 # materialising an ORM query here (the annotated facts query: 1.19 ms through the ORM), and a
-# RawQuerySet still 0.55 ms of CPU against 0.17 ms for the cursor (docs/DESIGN.md, "Flash
-# sale"). The rule's facts, then what the issue and its answer use of the template: a new
-# term they need is added to TEMPLATE_SUMMARY_COLUMNS.
+# RawQuerySet still 0.55 ms of CPU against 0.17 ms for the cursor
+# (docs/measurements/2026-11-30-claim-cpu-in-process.md). The rule's facts, then what the
+# issue and its answer use of the template: a new term they need is added to
+# TEMPLATE_SUMMARY_COLUMNS.
 TEMPLATE_FACT_COLUMNS = (
     "total",
     "claimed_count",
@@ -168,9 +169,12 @@ def _from_db(column: str, value: Any) -> Any:
         return None
     field = CouponTemplate._meta.get_field(column)
     if isinstance(field, models.DateTimeField):
-        return connection.ops.convert_datetimefield_value(value, None, connection)
+        # MySQL's operations have this converter; the stubs type only the base class.
+        convert = connection.ops.convert_datetimefield_value  # type: ignore[attr-defined]
+        return convert(value, None, connection)
     if isinstance(field, models.JSONField):
-        return field.from_db_value(value, None, connection)
+        # JSONField ignores the expression, as the ORM's own calls for raw SQL show.
+        return field.from_db_value(value, None, connection)  # type: ignore[arg-type]
     return value
 
 

@@ -70,7 +70,7 @@ def single_use_codes_create(*, template_id: int, count: int) -> int:
 
 def _insert_batch(*, template_id: int, size: int) -> None:
     for _ in range(MAX_ATTEMPTS_PER_BATCH):
-        codes = set()
+        codes: set[str] = set()
         while len(codes) < size:
             codes.add(single_use_code_new())
         try:

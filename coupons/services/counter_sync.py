@@ -8,7 +8,7 @@ from datetime import datetime
 from django.db import DatabaseError
 
 from core import clock
-from coupons.counter import AnyCounter, coupon_counter
+from coupons.counter_setup import AnyCounter, coupon_counter
 from coupons.errors import TemplateNotFound
 from coupons.models import CouponTemplate
 from coupons.services.claim_sql import ClaimFacts, claim_facts

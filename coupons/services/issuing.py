@@ -1,19 +1,16 @@
-"""Issuing coupons (SPEC sections 4, 14 and 15): the claim's Redis screen, the one issuing
-core every claim, code and grant goes through, and its decision transaction."""
+"""Issuing coupons (SPEC sections 4, 14 and 15): the claim's Redis screen, and the one issuing
+core every claim, code and grant goes through, deciding in one short transaction
+(coupons/services/decision_transaction.py)."""
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, connection, transaction
-from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
+from django.db import DatabaseError, IntegrityError, connection
 
 from api.throttles import Rate
 from core import clock
-from coupons.counter import (
-    AnyCounter,
+from coupons.counter_results import (
     CouponLimitReached,
     CouponMayHaveRoom,
     CouponNotInWindow,
@@ -22,8 +19,8 @@ from coupons.counter import (
     CouponTermsMissing,
     CouponThrottled,
     ScreenResult,
-    coupon_counter,
 )
+from coupons.counter_setup import AnyCounter, coupon_counter
 from coupons.customers import customer_history
 from coupons.errors import (
     ClaimLimitReached,
@@ -55,6 +52,7 @@ from coupons.services.claim_sql import (
     claim_facts,
 )
 from coupons.services.counter_sync import record_facts, resync_from_database
+from coupons.services.decision_transaction import decision_transaction, is_slot_taken
 from coupons.services.terms_cache import cached_terms, template_from_row
 
 
@@ -142,12 +140,12 @@ def coupon_redeem(*, code: str, user_id: int) -> UserCoupon:
             source=UserCoupon.Source.CODE,
             single_use_code_id=code_id,
         )
-    template_id = (
+    shared = (
         CouponTemplate.objects.filter(code_key=code.upper()).values_list("pk", flat=True).first()
     )
-    if template_id is None:
+    if shared is None:
         raise TemplateNotFound("No coupon has this code.")
-    return coupon_issue(template_id=template_id, user_id=user_id, source=UserCoupon.Source.CODE)
+    return coupon_issue(template_id=shared, user_id=user_id, source=UserCoupon.Source.CODE)
 
 
 @dataclass(frozen=True)
@@ -341,7 +339,7 @@ def decide(
     commit follow. Nothing is written unless all succeed."""
     adapt = connection.ops.adapt_datetimefield_value
     try:
-        with _decision_transaction() as decision, connection.cursor() as cursor:
+        with decision_transaction() as decision, connection.cursor() as cursor:
             if single_use_code_id is not None:
                 cursor.execute(
                     USE_SINGLE_USE_CODE_SQL,
@@ -399,7 +397,7 @@ def decide(
     except IntegrityError as error:
         if GRANT_REASON_KEY in str(error):
             raise AlreadyGranted() from error
-        if not _is_slot_taken(error):
+        if not is_slot_taken(error):
             raise
         return IssueOutcome(slot_taken=True)
     coupon = UserCoupon(
@@ -418,58 +416,3 @@ def decide(
         updated_at=now,
     )
     return IssueOutcome(coupon=coupon, claimed_count=claimed_count)
-
-
-class _Decision:
-    def __init__(self) -> None:
-        self.rolled_back = False
-
-    def roll_back(self) -> None:
-        """End the decision with nothing written (it returns normally)."""
-        self.rolled_back = True
-
-
-@contextmanager
-def _decision_transaction() -> Iterator[_Decision]:
-    """The decision's transaction in the fewest statements: SET autocommit=0, the decision's
-    own statements, then SET autocommit=1, which commits it (MySQL commits the open
-    transaction when autocommit is switched back on), where atomic() sends COMMIT and then
-    SET autocommit=1. An exception or `roll_back()`: ROLLBACK, nothing written. Inside an
-    atomic block (a caller's transaction, or a test's), a savepoint through atomic()."""
-    decision = _Decision()
-    if connection.in_atomic_block:
-        with transaction.atomic():
-            yield decision
-            if decision.rolled_back:
-                transaction.set_rollback(True)
-        return
-    connection.set_autocommit(False)
-    try:
-        yield decision
-        if decision.rolled_back:
-            connection.rollback()
-    except BaseException:
-        _restore_autocommit(roll_back=True)
-        raise
-    _restore_autocommit(roll_back=False)
-
-
-def _restore_autocommit(*, roll_back: bool) -> None:
-    """Back to autocommit (committing unless rolled back). If that fails the connection is
-    closed, so the next statement starts on a fresh one rather than inside this transaction."""
-    try:
-        with connection.wrap_database_errors:
-            if roll_back:
-                connection.rollback()
-            connection.set_autocommit(True)
-    except DatabaseError:
-        connection.close()
-        if not roll_back:
-            raise
-
-
-def _is_slot_taken(error: IntegrityError) -> bool:
-    """The duplicate-key error of the (template, user, slot) index, on MySQL or SQLite."""
-    if connection.vendor == "mysql":
-        return error.args[0] == ER_DUP_ENTRY
-    return "UNIQUE constraint failed" in str(error)

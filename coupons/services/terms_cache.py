@@ -17,7 +17,9 @@ from typing import Any
 from django.db import transaction
 
 from core import clock
-from coupons.counter import CachedTerms, coupon_counter, epoch_ms
+from coupons.counter import epoch_ms
+from coupons.counter_results import CachedTerms
+from coupons.counter_setup import coupon_counter
 from coupons.models import CouponTemplate
 
 logger = logging.getLogger(__name__)

@@ -5,6 +5,7 @@ from api.serializers import StrictSerializer
 from core.limits import MAX_BIGINT
 from coupons.ports import COUPON_SCOPE_CHOICES, COUPON_TYPE_CHOICES
 from orders.models import Order, OrderItem
+from orders.selectors import OptionReason
 
 # Input serializers parse types and storage bounds only; the order rules (line count,
 # quantities, one line per product) live in orders.services, which seckill shares.
@@ -122,7 +123,7 @@ class CouponOptionSerializer(serializers.Serializer):
     usable = serializers.BooleanField()
     discount = serializers.IntegerField(help_text="Cents off this cart (or `amount`).")
     reason = serializers.ChoiceField(
-        choices=["not_started", "threshold_not_met", "not_applicable", "cart_required"],
+        choices=[reason.value for reason in OptionReason],
         allow_null=True,
     )
     shortfall = serializers.IntegerField(

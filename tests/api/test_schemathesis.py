@@ -2,7 +2,7 @@
 (CLI, pinned in requirements-dev.txt) against a real gunicorn on the test database, once with
 a shopper's token and once with a staff token. Any 5xx, undocumented status, wrong content
 type, undocumented or malformed header, or body that contradicts the schema fails the test.
-docs/DESIGN.md ("API schema") says which checks run and what is bounded."""
+docs/decisions/0028-api-schema-held-by-tests.md says which checks run and what is bounded."""
 
 import subprocess
 import sys

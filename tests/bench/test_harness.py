@@ -7,12 +7,13 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import asdict, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from bench import exactness, wrk
+from bench import exactness, profiling, wrk
+from bench.harness import QUICK
 from bench.load import percentile, to_load
 from bench.report import MISS, NOT_RUN, PASS, evaluate_targets, render
 from bench.results import (
@@ -21,10 +22,14 @@ from bench.results import (
     CpuShare,
     Exactness,
     Load,
+    Machine,
+    Profile,
     ReadRow,
     Reads,
     Results,
+    RunDocument,
     ScaleRow,
+    Server,
 )
 
 # --- wrk against a real HTTP server ---------------------------------------------------------
@@ -383,31 +388,31 @@ def test_missing_scenarios_are_not_run_rather_than_passed():
 
 
 def test_render_prints_every_row_and_every_target_and_the_json_round_trips():
-    from dataclasses import asdict
-
     results = full_results()
     targets = evaluate_targets(results)
-    document = {
-        "mode": "quick",
-        "started_at": "2026-01-01T00:00:00+00:00",
-        "seconds": 1.0,
-        "machine": {
-            "cores": 2,
-            "cpu": "cpu",
-            "platform": "linux",
-            "mariadb": "10.11",
-            "redis": "7",
-            "python": "3.11",
-            "wrk": "wrk 4.1.0",
-        },
-        "server": {
-            "gunicorn": "2 gthread workers",
-            "settings": "production",
-            "primary_worker_class": "gthread",
-        },
-    }
+    document = RunDocument(
+        started_at="2026-01-01T00:00:00+00:00",
+        seconds=1.0,
+        command="python -m bench.run --quick",
+        mode="quick",
+        sizes=QUICK,
+        machine=Machine(
+            cpu="cpu",
+            cores=2,
+            platform="linux",
+            python="3.11",
+            mariadb="10.11",
+            redis="7",
+            wrk="wrk 4.1.0",
+        ),
+        server=Server(
+            gunicorn="2 gthread workers", primary_worker_class="gthread", settings="production"
+        ),
+        results=results,
+        targets=tuple(targets),
+    )
 
-    text = render(results, targets, document)
+    text = render(document)
 
     for label in (
         "baseline GET /api/auth/me",
@@ -421,7 +426,63 @@ def test_render_prints_every_row_and_every_target_and_the_json_round_trips():
         assert label in text
     for target in targets:
         assert target.target in text
-    assert json.loads(json.dumps(asdict(results)))["selling"]["load"]["rps"] == 499.0
+    written = json.loads(json.dumps(asdict(document)))
+    assert written["results"]["selling"]["load"]["rps"] == 499.0
+    # The JSON keeps the shape it had when these were dicts (older result files compare).
+    assert list(written) == [
+        "started_at",
+        "seconds",
+        "command",
+        "mode",
+        "sizes",
+        "machine",
+        "server",
+        "results",
+        "targets",
+    ]
+    assert list(written["machine"]) == [
+        "cpu",
+        "cores",
+        "platform",
+        "python",
+        "mariadb",
+        "redis",
+        "wrk",
+    ]
+    assert list(written["server"]) == ["gunicorn", "primary_worker_class", "settings"]
+    assert written["sizes"] == json.loads(json.dumps(asdict(QUICK)))
+    assert written["targets"][0] == asdict(targets[0])
+
+
+def test_profile_summary_shares_request_time_and_writes_the_old_json_shape(tmp_path):
+    # given: a speedscope file with two request samples (one in the claim's decision) and an
+    # idle sample outside any request
+    frames = [
+        {"name": profiling.REQUEST_FRAME, "file": "base.py"},
+        {"name": "_decide", "file": "issuing.py"},
+        {"name": "wait", "file": "threading.py"},
+    ]
+    speedscope = {
+        "shared": {"frames": frames},
+        "profiles": [{"samples": [[0, 1], [0], [2]], "weights": [0.3, 0.1, 5.0]}],
+    }
+    path = tmp_path / "run-storm.speedscope.json"
+    path.write_text(json.dumps(speedscope))
+
+    # when
+    profile = profiling.summarize(path)
+
+    # then
+    assert isinstance(profile, Profile)
+    written = json.loads(json.dumps(asdict(profile)))
+    assert list(written) == ["file", "request_thread_seconds", "markers", "top_self"]
+    assert written["file"] == "run-storm.speedscope.json"
+    assert written["request_thread_seconds"] == 0.4
+    assert written["markers"]["claim: decision transaction (row lock, insert, commit)"] == 0.75
+    assert written["top_self"] == [
+        ["_decide (issuing.py)", 0.75],
+        ["BaseHandler.get_response (base.py)", 0.25],
+    ]
 
 
 def test_cpu_per_answer_is_cores_times_seconds_over_answers():

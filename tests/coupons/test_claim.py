@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from coupons.counter import coupon_counter
+from coupons.counter_setup import coupon_counter
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import issuing
 from tests.support.clients import bearer_client

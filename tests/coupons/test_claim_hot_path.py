@@ -13,7 +13,8 @@ import pytest
 from django.db import connection
 
 from core import clock
-from coupons.counter import CouponCounter, coupon_counter
+from coupons.counter import CouponCounter
+from coupons.counter_setup import coupon_counter
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import issuing, templates
 from tests.support.clients import bearer_client

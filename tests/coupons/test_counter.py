@@ -9,11 +9,9 @@ import pytest
 from django.conf import settings
 from redis.crc import key_slot
 
-from coupons.counter import (
-    FENCE_TTL_MS,
-    PER_USER_KEYS_OUTLIVE_WINDOW_MS,
+from coupons.counter import FENCE_TTL_MS, PER_USER_KEYS_OUTLIVE_WINDOW_MS, CouponCounter
+from coupons.counter_results import (
     CachedTerms,
-    CouponCounter,
     CouponLimitReached,
     CouponMayHaveRoom,
     CouponNotInWindow,

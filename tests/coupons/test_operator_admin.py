@@ -10,7 +10,6 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from core.money import MoneyInvalid, format_money, parse_money
 from coupons import selectors
 from coupons.models import CouponTemplate, UserCoupon
 from orders import services as order_services
@@ -27,40 +26,6 @@ LIST_URL = "/admin/coupons/coupontemplate/"
 
 
 # --- Money --------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "cents"),
-    [("50", 5000), ("50.5", 5050), ("50.00", 5000), ("¥1,234.56", 123456), (" .07 ", 7)],
-)
-def test_money_is_entered_as_currency_and_stored_in_cents(text, cents):
-    assert parse_money(text) == cents
-
-
-@pytest.mark.parametrize(
-    ("text", "reason"),
-    [
-        ("12.345", "two decimal places"),
-        ("-1", "negative"),
-        ("1e5", "such as 50.00"),
-        ("NaN", "such as 50.00"),
-        ("٥٠", "such as 50.00"),
-        ("", "such as 50.00"),
-    ],
-)
-def test_money_that_is_not_an_amount_is_refused_with_the_reason(text, reason):
-    with pytest.raises(MoneyInvalid, match=reason):
-        parse_money(text)
-
-
-def test_money_is_shown_in_the_configured_currency(settings):
-    assert (format_money(5000), format_money(123456), format_money(None)) == (
-        "¥50.00",
-        "¥1,234.56",
-        "",
-    )
-    settings.COUPON_CURRENCY = "USD"
-    assert format_money(7) == "$0.07"
 
 
 def test_bad_money_in_the_template_form_is_a_form_error_naming_the_field(admin_site):

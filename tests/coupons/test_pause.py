@@ -248,7 +248,8 @@ def test_redis_refuses_a_paused_template_on_the_published_terms_and_forgets_it_o
     user, django_capture_on_commit_callbacks
 ):
     from core import clock
-    from coupons.counter import CouponMayHaveRoom, CouponPaused, coupon_counter
+    from coupons.counter_results import CouponMayHaveRoom, CouponPaused
+    from coupons.counter_setup import coupon_counter
 
     template = CouponTemplateFactory()
 

@@ -2,14 +2,12 @@
 claim script's return codes, all held to `claim_state`."""
 
 import functools
-import itertools
 import time
-from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.conf import settings
 
-from coupons.counter import (
+from coupons.counter_results import (
     STATES_BY_RESULT,
     CachedTerms,
     CouponMayHaveRoom,
@@ -17,31 +15,9 @@ from coupons.counter import (
 )
 from coupons.models import CouponTemplate
 from coupons.rules import ClaimState, TemplateFacts, claim_state, template_state_where
-from tests.support.claim_grid import PROMOTION_GRID, grid_cases
+from tests.support.claim_grid import GRID, MS, NOW, PROMOTION_GRID, grid_cases
 from tests.support.factories import CouponTemplateFactory
 from tests.support.helpers import counter_at
-
-NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-MS = timedelta(milliseconds=1)
-# Every boundary of every check: window ends (inclusive), total, per-user limit.
-WINDOWS = [
-    (NOW + MS, NOW + timedelta(hours=1)),  # not started
-    (NOW, NOW + timedelta(hours=1)),  # opens now
-    (NOW - timedelta(hours=1), NOW),  # closes now
-    (NOW - timedelta(hours=1), NOW - MS),  # ended
-]
-COUNTS = [(0, 2), (1, 2), (2, 2), (3, 3)]  # (claimed_count, total)
-USER_CLAIMS = [0, 1, 2]  # against a per-user limit of 2
-GRID = [
-    TemplateFacts(
-        total=total,
-        claimed_count=claimed,
-        per_user_limit=2,
-        valid_from=valid_from,
-        valid_until=valid_until,
-    )
-    for (valid_from, valid_until), (claimed, total) in itertools.product(WINDOWS, COUNTS)
-]
 
 
 def test_the_rule_checks_window_then_total_then_the_limit():

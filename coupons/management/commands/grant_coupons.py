@@ -36,7 +36,15 @@ class Command(BaseCommand):
         )
         parser.add_argument("--granted-by", help="username of the staff member granting")
 
-    def handle(self, *args, template_id, users_file, reason, granted_by=None, **options):
+    def handle(
+        self,
+        *args: object,
+        template_id: int,
+        users_file: Path,
+        reason: str,
+        granted_by: str | None = None,
+        **options: object,
+    ) -> None:
         entries = self.read_entries(users_file)
         granted_by_id = self.staff_id(granted_by) if granted_by else None
         lookup = selectors.users_by_name_or_id(entries)

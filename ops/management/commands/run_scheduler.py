@@ -2,7 +2,8 @@
 SCHEDULED_JOBS names (today the expiry of unpaid orders, orders.jobs.expire_overdue_orders)
 every --interval seconds, so an order is cancelled within a minute of its deadline without
 cron. The jobs are dotted paths, so ops imports no app. `make run` and docker-compose start it
-beside gunicorn; SIGTERM or SIGINT stops it after the job in progress (docs/DESIGN.md)."""
+beside gunicorn; SIGTERM or SIGINT stops it after the job in progress
+(docs/decisions/0034-run-scheduler-over-celery.md)."""
 
 import logging
 import signal

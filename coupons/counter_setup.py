@@ -1,0 +1,99 @@
+"""The process's coupon counter: `counter_from_settings` is the one place that builds it from
+the settings, `coupon_counter()` is the process's instance, and an UnavailableCounter stands in
+while its Redis cannot even be connected to."""
+
+import logging
+import time
+
+import redis
+from django.conf import settings
+from redis.cluster import RedisCluster
+
+from coupons.counter import REDIS_FAILURES, CouponCounter, RedisClient
+from coupons.counter_results import CachedTerms, StoredCounts
+
+logger = logging.getLogger(__name__)
+
+
+def redis_client(url: str, *, cluster: bool, timeout: float) -> RedisClient:
+    """A client that fails fast: connecting is quick when Redis is up. With `cluster`, `url`
+    names any one node; the client discovers the others."""
+    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+    if cluster:
+        return RedisCluster.from_url(url, **options)
+    return redis.Redis.from_url(url, **options)
+
+
+def counter_from_settings() -> CouponCounter:
+    """The one place the counter's connection comes from: COUPON_COUNTER_REDIS_URL,
+    COUPON_REDIS_CLUSTER, COUPON_REDIS_PREFIX, COUPON_COUNTER_CLAIM_TIMEOUT and
+    COUPON_COUNTER_BACKOFF, COUPON_TERMS_LEASE."""
+    client = redis_client(
+        settings.COUPON_COUNTER_REDIS_URL,
+        cluster=settings.COUPON_REDIS_CLUSTER,
+        timeout=settings.COUPON_COUNTER_CLAIM_TIMEOUT,
+    )
+    return CouponCounter(
+        client,
+        prefix=settings.COUPON_REDIS_PREFIX,
+        backoff=settings.COUPON_COUNTER_BACKOFF,
+        terms_lease=settings.COUPON_TERMS_LEASE,
+    )
+
+
+class UnavailableCounter:
+    """Stands in for the counter while its Redis could not even be connected to (a Redis
+    Cluster client asks the cluster for its slots when it is built): counts nothing, like a
+    counter in back-off."""
+
+    def __init__(self) -> None:
+        self.terms_lease = settings.COUPON_TERMS_LEASE
+
+    def screen(self, **claim) -> None:
+        return None
+
+    def record(self, **facts) -> bool:
+        return False
+
+    def fence(self, **change) -> bool:
+        return False
+
+    def publish(self, terms: CachedTerms, **change) -> bool:
+        return False
+
+    def ping(self) -> bool:
+        return False
+
+    def stored(self, **key) -> StoredCounts:
+        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+
+    def rebuild_template(self, **facts) -> None:
+        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+
+
+AnyCounter = CouponCounter | UnavailableCounter
+_counter: CouponCounter | None = None
+_unavailable_until = 0.0
+
+
+def coupon_counter() -> AnyCounter:
+    """The process's counter, built from the settings on first use. If it cannot be built
+    (a cluster with no node answering), an UnavailableCounter answers until the back-off
+    has passed, then building is tried again."""
+    global _counter, _unavailable_until
+    if _counter is None:
+        if time.monotonic() < _unavailable_until:
+            return UnavailableCounter()
+        try:
+            _counter = counter_from_settings()
+        except REDIS_FAILURES as error:
+            _unavailable_until = time.monotonic() + settings.COUPON_COUNTER_BACKOFF
+            logger.warning("coupon counter unavailable, cannot connect: %r", error)
+            return UnavailableCounter()
+    return _counter
+
+
+def install_coupon_counter(counter: CouponCounter | None) -> None:
+    """Make `counter` the process's counter (None: build it from the settings on next use)."""
+    global _counter, _unavailable_until
+    _counter, _unavailable_until = counter, 0.0
