@@ -13,10 +13,11 @@ from django.utils.module_loading import import_string
 
 
 class CustomerHistory(Protocol):
-    def has_paid_order(self, *, user_id: int) -> bool:
-        """Whether the user has ever paid for an order. Must read committed data at the time
-        of the call (no cache): the issuing core asks it inside its decision transaction, and
-        once true it must stay true (a paid order is never unpaid)."""
+    def has_paid_order(self, *, user_id: int, using: str = "default") -> bool:
+        """Whether the user has ever paid for an order, read on the database connection
+        `using` (the issuing core asks inside its decision transaction, on the decision's
+        connection). Must read committed data at the time of the call (no cache), and once
+        true it must stay true (a paid order is never unpaid)."""
         ...
 
 

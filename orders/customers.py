@@ -6,7 +6,8 @@ from orders.models import Order
 
 
 class OrdersCustomerHistory:
-    def has_paid_order(self, *, user_id: int) -> bool:
+    def has_paid_order(self, *, user_id: int, using: str = "default") -> bool:
         # paid_at is set when an order is paid and never cleared (shipped and completed keep
         # it; only pending orders are cancelled), so the answer never goes back to False.
-        return Order.objects.filter(user_id=user_id, paid_at__isnull=False).exists()
+        paid = Order.objects.using(using).filter(user_id=user_id, paid_at__isnull=False)
+        return paid.exists()

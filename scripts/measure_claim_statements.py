@@ -1,7 +1,8 @@
 """Database statements and Redis round trips / commands per request of the claim path, read
 from the servers: MariaDB's session counters (SHOW SESSION STATUS on the request's own
-connection, so other clients of the server do not count) and a redis-server of this script's
-own (INFO commandstats; round trips counted at the client's socket).
+connections, the default one and the decision's, so other clients of the server do not
+count) and a redis-server of this script's own (INFO commandstats; round trips counted at the
+client's socket).
 
     .venv/bin/python scripts/measure_claim_statements.py [--requests 20] [--port 3306]
 
@@ -94,7 +95,7 @@ def run(count: int) -> None:
     import redis
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
-    from django.db import connection
+    from django.db import connections
     from django.test import Client
     from rest_framework_simplejwt.tokens import AccessToken
 
@@ -141,9 +142,18 @@ def run(count: int) -> None:
             raise RuntimeError(f"{path}: {response.status_code} {response.content[:200]}")
 
     def session_status() -> Counter:
-        with connection.cursor() as cursor:
-            cursor.execute(STATUS_SQL)
-            return Counter({name: int(value) for name, value in cursor.fetchall()})
+        """The counters of this thread's sessions (every database alias), summed."""
+        total: Counter = Counter()
+        for session in connections.all():
+            with session.cursor() as cursor:
+                cursor.execute(STATUS_SQL)
+                total.update({name: int(value) for name, value in cursor.fetchall()})
+        return total
+
+    def thread_ids() -> list[int]:
+        for session in connections.all():
+            session.ensure_connection()
+        return [session.connection.thread_id() for session in connections.all()]
 
     request("post", f"/api/coupons/{sold_out}/claim", len(users) - 1, 201)
     request("post", f"/api/coupons/{sold_out}/claim", len(users) - 2, 409)  # facts recorded
@@ -164,8 +174,7 @@ def run(count: int) -> None:
         commands: Counter[str] = Counter()
         trips = 0
         for i in range(1, count + 1):
-            connection.ensure_connection()
-            thread_id = connection.connection.thread_id()
+            sessions = thread_ids()
             before, redis_before, trips_before = (
                 session_status(),
                 redis_commands(),
@@ -175,11 +184,11 @@ def run(count: int) -> None:
             trips += round_trips["n"] - trips_before
             after = redis_commands()
             delta = session_status()
-            if connection.connection.thread_id() != thread_id:
+            if thread_ids() != sessions:
                 raise RuntimeError("the request reconnected: session counters are not comparable")
             delta.subtract(before)
-            delta["Questions"] -= 1  # the SHOW STATUS that read `after`
-            delta["Com_show_status"] -= 1
+            delta["Questions"] -= len(sessions)  # the SHOW STATUS that read `after`, on each
+            delta["Com_show_status"] -= len(sessions)
             statements.update(+delta)
             after.subtract(redis_before)
             after["info"] -= 1

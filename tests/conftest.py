@@ -50,6 +50,19 @@ def pytest_sessionstart(session):
         pytest.exit("\n".join(["The test suite needs real services:", *problems]), returncode=3)
 
 
+def pytest_configure(config):
+    """Transactional tests (django_db(transaction=True)) commit for real, so their claims
+    decide on the "decision" connection (a mirror of "default": the same test database) and
+    may use it; TestCase tests wrap "default" in a transaction, so decisions there take a
+    savepoint on it and the decision connection stays forbidden."""
+    from django.test import TestCase, TransactionTestCase
+
+    from coupons.services.decision_transaction import DECISION_ALIAS
+
+    TransactionTestCase.databases = {"default", DECISION_ALIAS}
+    TestCase.databases = {"default"}
+
+
 def pytest_collection_modifyitems(items):
     """A test that starts a redis-server of its own must carry the `servers` marker, so that
     `-m "not servers"` never starts one."""

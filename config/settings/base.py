@@ -141,7 +141,25 @@ def database_timeouts() -> dict[str, int]:
     return {name: seconds for name, seconds in timeouts.items() if seconds > 0}
 
 
+def decision_database(default: dj_database_url.DBConfig) -> dj_database_url.DBConfig:
+    """The coupon decision's own connection to the same MySQL database (alias "decision";
+    coupons/services/decision_transaction.py, docs/decisions/0240-decision-connection.md): the
+    default's settings and OPTIONS (READ COMMITTED, the lock wait, the timeouts, the health
+    check), but kept out of autocommit, so a decision is UPDATE, INSERT, COMMIT. Tests see it
+    as a mirror of "default" (the same test database)."""
+    return {
+        **default,
+        "OPTIONS": dict(default.get("OPTIONS", {})),
+        "AUTOCOMMIT": False,
+        "TEST": {**default.get("TEST", {}), "MIRROR": "default"},
+    }
+
+
 DATABASES = {"default": database_from_env()}
+# SQLite (`make run` without DATABASE_URL) has no decision alias: decisions take the default
+# connection there.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.mysql":
+    DATABASES["decision"] = decision_database(DATABASES["default"])
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Database down or stalled: 503 `unavailable` with this Retry-After (seconds), and one log

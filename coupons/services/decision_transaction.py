@@ -1,18 +1,35 @@
 """The issuing core's decision transaction (coupons/services/issuing.py `decide`): its
-statements committed together in the fewest round trips, or nothing written; and how a
-concurrent claim that took the same slot shows itself."""
+statements committed together in the fewest statements, or nothing written; and how a
+concurrent claim that took the same slot shows itself.
+
+Where it runs (docs/decisions/0240-decision-connection.md):
+- On MySQL, on the connection of the "decision" alias (config/settings/base.py): the same
+  database, kept out of autocommit, so the decision is UPDATE, INSERT, COMMIT. Every way out
+  ends its transaction (COMMIT or ROLLBACK, or the connection is closed, which the server
+  rolls back), so it never carries an open transaction into the next statement or request.
+- Inside an atomic block of the default connection (a caller's transaction, a test's): a
+  savepoint there, so the outer transaction sees the decision and holds no lock the
+  decision would wait for.
+- Without the alias (SQLite under `make run`): the default connection, SET autocommit=0,
+  the statements, SET autocommit=1 (which commits)."""
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.conf import settings
+from django.db import DatabaseError, IntegrityError, connection, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
+
+DECISION_ALIAS = "decision"
 
 
 class Decision:
-    """Handed to the decision's statements: `roll_back()` ends it with nothing written."""
+    """Handed to the decision's statements: they run on `connection`; `roll_back()` ends the
+    decision with nothing written."""
 
-    def __init__(self) -> None:
+    def __init__(self, connection: BaseDatabaseWrapper) -> None:
+        self.connection = connection
         self.rolled_back = False
 
     def roll_back(self) -> None:
@@ -22,18 +39,58 @@ class Decision:
 
 @contextmanager
 def decision_transaction() -> Iterator[Decision]:
-    """The decision's transaction in the fewest statements: SET autocommit=0, the decision's
-    own statements, then SET autocommit=1, which commits it (MySQL commits the open
-    transaction when autocommit is switched back on), where atomic() sends COMMIT and then
-    SET autocommit=1. An exception or `roll_back()`: ROLLBACK, nothing written. Inside an
-    atomic block (a caller's transaction, or a test's), a savepoint through atomic()."""
-    decision = Decision()
+    """One decision: its statements committed together, or (an exception, `roll_back()`)
+    nothing written. See the module's docstring for which connection it takes."""
     if connection.in_atomic_block:
         with transaction.atomic():
+            decision = Decision(connection)
             yield decision
             if decision.rolled_back:
                 transaction.set_rollback(True)
+    elif DECISION_ALIAS in settings.DATABASES:
+        with _on_decision_connection(connections[DECISION_ALIAS]) as decision:
+            yield decision
+    else:
+        with _with_autocommit_off() as decision:
+            yield decision
+
+
+@contextmanager
+def _on_decision_connection(decision_connection: BaseDatabaseWrapper) -> Iterator[Decision]:
+    """UPDATE, INSERT, COMMIT: out of autocommit, the first statement opens the transaction."""
+    decision = Decision(decision_connection)
+    try:
+        yield decision
+    except BaseException:
+        _roll_back_or_close(decision_connection)
+        raise
+    if decision.rolled_back:
+        _roll_back_or_close(decision_connection)
         return
+    try:
+        decision_connection.commit()
+    except DatabaseError:
+        # The outcome is unknown, as after any failed COMMIT: never reuse this session.
+        with suppress(DatabaseError):
+            decision_connection.close()
+        raise
+
+
+def _roll_back_or_close(decision_connection: BaseDatabaseWrapper) -> None:
+    """ROLLBACK; if that fails, close the connection (the server then rolls back)."""
+    try:
+        decision_connection.rollback()
+    except DatabaseError:
+        with suppress(DatabaseError):
+            decision_connection.close()
+
+
+@contextmanager
+def _with_autocommit_off() -> Iterator[Decision]:
+    """SET autocommit=0, the decision's own statements, then SET autocommit=1, which commits
+    it (MySQL commits the open transaction when autocommit is switched back on; atomic()
+    would send COMMIT and then SET autocommit=1)."""
+    decision = Decision(connection)
     connection.set_autocommit(False)
     try:
         yield decision

@@ -339,7 +339,7 @@ def decide(
     commit follow. Nothing is written unless all succeed."""
     adapt = connection.ops.adapt_datetimefield_value
     try:
-        with decision_transaction() as decision, connection.cursor() as cursor:
+        with decision_transaction() as decision, decision.connection.cursor() as cursor:
             if single_use_code_id is not None:
                 cursor.execute(
                     USE_SINGLE_USE_CODE_SQL,
@@ -351,9 +351,8 @@ def decide(
             # The audience, read in this transaction: a payment committed before this read
             # refuses the claim; one committed after it finds the claim already decided
             # (docs/decisions/0402-new-customers-and-the-first-payment.md).
-            if (
-                template.audience == CouponTemplate.Audience.NEW_CUSTOMERS
-                and customer_history().has_paid_order(user_id=user_id)
+            if template.audience == CouponTemplate.Audience.NEW_CUSTOMERS and (
+                customer_history().has_paid_order(user_id=user_id, using=decision.connection.alias)
             ):
                 decision.roll_back()
                 return IssueOutcome()

@@ -142,8 +142,8 @@ def test_a_claim_whose_decision_read_came_before_the_first_payment_stands(monkey
     real_lookup = OrdersCustomerHistory.has_paid_order
     calls = []
 
-    def lookup_then_wait(self, *, user_id):
-        answer = real_lookup(self, user_id=user_id)
+    def lookup_then_wait(self, *, user_id, using="default"):
+        answer = real_lookup(self, user_id=user_id, using=using)
         calls.append(answer)
         if len(calls) == 2:  # the second read is the decision's, inside its transaction
             decision_read.set()

@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import InterfaceError, OperationalError, connection, connections, transaction
 from django.test import Client
 
 from coupons.models import CouponTemplate, UserCoupon
@@ -39,8 +39,9 @@ def test_a_claim_stuck_behind_a_held_row_lock_is_503_after_the_lock_wait_timeout
     holder = threading.Thread(target=hold_the_lock)
     holder.start()
     locked.wait(timeout=10)
-    with connection.cursor() as cursor:  # the test client's requests run on this connection
-        cursor.execute("SET SESSION innodb_lock_wait_timeout = 1")
+    for session in connections.all():  # the test client's requests run on these connections
+        with session.cursor() as cursor:
+            cursor.execute("SET SESSION innodb_lock_wait_timeout = 1")
     try:
         started = time.monotonic()
         response = client.post(claim_url(template))
@@ -48,10 +49,12 @@ def test_a_claim_stuck_behind_a_held_row_lock_is_503_after_the_lock_wait_timeout
     finally:
         release.set()
         holder.join()
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SET SESSION innodb_lock_wait_timeout = %s", [settings.DATABASE_LOCK_WAIT_TIMEOUT]
-            )
+        for session in connections.all():
+            with session.cursor() as cursor:
+                cursor.execute(
+                    "SET SESSION innodb_lock_wait_timeout = %s",
+                    [settings.DATABASE_LOCK_WAIT_TIMEOUT],
+                )
 
     assert response.status_code == 503
     assert response.json() == {

@@ -1,17 +1,17 @@
-"""Run actions in real threads, released together, each on its own database connection."""
+"""Run actions in real threads, released together, each on its own database connections."""
 
 import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from django.db import connection
+from django.db import connections
 
 T = TypeVar("T")
 
 
 def run_together(actions: Sequence[Callable[[], T]]) -> list[T]:
     """Start one thread per action, release them all at once with a barrier, wait for all,
-    and return their results in the actions' order. Each thread closes its own connection;
+    and return their results in the actions' order. Each thread closes its own connections;
     an exception in any action is raised here after every thread has finished."""
     barrier = threading.Barrier(len(actions))
     results: list = [None] * len(actions)
@@ -24,7 +24,7 @@ def run_together(actions: Sequence[Callable[[], T]]) -> list[T]:
         except BaseException as error:
             errors.append(error)
         finally:
-            connection.close()
+            connections.close_all()
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(actions))]
     for thread in threads:

@@ -53,25 +53,31 @@ SESSION_STATUS_SQL = (
 
 
 def statements_made_by(action) -> dict[str, int]:
-    """The statements `action` sent on this thread's database connection, as the server
-    counted them (its session counters: Questions, and each Com_* that moved), without the
-    reads of the counters themselves. The action must not reconnect."""
+    """The statements `action` sent on this thread's database connections (the default one
+    and the decision's), as the server counted them (each session's counters: Questions, and
+    each Com_* that moved), without the reads of the counters themselves. The action must not
+    reconnect."""
     from collections import Counter
 
-    from django.db import connection
+    from django.db import connections
 
-    def status() -> Counter:
+    def status(connection) -> Counter:
         with connection.cursor() as cursor:
             cursor.execute(SESSION_STATUS_SQL)
             return Counter({name: int(value) for name, value in cursor.fetchall()})
 
-    connection.ensure_connection()
-    thread_id = connection.connection.thread_id()
-    before = status()
+    sessions = list(connections.all())
+    for connection in sessions:
+        connection.ensure_connection()
+    thread_ids = [connection.connection.thread_id() for connection in sessions]
+    before = [status(connection) for connection in sessions]
     action()
-    after = status()
-    assert connection.connection.thread_id() == thread_id, "the action reconnected"
-    after.subtract(before)
-    after["Questions"] -= 1  # the SHOW that read `after`
-    after["Com_show_status"] -= 1
-    return dict(+after)
+    made: Counter = Counter()
+    for connection, thread_id, counted in zip(sessions, thread_ids, before, strict=True):
+        after = status(connection)
+        assert connection.connection.thread_id() == thread_id, "the action reconnected"
+        after.subtract(counted)
+        after["Questions"] -= 1  # the SHOW that read `after`
+        after["Com_show_status"] -= 1
+        made.update(after)
+    return dict(+made)
