@@ -14,6 +14,7 @@ from coupons.models import (
     CouponTemplate,
     SingleUseCode,
 )
+from coupons.services.templates import shopper_list_terms_changed
 from coupons.services.terms_cache import next_version, terms_change
 
 # One INSERT per batch: measured at 100,000 codes in docs/measurements/2026-11-30-single-use-
@@ -65,6 +66,7 @@ def single_use_codes_create(*, template_id: int, count: int) -> int:
                     has_single_use_codes=True, updated_at=stamp
                 )
                 template.has_single_use_codes, template.updated_at = True, stamp
+                shopper_list_terms_changed()  # it leaves the list
     return created
 
 

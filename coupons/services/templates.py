@@ -310,4 +310,15 @@ def _paused_set(*, template_id: int, paused: bool) -> CouponTemplate:
                 paused_at=paused_at, updated_at=stamp
             )
             template.paused_at, template.updated_at = paused_at, stamp
+            shopper_list_terms_changed()
     return template
+
+
+def shopper_list_terms_changed() -> None:
+    """Call inside the transaction of a change to what the shopper list shows of a template
+    that does not go through `CouponTemplate.save()` (pause, resume, single-use codes
+    created). Today the list reads every template from the database on each request, so
+    there is nothing to tell. PENDING: when hot-list's cached list (coupons/shopper_list.py)
+    is merged, this calls its `published_terms_changed()` (a new terms version in the same
+    transaction), and its `_item` must pass `paused`, `new_customers_only` and the caller's
+    `has_paid_order` to the rule (the promo report lists the edits)."""
