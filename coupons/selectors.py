@@ -11,8 +11,9 @@ from django.db.models.functions import Coalesce, TruncHour
 
 from coupons.customers import customer_history
 from coupons.errors import TemplateNotFound
-from coupons.models import CouponStatus, CouponTemplate, SingleUseCode, UserCoupon
+from coupons.models import CouponStatus, CouponTemplate, UserCoupon
 from coupons.rules import ClaimState, TemplateFacts, claim_state
+from coupons.single_use_codes import SingleUseCode
 
 
 class FunnelCounts(TypedDict):

@@ -13,8 +13,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from core.csv_cells import csv_row
-from coupons.models import CouponTemplate, SingleUseCode
+from coupons.models import CouponTemplate
 from coupons.services import templates
+from coupons.single_use_codes import SingleUseCode
 
 CODES_CSV_BATCH_SIZE = 2_000
 UTF8_BOM = "\ufeff"  # so that Excel opens the file as UTF-8 (template names in Chinese)

@@ -10,13 +10,15 @@ from coupons import selectors
 from coupons.models import (
     CODE_PATTERN,
     GRANT_REASON_MAX_LENGTH,
-    MAX_SINGLE_USE_CODES_PER_REQUEST,
     CouponTemplate,
-    SingleUseCode,
     UserCoupon,
 )
 from coupons.rules import ClaimState
 from coupons.services import grants, templates
+from coupons.single_use_codes import (
+    MAX_SINGLE_USE_CODES_PER_REQUEST,
+    SingleUseCode,
+)
 
 if TYPE_CHECKING:
     from coupons.selectors import ShopperTemplate

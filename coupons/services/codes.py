@@ -8,14 +8,16 @@ from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
 
 from coupons.errors import TemplateInvalid, TemplateNotFound
 from coupons.models import (
-    MAX_SINGLE_USE_CODES_PER_REQUEST,
-    SINGLE_USE_CODE_ALPHABET,
-    SINGLE_USE_CODE_LENGTH,
     CouponTemplate,
-    SingleUseCode,
 )
 from coupons.services.templates import shopper_list_terms_changed
 from coupons.services.terms_cache import next_version, terms_change
+from coupons.single_use_codes import (
+    MAX_SINGLE_USE_CODES_PER_REQUEST,
+    SINGLE_USE_CODE_ALPHABET,
+    SINGLE_USE_CODE_LENGTH,
+    SingleUseCode,
+)
 
 # One INSERT per batch: measured at 100,000 codes in docs/measurements/2026-11-30-single-use-
 # codes.md; larger batches gained little and make one statement's packet larger.

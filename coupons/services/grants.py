@@ -21,7 +21,8 @@ from coupons.models import (
     CouponTemplate,
     UserCoupon,
 )
-from coupons.services.issuing import AlreadyGranted, GrantNote, coupon_issue
+from coupons.services.decision import AlreadyGranted, GrantNote
+from coupons.services.issuing import coupon_issue
 
 MAX_GRANT_USERS = 1000
 

@@ -8,7 +8,7 @@ import pytest
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.rules import ClaimState, claim_state
 from coupons.services.claim_sql import claim_facts
-from coupons.services.issuing import decide
+from coupons.services.decision import decide
 from tests.support.claim_grid import NOW, grid_cases
 from tests.support.factories import (
     CouponTemplateFactory,

@@ -10,8 +10,9 @@ import pytest
 
 from core import clock
 from coupons.errors import ClaimNotEligible, ClaimSoldOut
-from coupons.models import SingleUseCode, UserCoupon
+from coupons.models import UserCoupon
 from coupons.services import codes, issuing
+from coupons.single_use_codes import SingleUseCode
 from orders.customers import OrdersCustomerHistory
 from orders.models import Order
 from orders.services import order_pay

@@ -8,8 +8,9 @@ import time
 import pytest
 from django.contrib.auth.models import Permission
 
-from coupons.models import CouponTemplate, SingleUseCode, UserCoupon
+from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import codes, grants, templates
+from coupons.single_use_codes import SingleUseCode
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
 from tests.support.factories import (

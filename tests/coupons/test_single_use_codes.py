@@ -7,8 +7,9 @@ import re
 import pytest
 from django.contrib.auth.models import Permission
 
-from coupons.models import SingleUseCode, UserCoupon
+from coupons.models import UserCoupon
 from coupons.services import codes
+from coupons.single_use_codes import SingleUseCode
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
