@@ -6,6 +6,7 @@ import sys
 
 from django.conf import settings
 from django.contrib import admin
+from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpResponse, JsonResponse
@@ -178,13 +179,17 @@ def is_admin_request(request) -> bool:
 
 def admin_error_page(request, status_code: int, title: str, message: str) -> HttpResponse:
     """An error under /admin/ as an admin page (header, breadcrumbs, language), not JSON."""
-    context = {
-        **admin.site.each_context(request),
-        "title": title,
-        "message": message,
-        "status_code": status_code,
-    }
+    if not hasattr(request, "user"):
+        # Refused before AuthenticationMiddleware ran (a Host we do not serve is refused by
+        # CommonMiddleware): the admin's context asks who is signed in, so: nobody.
+        request.user = AnonymousUser()
     try:
+        context = {
+            **admin.site.each_context(request),
+            "title": title,
+            "message": message,
+            "status_code": status_code,
+        }
         return render(request, "admin/error_page.html", context, status=status_code)
     except Exception:  # the page itself failed (for example no database): plain words then
         logger.exception("could not render the admin error page")

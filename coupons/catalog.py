@@ -23,6 +23,11 @@ class ScopeCatalog(Protocol):
         """Every category, id -> name (few enough to list in the admin)."""
         ...
 
+    def products(self) -> dict[int, str]:
+        """Every product, id -> name, for the admin's scope picker (which filters them by name
+        in the browser)."""
+        ...
+
 
 def scope_catalog() -> ScopeCatalog | None:
     path = getattr(settings, "COUPON_SCOPE_CATALOG", "")

@@ -37,48 +37,63 @@ class JSONArrayLength(Func):
 
 class CouponTemplate(models.Model):
     class Type(models.TextChoices):
-        DIRECT = "direct", "Direct (flat amount off)"
-        THRESHOLD = "threshold", "Threshold (spend X, get Y off)"
-        PERCENT = "percent", "Percent off (optional cap and threshold)"
+        DIRECT = "direct", _("Direct (flat amount off)")
+        THRESHOLD = "threshold", _("Threshold (spend X, get Y off)")
+        PERCENT = "percent", _("Percent off (optional cap and threshold)")
 
     class Scope(models.TextChoices):
-        ALL = "all", "The whole store"
-        CATEGORIES = "categories", "Products of some categories"
-        PRODUCTS = "products", "Some products"
+        ALL = "all", _("The whole store")
+        CATEGORIES = "categories", _("Products of some categories")
+        PRODUCTS = "products", _("Some products")
 
     class Visibility(models.TextChoices):
-        PUBLIC = "public", "Public (listed, claimable by id or code)"
-        HIDDEN = "hidden", "Hidden (only by code or grant)"
+        PUBLIC = "public", _("Public (listed, claimable by id or code)")
+        HIDDEN = "hidden", _("Hidden (only by code or grant)")
 
     class Audience(models.TextChoices):
         ALL = "all", _("Everyone")
         NEW_CUSTOMERS = "new_customers", _("New customers only (no paid order yet)")
 
-    name = models.CharField(max_length=NAME_MAX_LENGTH)
-    type = models.CharField(max_length=16, choices=Type.choices)
+    name = models.CharField(max_length=NAME_MAX_LENGTH, verbose_name=_("name"))
+    type = models.CharField(max_length=16, choices=Type.choices, verbose_name=_("type"))
     value = models.PositiveBigIntegerField(
-        help_text="Face value in cents; for a percent coupon, the percent off (1..99)."
+        help_text=_("Face value in cents; for a percent coupon, the percent off (1..99)."),
+        verbose_name=_("value"),
     )
     min_amount = models.PositiveBigIntegerField(
-        default=0, help_text="Threshold in cents, on the eligible subtotal."
+        default=0,
+        help_text=_("Threshold in cents, on the eligible subtotal."),
+        verbose_name=_("min amount"),
     )
     max_discount = models.PositiveBigIntegerField(
-        null=True, blank=True, help_text="Cap on a percent coupon's discount, in cents."
+        null=True,
+        blank=True,
+        help_text=_("Cap on a percent coupon's discount, in cents."),
+        verbose_name=_("max discount"),
     )
-    total = models.PositiveIntegerField(help_text="How many may be issued.")
-    per_user_limit = models.PositiveIntegerField(default=1)
-    valid_from = MillisecondDateTimeField()
-    valid_until = MillisecondDateTimeField()
+    total = models.PositiveIntegerField(
+        help_text=_("How many may be issued."), verbose_name=_("total")
+    )
+    per_user_limit = models.PositiveIntegerField(default=1, verbose_name=_("per user limit"))
+    valid_from = MillisecondDateTimeField(verbose_name=_("valid from"))
+    valid_until = MillisecondDateTimeField(verbose_name=_("valid until"))
     valid_days = models.PositiveIntegerField(
         null=True,
         blank=True,
-        help_text="Each coupon is usable for this many days from its issue; empty: within the "
-        "template's window. The window above is when coupons may be claimed.",
+        help_text=_(
+            "Each coupon is usable for this many days from its issue; empty: within the "
+            "template's window. The window above is when coupons may be claimed."
+        ),
+        verbose_name=_("valid days"),
     )
-    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.ALL)
+    scope = models.CharField(
+        max_length=16, choices=Scope.choices, default=Scope.ALL, verbose_name=_("scope")
+    )
     # Plain ids of categories or products: coupons knows nothing of the catalog's models.
     scope_ids = models.JSONField(default=list, blank=True)
-    code = models.CharField(max_length=CODE_MAX_LENGTH, null=True, blank=True)
+    code = models.CharField(
+        max_length=CODE_MAX_LENGTH, null=True, blank=True, verbose_name=_("code")
+    )
     # The code in upper case, computed by the database: its unique index makes codes unique
     # without regard to case whatever the column's collation (SQLite's is case-sensitive).
     code_key = models.GeneratedField(
@@ -87,7 +102,10 @@ class CouponTemplate(models.Model):
         db_persist=True,
     )
     visibility = models.CharField(
-        max_length=16, choices=Visibility.choices, default=Visibility.PUBLIC
+        max_length=16,
+        choices=Visibility.choices,
+        default=Visibility.PUBLIC,
+        verbose_name=_("visibility"),
     )
     # Defaults in the database too, so rows written by raw SQL (scripts, seeds) stay valid.
     audience = models.CharField(
@@ -103,15 +121,24 @@ class CouponTemplate(models.Model):
     )
     # Claims issued so far, incremented under the row lock in the claim transaction: keeps a
     # claim O(1) at any volume and is the monotonic version of the Redis total counter.
-    claimed_count = models.PositiveIntegerField(default=0, editable=False)
-    created_at = MillisecondDateTimeField(auto_now_add=True)
-    updated_at = MillisecondDateTimeField(auto_now=True)
+    claimed_count = models.PositiveIntegerField(
+        default=0, editable=False, verbose_name=_("claimed count")
+    )
+    created_at = MillisecondDateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = MillisecondDateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
         db_table = "coupon_templates"
         verbose_name = _("coupon template")
         verbose_name_plural = _("coupon templates")
         ordering = ["-id"]
+        # Beyond add/change/delete/view: issuing coupons to people and reading every holder
+        # out are powers of their own (SPEC section 17). Names stay English in the database;
+        # the admin shows them translated (coupons/admin/permissions.py).
+        permissions = [
+            ("grant_coupons", "Can grant coupons"),
+            ("export_coupons", "Can export coupons"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=GreaterThan(Length(Trim("name")), 0),
@@ -224,46 +251,61 @@ class UserCouponQuerySet(models.QuerySet):
 
 class UserCoupon(models.Model):
     class Status(models.TextChoices):
-        UNUSED = "unused"
-        USED = "used"
+        UNUSED = "unused", _("unused")
+        USED = "used", _("used")
 
     class Source(models.TextChoices):
-        CLAIM = "claim"
-        CODE = "code"
-        GRANT = "grant"
+        CLAIM = "claim", _("claim")
+        CODE = "code", _("code")
+        GRANT = "grant", _("grant")
 
     # The composite indexes below lead with each foreign key, so the single-column ones
     # Django would add are redundant.
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="coupons", db_index=False
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="coupons",
+        db_index=False,
+        verbose_name=_("user"),
     )
     template = models.ForeignKey(
-        CouponTemplate, on_delete=models.CASCADE, related_name="user_coupons", db_index=False
+        CouponTemplate,
+        on_delete=models.CASCADE,
+        related_name="user_coupons",
+        db_index=False,
+        verbose_name=_("template"),
     )
     # The user's n-th coupon of the template has slot n. Unique per (template, user), so two
     # concurrent claims of one user cannot both take the same place under the limit; the
     # claim's guarded UPDATE admits a slot only while slot <= per_user_limit.
     slot = models.PositiveIntegerField(editable=False)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.UNUSED)
-    used_at = MillisecondDateTimeField(null=True, blank=True)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.UNUSED, verbose_name=_("status")
+    )
+    used_at = MillisecondDateTimeField(null=True, blank=True, verbose_name=_("used at"))
     # The coupon's own use window, stamped when it is issued (SPEC section 10): editing the
     # template's window later changes who may still claim, never the coupons already held.
-    valid_from = MillisecondDateTimeField()
-    valid_until = MillisecondDateTimeField()
-    source = models.CharField(max_length=16, choices=Source.choices, default=Source.CLAIM)
+    valid_from = MillisecondDateTimeField(verbose_name=_("valid from"))
+    valid_until = MillisecondDateTimeField(verbose_name=_("valid until"))
+    source = models.CharField(
+        max_length=16, choices=Source.choices, default=Source.CLAIM, verbose_name=_("source")
+    )
     granted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="+",
-        help_text="The staff user who granted it (grants only).",
+        help_text=_("The staff user who granted it (grants only)."),
+        verbose_name=_("granted by"),
     )
-    grant_reason = models.CharField(max_length=GRANT_REASON_MAX_LENGTH, null=True, blank=True)
+    grant_reason = models.CharField(
+        max_length=GRANT_REASON_MAX_LENGTH, null=True, blank=True, verbose_name=_("grant reason")
+    )
     # coupons.grant_reasons.reason_key(grant_reason): what "the same reason" compares.
     grant_reason_key = models.CharField(max_length=64, null=True, blank=True, editable=False)
-    created_at = MillisecondDateTimeField(auto_now_add=True)
-    updated_at = MillisecondDateTimeField(auto_now=True)
+    created_at = MillisecondDateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = MillisecondDateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     objects = UserCouponQuerySet.as_manager()
 

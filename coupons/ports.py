@@ -4,10 +4,12 @@ typed errors from coupons.errors; no model instance ever crosses this line.
 The writes (use_coupon, rollback_coupon) must run inside the caller's transaction, so that the
 coupon changes state together with the order or not at all."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
+from django.utils.functional import Promise
 
 from core import clock
 from coupons.discounts import CartJudgement, CartLine, CartRefusal, DiscountTerms, judge_cart
@@ -31,8 +33,8 @@ __all__ = [
 
 # The kinds of coupon and of scope a UsableCoupon may name, with labels (for the orders API's
 # schema, so both apps' enums are one).
-COUPON_TYPE_CHOICES: list[tuple[str, str]] = CouponTemplate.Type.choices
-COUPON_SCOPE_CHOICES: list[tuple[str, str]] = CouponTemplate.Scope.choices
+COUPON_TYPE_CHOICES: Sequence[tuple[str, str | Promise]] = CouponTemplate.Type.choices
+COUPON_SCOPE_CHOICES: Sequence[tuple[str, str | Promise]] = CouponTemplate.Scope.choices
 
 
 class TransactionRequired(RuntimeError):
@@ -178,3 +180,4 @@ class CouponOrder:
     pay_amount: int
     created_at: datetime
     admin_url: str
+    status_label: str = ""  # the status in the admin's language

@@ -1,5 +1,7 @@
 """Middleware of our own: cheap guards that hold for every path, the Django admin included."""
 
+import ipaddress
+
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
@@ -45,3 +47,31 @@ class DatabaseBreakerMiddleware:
             return self.get_response(request)
         finally:
             breaker.probe_done()
+
+
+# The headers a reverse proxy sets to say what the client asked for; Django reads them
+# (SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST) when building absolute links.
+FORWARDED_HEADERS = ("HTTP_X_FORWARDED_PROTO", "HTTP_X_FORWARDED_HOST", "HTTP_X_FORWARDED_PORT")
+
+
+class ForwardedHeadersFromProxiesMiddleware:
+    """Drops the forwarded headers of a request that did not come from a proxy in
+    TRUSTED_PROXIES, so a client that reaches the app directly cannot make it believe it was
+    asked over https or for another host. First in MIDDLEWARE: nothing reads them before."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.trusted = [ipaddress.ip_network(proxy) for proxy in settings.TRUSTED_PROXIES]
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not self.from_trusted_proxy(request.META.get("REMOTE_ADDR", "")):
+            for header in FORWARDED_HEADERS:
+                request.META.pop(header, None)
+        return self.get_response(request)
+
+    def from_trusted_proxy(self, address: str) -> bool:
+        try:
+            peer = ipaddress.ip_address(address)
+        except ValueError:  # a unix socket, or no address at all
+            return False
+        return any(peer in network for network in self.trusted)

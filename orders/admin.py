@@ -2,20 +2,56 @@
 only by atomic adjustments; orders read-only, with their coupon linked and a filter by coupon
 template. Writes go through orders.services."""
 
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
+
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
+from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 from core.admin_fields import MoneyField, RefusalAsFormErrorAdmin, RefusedOnSave
+from core.domain_errors import DomainError
 from core.money import format_money
 from coupons import ports
 from orders import services
 from orders.errors import OrderInvalid, OutOfStock
-from orders.models import MAX_PRICE, MAX_STOCK, Order, OrderItem, Product
+from orders.models import MAX_PRICE, MAX_STOCK, Category, Order, OrderItem, Product
+
+
+class ProductsIn(TypedDict):
+    products_in: int
+
+
+if TYPE_CHECKING:  # django-stubs' helper is a dev dependency: for mypy only
+    from django_stubs_ext import WithAnnotations
+
+    # A category as CategoryAdmin's list reads it, with its product count.
+    CategoryWithCount: TypeAlias = WithAnnotations[Category, ProductsIn]
+
+ADJUST_STOCK_PERMISSION = "orders.adjust_stock"
+CANCEL_ORDER_PERMISSION = "orders.cancel_order"
+
+
+@admin.register(Category)
+class CategoryAdmin(admin.ModelAdmin):
+    """Categories by name; a coupon's scope picks them by name (coupons/admin/forms.py)."""
+
+    list_display = ["id", "name", "product_count"]
+    list_display_links = ["id", "name"]
+    search_fields = ["name"]
+
+    def get_queryset(self, request):
+        counted = super().get_queryset(request).annotate(products_in=models.Count("products"))
+        return counted.order_by("name")  # a GROUP BY drops Meta.ordering
+
+    @admin.display(description=gettext_lazy("products"), ordering="products_in")
+    def product_count(self, category: "CategoryWithCount") -> int:
+        return category.products_in
 
 
 class ProductForm(forms.ModelForm):
@@ -33,7 +69,7 @@ class ProductForm(forms.ModelForm):
 
     class Meta:
         model = Product
-        fields = ["name", "price", "stock"]
+        fields = ["name", "category", "price", "stock"]
 
     def clean(self):
         cleaned = super().clean()
@@ -50,15 +86,30 @@ class ProductForm(forms.ModelForm):
 @admin.register(Product)
 class ProductAdmin(RefusalAsFormErrorAdmin):
     form = ProductForm
-    list_display = ["name", "price_display", "stock", "updated_at"]
-    search_fields = ["name"]
+    list_display = ["id", "name", "category", "price_display", "stock", "updated_at"]
+    list_display_links = ["id", "name"]
+    list_filter = ["category"]
+    list_select_related = ["category"]
+    search_fields = ["name", "=id"]
+    autocomplete_fields = ["category"]
+
+    def has_adjust_stock_permission(self, request) -> bool:
+        return request.user.is_active and request.user.has_perm(ADJUST_STOCK_PERMISSION)
 
     def get_fields(self, request, obj=None):
         # New product: its opening stock. Existing one: stock is shown, and changed only by an
-        # adjustment applied as one UPDATE ... SET stock = stock + change.
+        # adjustment applied as one UPDATE ... SET stock = stock + change, by whoever may.
         if obj is None:
-            return ["name", "price", "stock"]
-        return ["name", "price", "stock", "stock_change", "created_at", "updated_at"]
+            return ["name", "category", "price", "stock"]
+        adjust = ["stock_change"] if self.has_adjust_stock_permission(request) else []
+        return ["name", "category", "price", "stock", *adjust, "created_at", "updated_at"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if obj is not None and not self.has_adjust_stock_permission(request):
+            # A declared form field stays unless removed, even when not in the fields.
+            form = type(form.__name__, (form,), {"stock_change": None})
+        return form
 
     def get_readonly_fields(self, request, obj=None):
         return [] if obj is None else ["stock", "created_at", "updated_at"]
@@ -72,8 +123,10 @@ class ProductAdmin(RefusalAsFormErrorAdmin):
             obj.save()
             return
         # Never obj.save(): it would write back the stock read when the page was built.
-        obj.save(update_fields=["name", "price", "updated_at"])
+        obj.save(update_fields=["name", "category", "price", "updated_at"])
         stock_change = form.cleaned_data.get("stock_change")
+        if stock_change and not self.has_adjust_stock_permission(request):
+            raise PermissionDenied
         if stock_change:
             try:
                 services.product_stock_adjust(product_id=obj.pk, change=stock_change)
@@ -154,7 +207,44 @@ class OrderAdmin(admin.ModelAdmin):
     )
     fields = readonly_fields
     inlines = [OrderItemInline]
-    actions = None
+    actions = ["cancel_orders"]
+
+    def has_cancel_permission(self, request) -> bool:
+        return request.user.is_active and request.user.has_perm(CANCEL_ORDER_PERMISSION)
+
+    @admin.action(description=gettext_lazy("Cancel the selected orders"), permissions=["cancel"])
+    def cancel_orders(self, request, queryset) -> None:
+        """Through orders.services.order_cancel, as the shopper's own cancel: stock and coupon
+        go back in the order's transaction. Only orders awaiting payment can be cancelled."""
+        if not self.has_cancel_permission(request):
+            raise PermissionDenied
+        cancelled, refused = [], []
+        for order in queryset.only("pk", "user_id").order_by("pk")[: self.list_per_page]:
+            try:
+                services.order_cancel(user_id=order.user_id, order_id=order.pk)
+            except DomainError:
+                refused.append(order.pk)
+            else:
+                cancelled.append(order.pk)
+                self.log_change(request, order, _("Cancelled by staff."))
+        if cancelled:
+            self.message_user(
+                request,
+                ngettext(
+                    "Cancelled %(count)d order: stock and coupon returned.",
+                    "Cancelled %(count)d orders: stock and coupons returned.",
+                    len(cancelled),
+                )
+                % {"count": len(cancelled)},
+                messages.SUCCESS,
+            )
+        if refused:
+            self.message_user(
+                request,
+                _("Not cancelled (only an order awaiting payment can be): %(orders)s.")
+                % {"orders": ", ".join(f"#{pk}" for pk in refused)},
+                messages.WARNING,
+            )
 
     @admin.display(description=gettext_lazy("total"), ordering="total_amount")
     def total(self, order: Order) -> str:

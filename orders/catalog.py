@@ -13,3 +13,6 @@ class OrdersCatalog:
 
     def categories(self) -> dict[int, str]:
         return dict(Category.objects.order_by("name").values_list("pk", "name"))
+
+    def products(self) -> dict[int, str]:
+        return dict(Product.objects.order_by("name", "pk").values_list("pk", "name"))

@@ -17,7 +17,7 @@ MAX_STOCK = 2**31 - 1
 class Category(models.Model):
     """A product category: what a coupon scoped to categories names by id."""
 
-    name = models.CharField(max_length=64, unique=True)
+    name = models.CharField(max_length=64, unique=True, verbose_name=_("name"))
 
     class Meta:
         db_table = "categories"
@@ -30,25 +30,34 @@ class Category(models.Model):
 
 
 class Product(models.Model):
-    name = models.CharField(max_length=128)
+    name = models.CharField(max_length=128, verbose_name=_("name"))
     # Optional: an uncategorised product is in no category's scope. PROTECT, so a category
     # that products (and coupons, by id) still name is not lost by accident.
     category = models.ForeignKey(
-        Category, on_delete=models.PROTECT, null=True, blank=True, related_name="products"
+        Category,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="products",
+        verbose_name=_("category"),
     )
     price = models.BigIntegerField(
-        help_text="Unit price in cents.",
+        help_text=_("Unit price in cents."),
         validators=[MinValueValidator(0), MaxValueValidator(MAX_PRICE)],
+        verbose_name=_("price"),
     )
-    stock = models.IntegerField(validators=[MinValueValidator(0), MaxValueValidator(MAX_STOCK)])
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    stock = models.IntegerField(
+        validators=[MinValueValidator(0), MaxValueValidator(MAX_STOCK)], verbose_name=_("stock")
+    )
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
         db_table = "products"
         verbose_name = _("product")
         verbose_name_plural = _("products")
         ordering = ["id"]
+        permissions = [("adjust_stock", "Can adjust stock")]
         constraints = [
             models.CheckConstraint(
                 condition=Q(price__gte=0, price__lte=MAX_PRICE), name="product_price_in_range"
@@ -62,41 +71,66 @@ class Product(models.Model):
 
 class Order(models.Model):
     class Type(models.TextChoices):
-        NORMAL = "normal"
-        SECKILL = "seckill"
+        NORMAL = "normal", _("normal")
+        SECKILL = "seckill", _("seckill")
 
     class Status(models.TextChoices):
-        PENDING_PAYMENT = "pending_payment"
-        PAID = "paid"
-        SHIPPED = "shipped"
-        COMPLETED = "completed"
-        CANCELLED = "cancelled"
+        PENDING_PAYMENT = "pending_payment", _("awaiting payment")
+        PAID = "paid", _("paid")
+        SHIPPED = "shipped", _("shipped")
+        COMPLETED = "completed", _("completed")
+        CANCELLED = "cancelled", _("cancelled")
 
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="orders", db_index=False
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="orders",
+        db_index=False,
+        verbose_name=_("user"),
     )
-    order_type = models.CharField(max_length=16, choices=Type.choices, default=Type.NORMAL)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING_PAYMENT)
-    total_amount = models.BigIntegerField(help_text="Sum of the lines, in cents.")
-    discount_amount = models.BigIntegerField(default=0, help_text="Coupon discount, in cents.")
-    pay_amount = models.BigIntegerField(help_text="What the shopper pays, in cents.")
+    order_type = models.CharField(
+        max_length=16, choices=Type.choices, default=Type.NORMAL, verbose_name=_("order type")
+    )
+    status = models.CharField(
+        max_length=16,
+        choices=Status.choices,
+        default=Status.PENDING_PAYMENT,
+        verbose_name=_("status"),
+    )
+    total_amount = models.BigIntegerField(
+        help_text=_("Sum of the lines, in cents."), verbose_name=_("total amount")
+    )
+    discount_amount = models.BigIntegerField(
+        default=0, help_text=_("Coupon discount, in cents."), verbose_name=_("discount amount")
+    )
+    pay_amount = models.BigIntegerField(
+        help_text=_("What the shopper pays, in cents."), verbose_name=_("pay amount")
+    )
     # A string reference: orders knows coupons only through coupons.ports. RESTRICT keeps the
     # coupon while its order exists, yet lets a user's deletion cascade to both.
     coupon = models.ForeignKey(
-        "coupons.UserCoupon", on_delete=models.RESTRICT, null=True, blank=True, related_name="+"
+        "coupons.UserCoupon",
+        on_delete=models.RESTRICT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("coupon"),
     )
-    expire_at = models.DateTimeField(help_text="Unpaid after this moment: cancelled.")
-    paid_at = models.DateTimeField(null=True, blank=True)
-    cancelled_at = models.DateTimeField(null=True, blank=True)
+    expire_at = models.DateTimeField(
+        help_text=_("Unpaid after this moment: cancelled."), verbose_name=_("expire at")
+    )
+    paid_at = models.DateTimeField(null=True, blank=True, verbose_name=_("paid at"))
+    cancelled_at = models.DateTimeField(null=True, blank=True, verbose_name=_("cancelled at"))
     # Set from core.clock by the services, like every other time of the order.
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
 
     class Meta:
         db_table = "orders"
         verbose_name = _("order")
         verbose_name_plural = _("orders")
         ordering = ["-id"]
+        permissions = [("cancel_order", "Can cancel orders")]
         indexes = [
             models.Index(fields=["user", "id"], name="order_user_id"),
             models.Index(fields=["status", "expire_at"], name="order_status_expire_at"),
@@ -144,19 +178,30 @@ class Order(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"Order #{self.pk} ({self.status})"
+        return _("Order #%(id)s (%(status)s)") % {
+            "id": self.pk,
+            "status": self.get_status_display(),
+        }
 
 
 class OrderItem(models.Model):
     # The unique (order, product) index below leads with order, so no separate index.
-    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="items", db_index=False)
-    product = models.ForeignKey(Product, on_delete=models.PROTECT, related_name="+")
+    order = models.ForeignKey(
+        Order,
+        on_delete=models.CASCADE,
+        related_name="items",
+        db_index=False,
+        verbose_name=_("order"),
+    )
+    product = models.ForeignKey(
+        Product, on_delete=models.PROTECT, related_name="+", verbose_name=_("product")
+    )
     # Snapshots: what the shopper saw and paid, whatever the product becomes later.
-    title = models.CharField(max_length=128)
-    unit_price = models.BigIntegerField()
-    quantity = models.IntegerField()
+    title = models.CharField(max_length=128, verbose_name=_("title"))
+    unit_price = models.BigIntegerField(verbose_name=_("unit price"))
+    quantity = models.IntegerField(verbose_name=_("quantity"))
     # This line's part of the order's coupon discount (largest remainder split), for refunds.
-    discount_amount = models.BigIntegerField(default=0)
+    discount_amount = models.BigIntegerField(default=0, verbose_name=_("discount amount"))
 
     class Meta:
         db_table = "order_items"

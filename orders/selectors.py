@@ -10,13 +10,18 @@ from django.urls import reverse
 from core import clock
 from coupons import ports
 from orders.errors import OrderNotFound, ProductNotFound
+from orders.lines import OrderLine, cart_lines, order_lines_validate
 from orders.models import Order, Product
-from orders.services import OrderLine, cart_lines, order_lines_validate
 
 
 def orders_for_user(*, user_id: int) -> QuerySet[Order]:
     """The user's orders, newest first, with their lines in one extra query per page."""
     return Order.objects.filter(user_id=user_id).prefetch_related("items").order_by("-id")
+
+
+def products_listed() -> QuerySet[Product]:
+    """The catalog, in id order, each product with its category in the same query."""
+    return Product.objects.select_related("category").order_by("id")
 
 
 def order_for_user(*, user_id: int, order_id: int) -> Order:
@@ -98,6 +103,7 @@ def orders_using_coupons(
             pay_amount=order.pay_amount,
             created_at=order.created_at,
             admin_url=reverse("admin:orders_order_change", args=[order.pk]),
+            status_label=str(order.get_status_display()),
         )
         for order in orders.order_by("-id")[:limit]
         if order.coupon_id is not None  # always, by the filter above; for the type

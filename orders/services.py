@@ -7,14 +7,15 @@ the user coupon row."""
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TypedDict
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F, QuerySet
+from django.utils.translation import gettext as _
 
 from core import clock
+from core.money import format_money
 from coupons import ports
 from orders.errors import (
     AmountMismatch,
@@ -28,23 +29,8 @@ from orders.errors import (
     ThresholdNotMet,
     TooManyUnpaidOrders,
 )
-from orders.models import MAX_LINES, MAX_QUANTITY, MAX_STOCK, Order, OrderItem, Product
-
-
-class OrderLine(TypedDict):
-    """One line of an order as the API takes it."""
-
-    product_id: int
-    quantity: int
-
-
-@dataclass(frozen=True, order=True)
-class ProductQuantity:
-    """One validated line: a product and how many of it. Ordered by product id, the lock
-    order of _stock_take."""
-
-    product_id: int
-    quantity: int
+from orders.lines import OrderLine, ProductQuantity, cart_lines, order_lines_validate
+from orders.models import MAX_STOCK, Order, OrderItem, Product
 
 
 def order_checkout(
@@ -117,26 +103,18 @@ def _unpaid_room_check(*, user_id: int) -> None:
         raise TooManyUnpaidOrders()
 
 
-def cart_lines(lines: list[ProductQuantity], products: dict[int, Product]) -> list[ports.CartLine]:
-    """The order's lines as the coupon rules see them: product, category, amount."""
-    return [
-        ports.CartLine(
-            product_id=line.product_id,
-            category_id=products[line.product_id].category_id,
-            amount=products[line.product_id].price * line.quantity,
-        )
-        for line in lines
-    ]
-
-
 def raise_if_not_applied(judged: ports.CartJudgement) -> None:
     match judged.reason:
         case ports.CartRefusal.NOT_APPLICABLE:
             raise CouponNotApplicable()
         case ports.CartRefusal.THRESHOLD_NOT_MET:
+            amounts = {
+                "subtotal": format_money(judged.eligible_subtotal),
+                "shortfall": format_money(judged.shortfall),
+            }
             raise ThresholdNotMet(
-                f"The eligible subtotal {judged.eligible_subtotal} is {judged.shortfall} short"
-                " of the coupon's threshold."
+                _("The eligible subtotal %(subtotal)s is %(shortfall)s short of the threshold.")
+                % amounts
             )
 
 
@@ -148,7 +126,7 @@ def order_cancel(*, user_id: int, order_id: int) -> Order:
         if order is None:
             if not Order.objects.filter(pk=order_id, user_id=user_id).exists():
                 raise OrderNotFound()
-            raise OrderInvalidState("Only an order awaiting payment can be cancelled.")
+            raise OrderInvalidState(_("Only an order awaiting payment can be cancelled."))
     return order
 
 
@@ -171,30 +149,23 @@ def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
             raise OrderNotFound()
         now = clock.now()
         if order.status != Order.Status.PENDING_PAYMENT:
-            raise OrderInvalidState(f"An order that is {order.status} cannot be paid.")
+            raise OrderInvalidState(
+                _("An order that is %(status)s cannot be paid.")
+                % {"status": order.get_status_display()}
+            )
         if now > order.expire_at:
             # Past its deadline the order belongs to the expiry job, even before it runs.
-            raise OrderInvalidState("The payment window of this order has closed.")
+            raise OrderInvalidState(_("The payment window of this order has closed."))
         if amount != order.pay_amount:
-            raise AmountMismatch(f"This order asks for {order.pay_amount}, not {amount}.")
+            raise AmountMismatch(
+                _("This order asks for %(asked)s, not %(paid)s.")
+                % {"asked": format_money(order.pay_amount), "paid": format_money(amount)}
+            )
         order.status = Order.Status.PAID
         order.paid_at = now
         order.updated_at = now
         order.save(update_fields=["status", "paid_at", "updated_at"])
     return order
-
-
-def order_lines_validate(items: Sequence[OrderLine]) -> list[ProductQuantity]:
-    """The lines sorted by product id: the lock order of _stock_take."""
-    if not 1 <= len(items) <= MAX_LINES:
-        raise OrderInvalid(fields={"items": [f"Between 1 and {MAX_LINES} lines are required."]})
-    lines = sorted(ProductQuantity(item["product_id"], item["quantity"]) for item in items)
-    product_ids = [line.product_id for line in lines]
-    if len(set(product_ids)) != len(product_ids):
-        raise OrderInvalid(fields={"items": ["Each product may appear only once."]})
-    if any(not 1 <= line.quantity <= MAX_QUANTITY for line in lines):
-        raise OrderInvalid(fields={"items": [f"Quantity must be 1 to {MAX_QUANTITY}."]})
-    return lines
 
 
 def _stock_take(lines: list[ProductQuantity]) -> dict[int, Product]:
@@ -206,8 +177,8 @@ def _stock_take(lines: list[ProductQuantity]) -> dict[int, Product]:
         )
         if not taken:
             if not Product.objects.filter(pk=line.product_id).exists():
-                raise ProductNotFound(f"Product {line.product_id} not found.")
-            raise OutOfStock(f"Not enough stock for product {line.product_id}.")
+                raise ProductNotFound(_("Product %(id)s not found.") % {"id": line.product_id})
+            raise OutOfStock(_("Not enough stock for product %(id)s.") % {"id": line.product_id})
     # The UPDATEs hold these rows' locks, so the prices read here are the ones charged.
     return Product.objects.in_bulk([line.product_id for line in lines])
 
@@ -339,6 +310,9 @@ def product_stock_adjust(*, product_id: int, change: int) -> int:
         raise ProductNotFound()
     if not changed:
         if stock + change < 0:
-            raise OutOfStock(f"Only {stock} in stock; cannot take away {-change}.")
-        raise OrderInvalid(f"Stock cannot exceed {MAX_STOCK}.")
+            raise OutOfStock(
+                _("Only %(stock)s in stock; cannot take away %(change)s.")
+                % {"stock": stock, "change": -change}
+            )
+        raise OrderInvalid(_("Stock cannot exceed %(count)d.") % {"count": MAX_STOCK})
     return stock

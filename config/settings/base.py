@@ -28,10 +28,16 @@ def env_float(name: str, default: float) -> float:
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 DEBUG = env_bool("DEBUG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
-# Behind a proxy on another port the browser's Origin is not the Host the app sees.
+# Origins other than the page's own allowed to post forms. The page's own needs no entry on
+# any port: the shipped nginx passes the Host with its port (decision 0520).
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 # A CSRF refusal in the JSON envelope under /api/ and on /healthz, Django's page elsewhere.
 CSRF_FAILURE_VIEW = "api.exceptions.csrf_failure"
+# Reverse proxies (addresses or networks) whose X-Forwarded-Proto the app believes when it
+# builds absolute links (pagination); anyone else's is dropped by the first middleware. Empty:
+# nobody's. The shipped nginx passes the client's Host itself, so no X-Forwarded-Host is read.
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", "")
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -52,6 +58,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "ops.middleware.ForwardedHeadersFromProxiesMiddleware",
     "ops.middleware.RequestBodyLimitMiddleware",
     "ops.middleware.DatabaseBreakerMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -177,9 +184,14 @@ HEALTH_CACHE_SECONDS = min(env_float("HEALTH_CACHE_SECONDS", 1.0), 1.0)
 # reports a database outage to the first; /healthz pings the Redis the second returns.
 DATABASE_FAULT_REPORTER = "ops.database_faults.report_database_unavailable"
 HEALTH_REDIS = "coupons.counter_setup.coupon_counter"
-# The periodic jobs `manage.py run_scheduler` runs each interval: name -> dotted path of a
-# callable taking nothing and returning a line to print or None (ops imports no app).
-SCHEDULED_JOBS = {"order expiry": "orders.jobs.expire_overdue_orders"}
+# The periodic jobs `manage.py run_scheduler` runs: name -> dotted path of a callable taking
+# nothing and returning a line to print or None (ops imports no app), run each interval; or
+# (dotted path, seconds): at start and then at most that often.
+SCHEDULED_JOBS: dict[str, str | tuple[str, float]] = {
+    "order expiry": "orders.jobs.expire_overdue_orders",
+    "expired tokens": ("accounts.jobs.flush_expired_tokens", 3600),
+    "idempotency records": ("api.jobs.purge_idempotency_records", 3600),
+}
 
 # --- Redis (advisory counters; docs/decisions/0004-redis-advisory-counters-with-versions.md) ---
 
@@ -294,6 +306,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # The Swagger UI keeps the Bearer token across page reloads.
     "SWAGGER_UI_SETTINGS": {"persistAuthorization": True, "displayOperationId": True},
+    # Ids in paths (api.converters.IdConverter): integers in the schema, as in the URL regex.
+    "PATH_CONVERTER_OVERRIDES": {
+        "id": {"type": "integer", "format": "int64", "minimum": 0, "maximum": 10**18 - 1}
+    },
     "ENUM_NAME_OVERRIDES": {
         "OrderStatusEnum": "orders.models.Order.Status",
         "OrderTypeEnum": "orders.models.Order.Type",

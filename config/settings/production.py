@@ -11,6 +11,5 @@ refuse_unsafe_secret_key(SECRET_KEY, root=BASE_DIR)
 if DATABASES["default"]["ENGINE"] != "django.db.backends.mysql":
     raise ImproperlyConfigured("DATABASE_URL must point at MySQL in production.")
 
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
 CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)

@@ -1,4 +1,9 @@
 """The coupon admin, one module per idea. Importing the modules that register ModelAdmins here
 is what Django's admin autodiscovery needs; nothing is re-exported."""
 
-from coupons.admin import templates, user_coupons, users  # noqa: F401  (registration)
+from coupons.admin import (  # noqa: F401  (registration)
+    permissions,
+    templates,
+    user_coupons,
+    users,
+)

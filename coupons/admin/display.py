@@ -1,6 +1,8 @@
 """How the coupon admin shows things: dates in the operator's zone, money terms in words,
 the labels of types, states and coupon statuses, and the orders app's lookup."""
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.utils import timezone
 from django.utils.formats import date_format
@@ -9,6 +11,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from core.money import format_money
+from coupons.catalog import scope_catalog
 from coupons.models import CouponTemplate
 
 RECENT_ROWS = 10
@@ -42,11 +45,20 @@ STATE_LABELS = {
 }
 
 
+def zhe(percent_off: int) -> str:
+    """15% off is 85折, 50% off is 5折 (折 counts tenths of the price paid)."""
+    paid = 100 - percent_off
+    return str(paid // 10) if paid % 10 == 0 else str(paid)
+
+
 def terms_text(template: CouponTemplate) -> str:
     """The discount in words: "¥5.00 off", "¥50.00 off orders of ¥200.00 or more",
     "15% off, at most ¥20.00"."""
     if template.type == CouponTemplate.Type.PERCENT:
-        text = _("%(percent)s%% off") % {"percent": template.value}
+        text = _("%(percent)s%% off, %(zhe)s折") % {
+            "percent": template.value,
+            "zhe": zhe(template.value),
+        }
         if template.max_discount:
             text = _("%(terms)s, at most %(cap)s") % {
                 "terms": text,
@@ -60,6 +72,34 @@ def terms_text(template: CouponTemplate) -> str:
             "minimum": format_money(template.min_amount),
         }
     return text
+
+
+def scope_text(template: CouponTemplate, names: dict[int, str] | None = None) -> str:
+    """ "The whole store", or the categories or products by name (an id the catalog no longer
+    knows is shown as #id). `names` saves the lookup when the caller has them already."""
+    if template.scope == CouponTemplate.Scope.ALL or not template.scope_ids:
+        return str(template.get_scope_display())
+    if names is None:
+        catalog = scope_catalog()
+        names = catalog.names(scope=template.scope, ids=template.scope_ids) if catalog else {}
+    listed = "、".join(names.get(pk, f"#{pk}") for pk in template.scope_ids)
+    return _("%(scope)s: %(listed)s") % {"scope": template.get_scope_display(), "listed": listed}
+
+
+def attach_scope_texts(templates: Iterable[CouponTemplate]) -> None:
+    """Set `scope_shown` on each template of a list page, with one catalog lookup per scope
+    kind for the whole page rather than one per row."""
+    templates = list(templates)
+    catalog = scope_catalog()
+    names: dict[str, dict[int, str]] = {}
+    for scope in (CouponTemplate.Scope.CATEGORIES, CouponTemplate.Scope.PRODUCTS):
+        ids = {pk for template in templates if template.scope == scope for pk in template.scope_ids}
+        names[scope] = catalog.names(scope=scope, ids=ids) if catalog and ids else {}
+    for template in templates:
+        # The list page's own attribute, read back with getattr (coupons/admin/templates.py).
+        template.scope_shown = scope_text(  # type: ignore[attr-defined]
+            template, names.get(template.scope, {})
+        )
 
 
 def rate_text(rate: float | None) -> str:

@@ -2,12 +2,14 @@
 rule on the values is the service's (coupons.services.templates)."""
 
 from django import forms
-from django.utils.html import format_html
+from django.contrib.admin import widgets
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from core.admin_fields import MoneyField
 from core.money import MoneyInvalid, format_cents, parse_money
+from coupons.admin.display import zhe
 from coupons.catalog import scope_catalog
 from coupons.errors import TemplateInvalid
 from coupons.models import MAX_AMOUNT, CouponTemplate
@@ -30,6 +32,38 @@ class IdListField(forms.CharField):
         return [int(part) for part in parts]
 
 
+class SecondsSplitDateTime(widgets.AdminSplitDateTime):
+    """The admin's date and time boxes, the time with its seconds: zh-hans formats times as
+    %H:%M first, so saving a template unchanged moved 23:59:59 to 23:59:00 (and logged a
+    change nobody made)."""
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        self.widgets[1].format = "%H:%M:%S"
+
+
+class ScopePicker(forms.TypedMultipleChoiceField):
+    """Categories or products chosen by name, with the admin's filter box to search them
+    (the choices come from the injected catalog, coupons.catalog)."""
+
+    def __init__(self, *, label, **kwargs):
+        super().__init__(
+            label=label,
+            coerce=int,
+            required=False,
+            widget=widgets.FilteredSelectMultiple(label, is_stacked=False),
+            **kwargs,
+        )
+
+
+DEEP_DISCOUNT_PERCENT = 50
+
+SCOPE_PICKERS: dict[str, str] = {
+    CouponTemplate.Scope.CATEGORIES: "scope_categories",
+    CouponTemplate.Scope.PRODUCTS: "scope_products",
+}
+
+
 class CouponTemplateForm(forms.ModelForm):
     # Money off (typed as currency) for direct and threshold coupons, the percent for percent
     # ones: parsed in clean(), once the type is known.
@@ -37,7 +71,17 @@ class CouponTemplateForm(forms.ModelForm):
         label=gettext_lazy("value"),
         max_length=40,
         help_text=gettext_lazy(
-            "Money off, e.g. 50.00; for a percent coupon the percent, a whole number 1 to 99."
+            "Money off, e.g. 50.00. For a percent coupon, the percent OFF, a whole number 1 to "
+            "99: 15 takes 15%, so the price becomes 85折; for 85折 type 15, not 85."
+        ),
+    )
+    # An operator who thinks in 折 types 85 for 85折, which here is 85% off: more than half
+    # off must be confirmed (DEEP_DISCOUNT_PERCENT), and the refusal says what to type instead.
+    confirm_deep_discount = forms.BooleanField(
+        label=gettext_lazy("more than half off, on purpose"),
+        required=False,
+        help_text=gettext_lazy(
+            "Needed to save a percent coupon taking half the price or more (5折 or less)."
         ),
     )
     min_amount = MoneyField(
@@ -54,11 +98,21 @@ class CouponTemplateForm(forms.ModelForm):
         help_text=gettext_lazy("Percent coupons only: the cap, e.g. 20.00 (empty: no cap)."),
     )
     scope_ids = IdListField(
+        label=gettext_lazy("scope ids"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text=gettext_lazy(
             "Category or product ids, separated by commas (empty for the whole store)."
         ),
+    )
+    # With a catalog (the usual case) these replace scope_ids: see __init__.
+    scope_categories = ScopePicker(
+        label=gettext_lazy("categories in scope"),
+        help_text=gettext_lazy("For the scope “Products of some categories”."),
+    )
+    scope_products = ScopePicker(
+        label=gettext_lazy("products in scope"),
+        help_text=gettext_lazy("For the scope “Some products”."),
     )
 
     class Meta:
@@ -77,12 +131,7 @@ class CouponTemplateForm(forms.ModelForm):
             "visibility": gettext_lazy("visibility"),
             "audience": gettext_lazy("audience"),
         }
-        help_texts = {
-            "valid_from": gettext_lazy(
-                "Claim window. Editing it later changes who may still claim, never the use "
-                "window of coupons already issued."
-            ),
-        }
+        widgets = {"valid_from": SecondsSplitDateTime, "valid_until": SecondsSplitDateTime}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -90,14 +139,31 @@ class CouponTemplateForm(forms.ModelForm):
             self.initial["value"] = value_for_form(self.instance.type, self.instance.value)
         if "audience" in self.fields:  # a post without it keeps the template's audience
             self.fields["audience"].required = False
-        catalog = scope_catalog()
-        if catalog is not None and "scope_ids" in self.fields:  # from the injected catalog
-            listed = ", ".join(f"{pk} {name}" for pk, name in catalog.categories().items())
-            self.fields["scope_ids"].help_text = format_html(
-                "{} {}",
-                self.fields["scope_ids"].help_text,
-                _("Categories: %(listed)s.") % {"listed": listed or _("none yet")},
+            if self.is_bound and self.add_prefix("audience") not in self.data:
+                self.fields["audience"].disabled = True  # unchanged, not logged as changed
+        zone = timezone.get_current_timezone_name()
+        for field in ("valid_from", "valid_until"):
+            if field in self.fields:
+                self.fields[field].help_text = _("Time zone: %(zone)s.") % {"zone": zone}
+        if "valid_from" in self.fields:
+            window = _(
+                "Claim window. Editing it later changes who may still claim, never the use "
+                "window of coupons already issued."
             )
+            self.fields["valid_from"].help_text = f"{window} {self.fields['valid_from'].help_text}"
+        self.scope_pickers = False
+        catalog = scope_catalog()
+        pickers_wanted = all(name in self.fields for name in SCOPE_PICKERS.values())
+        if catalog is not None and pickers_wanted:
+            self.scope_pickers = True
+            self.fields.pop("scope_ids", None)
+            self.fields["scope_categories"].choices = list(catalog.categories().items())
+            self.fields["scope_products"].choices = list(catalog.products().items())
+            if self.instance.pk and self.instance.scope in SCOPE_PICKERS:
+                self.initial[SCOPE_PICKERS[self.instance.scope]] = self.instance.scope_ids
+        else:
+            for name in SCOPE_PICKERS.values():
+                self.fields.pop(name, None)
 
     def clean(self):
         cleaned = super().clean()
@@ -112,16 +178,24 @@ class CouponTemplateForm(forms.ModelForm):
                 cleaned["value"] = value_from_form(kind, cleaned["value"])
             except forms.ValidationError as error:
                 self.add_error("value", error)
+        self._refuse_deep_discount_unless_confirmed(kind, cleaned)
         self._refuse_edits_of_fields_frozen_meanwhile(current)
+        editable = set(self.fields)
+        if self.scope_pickers:
+            picker = SCOPE_PICKERS.get(cleaned.get("scope"))
+            cleaned["scope_ids"] = list(cleaned.get(picker) or []) if picker else []
+            editable.add("scope_ids")
         # A field shown read-only (frozen once claimed) keeps the template's own value.
         terms = {
-            field: cleaned.get(field) if field in self.fields else getattr(current, field)
+            field: cleaned.get(field) if field in editable else getattr(current, field)
             for field in templates.TEMPLATE_TERMS
         }
         try:
             terms = templates.template_terms_validate(terms, current=current)
         except TemplateInvalid as error:
             for field, messages in error.fields.items():
+                if field == "scope_ids" and self.scope_pickers:
+                    field = SCOPE_PICKERS.get(cleaned.get("scope"), "scope")
                 if field not in self.errors:  # already reported by the form field itself
                     self.add_error(field if field in self.fields else None, messages)
             return cleaned
@@ -135,9 +209,15 @@ class CouponTemplateForm(forms.ModelForm):
         if current is None:
             return
         for field in templates.FROZEN_ONCE_CLAIMED:
-            if field in self.fields or field not in self.data:
+            if field in self.fields:
                 continue
-            if posted_term(field, self.data[field], kind=current.type) != getattr(current, field):
+            if field == "scope_ids" and field not in self.data:
+                posted = self._posted_scope_picks(current)
+            elif field in self.data:
+                posted = posted_term(field, self.data[field], kind=current.type)
+            else:
+                continue
+            if posted is not None and posted != getattr(current, field):
                 model_field = CouponTemplate._meta.get_field(field)
                 label = model_field.verbose_name if hasattr(model_field, "verbose_name") else field
                 self.add_error(
@@ -148,6 +228,35 @@ class CouponTemplateForm(forms.ModelForm):
                     )
                     % {"field": label},
                 )
+
+    def _refuse_deep_discount_unless_confirmed(self, kind: str | None, cleaned: dict) -> None:
+        percent = cleaned.get("value")
+        if kind != CouponTemplate.Type.PERCENT or "confirm_deep_discount" not in self.fields:
+            return
+        if not isinstance(percent, int) or percent < DEEP_DISCOUNT_PERCENT:
+            return
+        if cleaned.get("confirm_deep_discount"):
+            return
+        self.add_error(
+            "value",
+            _(
+                "%(percent)s%% off is %(zhe)s折, the price cut by more than half. For "
+                "%(percent)s折 type %(off)s; to give %(percent)s%% off, tick “more than half "
+                "off, on purpose”."
+            )
+            % {"percent": percent, "zhe": zhe(percent), "off": 100 - percent},
+        )
+
+    def _posted_scope_picks(self, current: CouponTemplate) -> list[int] | None:
+        """The ids a page with the scope pickers posted for the template's scope kind; None when
+        it posted none for it (a multiple select sends nothing when nothing is picked)."""
+        picker = SCOPE_PICKERS.get(current.scope)
+        if picker is None or picker not in self.data:
+            return None
+        picked = self.data.getlist(picker) if hasattr(self.data, "getlist") else []
+        if not all(text.isascii() and text.isdigit() for text in picked):
+            return []
+        return sorted({int(text) for text in picked})
 
 
 def value_for_form(kind: str, value: int) -> str:

@@ -1,6 +1,7 @@
 """The admin's promotion actions (SPEC section 18): pause and resume templates, and export
 their single-use codes as CSV. Each action checks a permission (Django hides an action from
-a user without it and refuses it if posted anyway)."""
+a user without it and refuses it if posted anyway); the export needs coupons.export_coupons,
+like the coupons CSV on the template's page."""
 
 import csv
 from collections.abc import Iterable, Iterator
@@ -8,11 +9,12 @@ from collections.abc import Iterable, Iterator
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from core.csv_cells import csv_row
+from coupons.admin.reports import in_language
 from coupons.models import CouponTemplate
 from coupons.services import templates
 from coupons.single_use_codes import SingleUseCode
@@ -49,14 +51,14 @@ def resume_templates(modeladmin, request, queryset: QuerySet[CouponTemplate]) ->
     )
 
 
-@admin.action(description=gettext_lazy("Export single-use codes (CSV)"), permissions=["view"])
+@admin.action(description=gettext_lazy("Export single-use codes (CSV)"), permissions=["export"])
 def export_single_use_codes(
     modeladmin, request, queryset: QuerySet[CouponTemplate]
 ) -> StreamingHttpResponse:
     template_ids = sorted(queryset.values_list("pk", flat=True))
-    response = StreamingHttpResponse(
-        codes_csv_lines(template_ids), content_type="text/csv; charset=utf-8"
-    )
+    # Streamed after the view returns: the lines keep the language of this request.
+    lines = in_language(codes_csv_lines(template_ids), translation.get_language())
+    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="single-use-codes.csv"'
     return response
 

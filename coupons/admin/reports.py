@@ -4,8 +4,9 @@ import csv
 from collections.abc import Iterator
 
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from core import clock
 from core.csv_cells import csv_row
@@ -61,34 +62,53 @@ def template_report(template: CouponTemplate) -> dict:
     }
 
 
+# The columns, headers in the admin's language: Excel shows them as they are.
 CSV_HEADER = [
-    "coupon_id",
-    "user_id",
-    "username",
-    "source",
-    "status",
-    "claimed_at",
-    "valid_until",
-    "used_at",
-    "order_id",
+    gettext_lazy("coupon id"),
+    gettext_lazy("template"),
+    gettext_lazy("user id"),
+    gettext_lazy("username"),
+    gettext_lazy("source"),
+    gettext_lazy("status"),
+    gettext_lazy("claimed at"),
+    gettext_lazy("valid until"),
+    gettext_lazy("used at"),
+    gettext_lazy("order id"),
+    gettext_lazy("grant reason"),
+    gettext_lazy("granted by"),
 ]
+# Excel reads a CSV as the machine's legacy code page unless it starts with a byte order mark
+# (张三 opened as 寮犱笁 without one); every other reader skips it.
+UTF8_BOM = "\ufeff"
+CSV_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # local time (TIME_ZONE), whole seconds: Excel parses it
+
+
+def in_language(lines: Iterator[str], language: str | None) -> Iterator[str]:
+    with translation.override(language):
+        yield from lines
+
+
+def csv_time(moment) -> str:
+    return timezone.localtime(moment).strftime(CSV_TIME_FORMAT) if moment else ""
 
 
 def csv_lines(template: CouponTemplate, *, now) -> Iterator[str]:
-    """The template's coupons as CSV lines, oldest first, read in keyset batches of
-    CSV_BATCH_SIZE with one order lookup per batch. Times are ISO 8601 in TIME_ZONE."""
+    """The template's coupons as CSV lines for Excel, oldest first, read in keyset batches of
+    CSV_BATCH_SIZE with one order lookup per batch: a BOM, headers and labels in the admin's
+    language, times local to TIME_ZONE without fractions of a second."""
 
     class Line:  # csv.writer wants a file; this one hands back the line just written
         def write(self, text: str) -> str:
             return text
 
     writer = csv.writer(Line())
-    yield writer.writerow(CSV_HEADER)
+    yield UTF8_BOM + writer.writerow(csv_row([str(header) for header in CSV_HEADER]))
+    sources = dict(UserCoupon.Source.choices)
     last_id = 0
     while True:
         batch = list(
             UserCoupon.objects.filter(template_id=template.pk, pk__gt=last_id)
-            .select_related("user")
+            .select_related("user", "granted_by")
             .order_by("pk")[:CSV_BATCH_SIZE]
         )
         if not batch:
@@ -100,19 +120,24 @@ def csv_lines(template: CouponTemplate, *, now) -> Iterator[str]:
         }
         for coupon in batch:
             coupon.template = template  # the one template, not a query per row
-            # Every cell through csv_row: a username may start with = + - @ (CSV injection).
+            granter = coupon.granted_by
+            # Every cell through csv_row: a username, a template name or a grant reason may
+            # start with = + - @ (CSV injection).
             yield writer.writerow(
                 csv_row(
                     [
                         coupon.pk,
+                        template.name,
                         coupon.user_id,
                         coupon.user.get_username(),
-                        coupon.source,
-                        selectors.derived_status(coupon, now=now),
-                        timezone.localtime(coupon.created_at).isoformat(),
-                        timezone.localtime(coupon.valid_until).isoformat(),
-                        timezone.localtime(coupon.used_at).isoformat() if coupon.used_at else "",
+                        str(sources.get(coupon.source, coupon.source)),
+                        str(COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=now)]),
+                        csv_time(coupon.created_at),
+                        csv_time(coupon.valid_until),
+                        csv_time(coupon.used_at),
                         order_of.get(coupon.pk, ""),
+                        coupon.grant_reason or "",
+                        granter.get_username() if granter is not None else "",
                     ]
                 )
             )

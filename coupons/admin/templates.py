@@ -10,6 +10,7 @@ from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path
+from django.utils import translation
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
@@ -19,16 +20,27 @@ from core.admin_fields import RefusalAsFormErrorAdmin, RefusedOnSave
 from core.money import format_money
 from coupons import selectors
 from coupons.admin import grants, promotions
-from coupons.admin.display import STATE_LABELS, local_datetime, rate_text, terms_text
+from coupons.admin.display import (
+    STATE_LABELS,
+    attach_scope_texts,
+    local_datetime,
+    rate_text,
+    scope_text,
+    terms_text,
+    zhe,
+)
 from coupons.admin.filters import StateFilter, TypeFilter
-from coupons.admin.forms import CouponTemplateForm
-from coupons.admin.reports import csv_lines, template_report
+from coupons.admin.forms import SCOPE_PICKERS, CouponTemplateForm
+from coupons.admin.reports import csv_lines, in_language, template_report
+from coupons.catalog import scope_catalog
 from coupons.errors import TemplateInvalid
 from coupons.models import CouponTemplate
 from coupons.services import templates
 
 if TYPE_CHECKING:
     from coupons.selectors import TemplateWithFunnel
+
+EXPORT_PERMISSION = "coupons.export_coupons"
 
 
 class TemplateDeleteRefused(Exception):
@@ -42,6 +54,7 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
     list_display = [
         "template_name",
         "terms",
+        "scope_names",
         "window",
         "claimed_of_total",
         "used",
@@ -80,18 +93,37 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
         "value": "value_shown",
         "min_amount": "min_amount_money",
         "max_discount": "max_discount_money",
+        "scope_ids": "scope_names",
     }
-    FORM_DECLARED = ("value", "min_amount", "max_discount", "scope_ids")
+    FORM_DECLARED = (
+        "value",
+        "min_amount",
+        "max_discount",
+        "scope_ids",
+        "scope_categories",
+        "scope_products",
+        "confirm_deep_discount",
+    )
 
     @staticmethod
     def is_frozen(obj: CouponTemplate | None) -> bool:
         return obj is not None and obj.claimed_count > 0
 
+    @staticmethod
+    def editable_terms() -> list[str]:
+        """The terms as form fields: the value with its deep-discount confirmation and, with a
+        catalog, scope ids picked by name."""
+        shown_as = {"scope_ids": list(SCOPE_PICKERS.values())}
+        if scope_catalog() is None:
+            shown_as = {}
+        shown_as["value"] = ["value", "confirm_deep_discount"]
+        return [name for field in templates.TEMPLATE_TERMS for name in shown_as.get(field, [field])]
+
     def get_fields(self, request, obj=None):
         if obj is None:
-            return list(templates.TEMPLATE_TERMS)
+            return self.editable_terms()
         if not self.is_frozen(obj):
-            return [*templates.TEMPLATE_TERMS, *self.readonly_fields]
+            return [*self.editable_terms(), *self.readonly_fields]
         terms = [self.FROZEN_SHOWN_AS.get(field, field) for field in templates.TEMPLATE_TERMS]
         return [*terms, *self.readonly_fields]
 
@@ -115,7 +147,10 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
     @admin.display(description=gettext_lazy("value"))
     def value_shown(self, template: CouponTemplate) -> str:
         if template.type == CouponTemplate.Type.PERCENT:
-            return f"{template.value}%"
+            return _("%(percent)s%% off, %(zhe)s折") % {
+                "percent": template.value,
+                "zhe": zhe(template.value),
+            }
         return format_money(template.value)
 
     @admin.display(description=gettext_lazy("minimum order"))
@@ -125,6 +160,15 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
     @admin.display(description=gettext_lazy("maximum discount"))
     def max_discount_money(self, template: CouponTemplate) -> str:
         return format_money(template.max_discount) or "–"
+
+    def get_changelist_instance(self, request):
+        changelist = super().get_changelist_instance(request)
+        attach_scope_texts(changelist.result_list)  # the page's rows, evaluated once
+        return changelist
+
+    @admin.display(description=gettext_lazy("scope"))
+    def scope_names(self, template: CouponTemplate) -> str:
+        return getattr(template, "scope_shown", None) or scope_text(template)
 
     @admin.display(description=gettext_lazy("name"), ordering="name")
     def template_name(self, template: CouponTemplate) -> str:
@@ -182,17 +226,29 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
         template = self.get_object(request, object_id)
         if template is None:
             raise Http404(_("No such coupon template."))
-        if not self.has_change_permission(request, template):
+        if not self.has_grant_permission(request):
             raise PermissionDenied
         answer = grants.grant_to_users(self, request, CouponTemplate.objects.filter(pk=template.pk))
         if answer is None:  # granted; the outcome is in the page's messages
             return redirect("admin:coupons_coupontemplate_change", template.pk)
         return answer
 
+    def has_grant_permission(self, request) -> bool:
+        return grants.may_grant(request)
+
+    def has_export_permission(self, request) -> bool:
+        return request.user.is_active and request.user.has_perm(EXPORT_PERMISSION)
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
         template = self.get_object(request, object_id)
         if template is not None and request.method == "GET":
-            extra_context = {**(extra_context or {}), **template_report(template)}
+            report = template_report(template)
+            # A button is shown only to whoever may use it (its URL checks again).
+            if not self.has_export_permission(request):
+                report["export_url"] = None
+            if not self.has_grant_permission(request):
+                report["grant_url"] = None
+            extra_context = {**(extra_context or {}), **report}
         return super().change_view(request, object_id, form_url, extra_context)
 
     def export_coupons_csv(self, request, object_id: str) -> StreamingHttpResponse:
@@ -201,11 +257,11 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
         template = self.get_object(request, object_id)
         if template is None:
             raise Http404(_("No such coupon template."))
-        if not self.has_view_permission(request, template):
+        if not self.has_export_permission(request):
             raise PermissionDenied
-        response = StreamingHttpResponse(
-            csv_lines(template, now=clock.now()), content_type="text/csv; charset=utf-8"
-        )
+        # Streamed after the view returns: the lines keep the language of this request.
+        lines = in_language(csv_lines(template, now=clock.now()), translation.get_language())
+        response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="coupon-{template.pk}.csv"'
         return response
 

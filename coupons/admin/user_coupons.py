@@ -27,17 +27,29 @@ class ReadOnlyAdminMixin:
 
 @admin.register(UserCoupon)
 class UserCouponAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["id", "template_link", "user_link", "coupon_status", "claimed_at", "used"]
-    list_filter = [DerivedStatusFilter]
-    search_fields = ["user__username", "template__name"]
-    list_select_related = ["template", "user"]
+    list_display = [
+        "id",
+        "template_link",
+        "user_link",
+        "source",
+        "coupon_status",
+        "claimed_at",
+        "used",
+        "granter",
+    ]
+    list_filter = [DerivedStatusFilter, "source"]
+    search_fields = ["user__username", "template__name", "grant_reason"]
+    list_select_related = ["template", "user", "granted_by"]
     readonly_fields = (
         "template_link",
         "user_link",
+        "source",
         "coupon_status",
         "claimed_at",
         "used",
         "order_link",
+        "grant_reason",
+        "granter",
     )
     fields = readonly_fields
     actions = None
@@ -56,6 +68,15 @@ class UserCouponAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def coupon_status(self, coupon: UserCoupon) -> str:
         return str(COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=clock.now())])
 
+    @admin.display(description=gettext_lazy("granted by"))
+    def granter(self, coupon: UserCoupon) -> str:
+        """The staff member who granted it, by username; "–" for claims and codes."""
+        granter = coupon.granted_by  # None without a query when granted_by_id is None
+        if granter is None:
+            return "–"
+        url = reverse("admin:auth_user_change", args=[granter.pk])
+        return format_html('<a href="{}">{}</a>', url, granter.get_username())
+
     @admin.display(description=gettext_lazy("claimed at"), ordering="created_at")
     def claimed_at(self, coupon: UserCoupon) -> str:
         return local_datetime(coupon.created_at)
@@ -71,7 +92,11 @@ class UserCouponAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             return "–"
         return format_html(
             "<br>".join(['<a href="{}">#{} ({})</a>'] * len(orders)),
-            *[part for order in orders for part in (order.admin_url, order.order_id, order.status)],
+            *[
+                part
+                for order in orders
+                for part in (order.admin_url, order.order_id, order.status_label or order.status)
+            ],
         )
 
 
@@ -80,7 +105,14 @@ class UserCouponInline(ReadOnlyAdminMixin, admin.TabularInline):
 
     model = UserCoupon
     fk_name = "user"  # not granted_by
-    readonly_fields = ("coupon_link", "template", "coupon_status", "source", "claimed_at")
+    readonly_fields = (
+        "coupon_link",
+        "template",
+        "coupon_status",
+        "source",
+        "grant_reason",
+        "claimed_at",
+    )
     fields = readonly_fields
     extra = 0
     shown = 20

@@ -32,12 +32,17 @@ class AdminTemplateListView(GenericAPIView):
 
     @extend_schema(responses=AdminTemplateSerializer(many=True))
     def get(self, request):
+        """Every template, newest first, with its counts (claimed, used): staff only."""
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(AdminTemplateSerializer(page, many=True).data)
 
     @extend_schema(request=TemplateInputSerializer, responses={201: AdminTemplateSerializer})
     @api_errors(TemplateInvalid)
     def post(self, request):
+        """Publish a template. Money in cents; `type` decides what `value` means (cents off,
+        or percent off for `percent`); `scope` and `scope_ids` limit it to categories or
+        products; a `code` lets shoppers redeem it, `visibility: hidden` keeps it off the
+        shopper list. 400 `invalid` names each bad field."""
         payload = TemplateInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         template = templates.coupon_template_publish(**payload.validated_data)
@@ -56,16 +61,21 @@ class AdminTemplateDetailView(GenericAPIView):
     @extend_schema(responses=AdminTemplateSerializer)
     @api_errors(TemplateNotFound)
     def get(self, request, template_id: int):
+        """One template with its counts; an unknown id is 404."""
         return Response(AdminTemplateSerializer(selectors.template_for_admin(template_id)).data)
 
     @extend_schema(request=TemplateInputSerializer, responses=AdminTemplateSerializer)
     @api_errors(TemplateNotFound, TemplateInvalid)
     def put(self, request, template_id: int):
+        """Replace a template's terms (every field, as on publish). Terms that coupons already
+        issued depend on cannot change once claimed: 400 `invalid` naming them."""
         return self._edit(request, template_id, partial=False)
 
     @extend_schema(request=TemplateInputSerializer, responses=AdminTemplateSerializer)
     @api_errors(TemplateNotFound, TemplateInvalid)
     def patch(self, request, template_id: int):
+        """Change some of a template's terms (only the fields sent), under the same rules as
+        PUT, e.g. raise `total` or move `valid_until`."""
         return self._edit(request, template_id, partial=True)
 
     def _edit(self, request, template_id: int, *, partial: bool) -> Response:

@@ -82,6 +82,38 @@ class TemplateSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "A week-long threshold coupon behind a code",
+            response_only=True,
+            value={
+                "id": 7,
+                "name": "Ten off over a hundred",
+                "type": "threshold",
+                "value": 1000,
+                "min_amount": 10000,
+                "total": 5000,
+                "per_user_limit": 1,
+                "valid_from": "2026-12-01T00:00:00+08:00",
+                "valid_until": "2026-12-07T23:59:59+08:00",
+                "max_discount": None,
+                "valid_days": 7,
+                "scope": "categories",
+                "scope_ids": [2],
+                "code": "TEA-WEEK",
+                "visibility": "hidden",
+                "audience": "all",
+                "claimed_count": 1204,
+                "created_at": "2026-11-28T09:00:00.000000Z",
+                "updated_at": "2026-11-28T09:00:00.000000Z",
+                "used_count": 311,
+                "paused_at": None,
+                "has_single_use_codes": False,
+            },
+        )
+    ]
+)
 class AdminTemplateSerializer(TemplateSerializer):
     used_count = serializers.IntegerField(read_only=True)
     paused_at = serializers.DateTimeField(
@@ -104,6 +136,33 @@ class AdminTemplateSerializer(TemplateSerializer):
         read_only_fields = fields
 
 
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "15 percent off kitchen products",
+            response_only=True,
+            value={
+                "id": 9,
+                "name": "Kitchen week",
+                "type": "percent",
+                "value": 15,
+                "min_amount": 0,
+                "total": 1000,
+                "per_user_limit": 2,
+                "valid_from": "2026-12-01T00:00:00Z",
+                "valid_until": "2026-12-07T23:59:59Z",
+                "max_discount": 5000,
+                "valid_days": None,
+                "scope": "categories",
+                "scope_ids": [2],
+                "audience": "all",
+                "claimed_count": 118,
+                "claimed_by_me": 1,
+                "state": "claimable",
+            },
+        )
+    ]
+)
 class ShopperTemplateSerializer(serializers.ModelSerializer):
     """A template as a shopper sees it; `state` needs the page's `now` in the context."""
 
@@ -161,6 +220,10 @@ class TemplateTermsSerializer(serializers.Serializer):
                 "template_id": 7,
                 "status": "unused",
                 "used_at": None,
+                # The coupon's own use window, stamped at issue (the template's valid_days).
+                "valid_from": "2026-12-01T10:15:03.127000Z",
+                "valid_until": "2026-12-08T10:15:03.127000Z",
+                "source": "claim",
                 "created_at": "2026-12-01T10:15:03.127000Z",
                 "updated_at": "2026-12-01T10:15:03.127000Z",
                 "template": {
@@ -169,6 +232,9 @@ class TemplateTermsSerializer(serializers.Serializer):
                     "type": "direct",
                     "value": 500,
                     "min_amount": 0,
+                    "max_discount": None,
+                    "scope": "all",
+                    "scope_ids": [],
                     "valid_from": "2026-12-01T00:00:00Z",
                     "valid_until": "2026-12-31T23:59:59Z",
                 },
@@ -263,6 +329,24 @@ class GrantInputSerializer(StrictSerializer):
     reason = serializers.CharField(max_length=GRANT_REASON_MAX_LENGTH)
 
 
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "Three granted and two not",
+            response_only=True,
+            value={
+                "granted": [42, 43, 57],
+                "limit_reached": [61],
+                "sold_out": [],
+                "unknown_user": [999],
+                "already_granted": [],
+                "ended": [],
+                "paused": [],
+                "not_eligible": [],
+            },
+        )
+    ]
+)
 class GrantResultSerializer(serializers.Serializer):
     granted = serializers.ListField(child=serializers.IntegerField())
     limit_reached = serializers.ListField(child=serializers.IntegerField())

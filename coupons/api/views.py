@@ -31,6 +31,9 @@ from coupons.services import issuing
 
 
 class CouponListView(GenericAPIView):
+    """The public templates a shopper can see, each with `state` for this user (claimable,
+    not_started, ended, sold_out, limit_reached) and how many they hold (`claimed_by_me`)."""
+
     serializer_class = ShopperTemplateSerializer
 
     @extend_schema(responses=ShopperTemplateSerializer(many=True))
@@ -44,6 +47,10 @@ class CouponListView(GenericAPIView):
 
 
 class CouponClaimView(GenericAPIView):
+    """Claim one coupon of this template: 201 with the coupon, its own use window stamped at
+    issue. Refused with 409 `not_in_window`, `sold_out` or `limit_reached`; the database
+    decides, so a claim is never over-issued. Safe to retry with an Idempotency-Key."""
+
     serializer_class = UserCouponSerializer
     # The claim throttle is counted in the claim's own Redis round trip (SPEC section 15),
     # per user and template: coupons.services.issuing raises ClaimThrottled.
@@ -105,6 +112,9 @@ class CouponRedeemView(GenericAPIView):
 
 
 class MyCouponListView(GenericAPIView):
+    """My coupons, newest first, optionally only those `unused`, `used` or `expired` (derived
+    from the coupon's use window at the time of asking), each with its template's terms."""
+
     serializer_class = UserCouponSerializer
 
     @extend_schema(

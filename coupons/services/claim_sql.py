@@ -69,11 +69,14 @@ CLAIM_FACTS_SQL = (
 # transaction). It takes the row lock; the insert and the commit follow at once.
 # LAST_INSERT_ID(expr) hands the new count back in the UPDATE's own reply (the cursor's
 # lastrowid): no read after it.
-COUNT_THE_CLAIM_SQL = (
-    "UPDATE coupon_templates SET claimed_count = LAST_INSERT_ID(claimed_count + 1)"
+COUNT_THE_CLAIM_GUARD = (
     " WHERE id = %s AND claimed_count < total AND per_user_limit >= %s"
     " AND valid_from <= %s AND valid_until >= %s"
     " AND paused_at IS NULL AND audience = %s AND (has_single_use_codes = 0 OR %s)"
+)
+COUNT_THE_CLAIM_SQL = (
+    "UPDATE coupon_templates SET claimed_count = LAST_INSERT_ID(claimed_count + 1)"
+    + COUNT_THE_CLAIM_GUARD
 )
 # Before it, for a single-use code: takes the code, once. Its row lock queues racing users
 # on the code; the one that wins commits with the coupon, or rolls back and frees the code.
@@ -81,6 +84,27 @@ USE_SINGLE_USE_CODE_SQL = (
     "UPDATE coupon_single_use_codes SET used_by_id = %s, used_at = %s"
     " WHERE id = %s AND template_id = %s AND used_at IS NULL"
 )
+# SQLite (`make run` without DATABASE_URL) has no LAST_INSERT_ID(expr): the same guard, with
+# the new count in the UPDATE's RETURNING row.
+COUNT_THE_CLAIM_RETURNING_SQL = (
+    "UPDATE coupon_templates SET claimed_count = claimed_count + 1"
+    + COUNT_THE_CLAIM_GUARD
+    + " RETURNING claimed_count"
+)
+
+
+def count_the_claim(cursor: Any, *, vendor: str, params: list) -> int | None:
+    """Run the guarded UPDATE (ClaimCount.params); the template's new claimed count, or None
+    when it counted nothing (paused, no room, the slot over the limit, outside the window, the
+    audience changed, or a template with single-use codes reached otherwise)."""
+    if vendor == "mysql":
+        cursor.execute(COUNT_THE_CLAIM_SQL, params)
+        return cursor.lastrowid if cursor.rowcount == 1 else None
+    cursor.execute(COUNT_THE_CLAIM_RETURNING_SQL, params)
+    row = cursor.fetchone()
+    return None if row is None else row[0]
+
+
 # Under the row lock, with `now` sampled after it: inserts nothing when the window closed
 # while the UPDATE waited. The unique (template, user, slot) index refuses a taken slot.
 # The coupon's own use window is computed from the template as the facts read it; the last

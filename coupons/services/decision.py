@@ -10,13 +10,13 @@ from core import clock
 from coupons.customers import customer_history
 from coupons.models import CouponTemplate, UserCoupon, UseWindow
 from coupons.services.claim_sql import (
-    COUNT_THE_CLAIM_SQL,
     END_OF_TIME,
     GRANT_REASON_KEY,
     INSERT_COUPON_SQL,
     USE_SINGLE_USE_CODE_SQL,
     ClaimCount,
     CouponInsert,
+    count_the_claim,
 )
 from coupons.services.decision_transaction import decision_transaction, is_slot_taken
 
@@ -89,11 +89,12 @@ def decide(
                     source == UserCoupon.Source.GRANT or single_use_code_id is not None
                 ),
             )
-            cursor.execute(COUNT_THE_CLAIM_SQL, count.params(adapt))
-            if cursor.rowcount == 0:
+            claimed_count = count_the_claim(
+                cursor, vendor=decision.connection.vendor, params=count.params(adapt)
+            )
+            if claimed_count is None:
                 decision.roll_back()  # the code, if taken, is free again
                 return IssueOutcome()
-            claimed_count = cursor.lastrowid
             # Sampled after the lock: time spent waiting for it counts against the window.
             now = clock.now()
             window = template.use_window_at(now)

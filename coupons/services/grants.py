@@ -4,6 +4,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
+from django.utils.translation import gettext as _
 
 from core import clock
 from coupons.errors import (
@@ -61,20 +62,24 @@ def coupon_grant(
     reason = reason.strip() if isinstance(reason, str) else ""
     errors: dict[str, list[str]] = {}
     if not 1 <= len(reason) <= GRANT_REASON_MAX_LENGTH:
-        errors["reason"] = [f"1 to {GRANT_REASON_MAX_LENGTH} characters are required."]
+        errors["reason"] = [
+            _("1 to %(count)d characters are required.") % {"count": GRANT_REASON_MAX_LENGTH}
+        ]
     if not 1 <= len(user_ids) <= MAX_GRANT_USERS:
-        errors["user_ids"] = [f"Between 1 and {MAX_GRANT_USERS} user ids are required."]
+        errors["user_ids"] = [
+            _("Between 1 and %(count)d user ids are required.") % {"count": MAX_GRANT_USERS}
+        ]
     if errors:
-        raise TemplateInvalid("Invalid grant.", fields=errors)
+        raise TemplateInvalid(_("Invalid grant."), fields=errors)
     template = (
         CouponTemplate.objects.filter(pk=template_id).only("valid_until", "paused_at").first()
     )
     if template is None:
         raise TemplateNotFound()
     if clock.now() > template.valid_until:
-        raise ClaimNotInWindow("This coupon has ended; it can no longer be granted.")
+        raise ClaimNotInWindow(_("This coupon has ended; it can no longer be granted."))
     if template.paused_at is not None:
-        raise ClaimPaused("This coupon is paused; resume it to grant it.")
+        raise ClaimPaused(_("This coupon is paused; resume it to grant it."))
 
     wanted = list(dict.fromkeys(user_ids))  # repeats dropped, order kept
     # Inactive users are not granted to, and are reported like ids that do not exist.

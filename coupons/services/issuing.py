@@ -6,6 +6,7 @@ import time
 
 from django.conf import settings
 from django.db import DatabaseError
+from django.utils.translation import gettext as _
 
 from api.throttles import Rate
 from core import clock
@@ -124,7 +125,7 @@ def coupon_redeem(*, code: str, user_id: int) -> UserCoupon:
         CouponTemplate.objects.filter(code_key=code.upper()).values_list("pk", flat=True).first()
     )
     if shared is None:
-        raise TemplateNotFound("No coupon has this code.")
+        raise TemplateNotFound(_("No coupon has this code."))
     return coupon_issue(template_id=shared, user_id=user_id, source=UserCoupon.Source.CODE)
 
 
@@ -217,7 +218,7 @@ def _issue(
     # took this one; each retry follows a coupon the user really received, so it ends.
     slot = user_claims + 1
     try:
-        for _ in range(MAX_DECISIONS):
+        for _attempt in range(MAX_DECISIONS):
             outcome = decide(
                 template=template,
                 user_id=user_id,

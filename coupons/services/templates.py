@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from core import clock
 from coupons.catalog import scope_catalog
@@ -56,6 +57,10 @@ FROZEN_ONCE_CLAIMED = (
 )
 
 
+def one_of(values: list[str]) -> str:
+    return _("Must be one of: %(values)s.") % {"values": ", ".join(values)}
+
+
 def template_terms_validate(
     terms: dict[str, Any], *, current: CouponTemplate | None = None
 ) -> dict[str, Any]:
@@ -71,20 +76,26 @@ def template_terms_validate(
     def check_int(field: str, low: int, high: int) -> None:
         value = clean.get(field)
         if not isinstance(value, int) or isinstance(value, bool):
-            fail(field, "A whole number is required.")
+            fail(field, _("A whole number is required."))
         elif not low <= value <= high:
-            fail(field, f"Must be between {low} and {high}.")
+            fail(field, _("Must be between %(low)s and %(high)s.") % {"low": low, "high": high})
 
     name = clean.get("name")
     if not isinstance(name, str):
-        fail("name", "A string is required.")
+        fail("name", _("A string is required."))
     else:
         clean["name"] = name.strip()
         if not 1 <= len(clean["name"]) <= NAME_MAX_LENGTH:
-            fail("name", f"Must be 1 to {NAME_MAX_LENGTH} characters after trimming.")
+            fail(
+                "name",
+                _("Must be 1 to %(count)d characters after trimming.") % {"count": NAME_MAX_LENGTH},
+            )
 
     if clean.get("type") not in CouponTemplate.Type.values:
-        fail("type", f"Must be one of: {', '.join(CouponTemplate.Type.values)}.")
+        fail(
+            "type",
+            one_of(CouponTemplate.Type.values),
+        )
     if clean.get("type") == CouponTemplate.Type.PERCENT:
         check_int("value", 1, MAX_PERCENT)  # the percent off
     else:
@@ -95,40 +106,52 @@ def template_terms_validate(
     if clean.get("max_discount") is not None:
         check_int("max_discount", 1, MAX_AMOUNT)
         if clean.get("type") != CouponTemplate.Type.PERCENT:
-            fail("max_discount", "Only a percent coupon may have a cap; leave it empty.")
+            fail("max_discount", _("Only a percent coupon may have a cap; leave it empty."))
     if clean.get("valid_days") is not None:
         check_int("valid_days", 1, MAX_VALID_DAYS)
     _scope_validate(clean, fail, current=current)
     _code_validate(clean, fail, current=current)
     if clean.get("visibility") not in CouponTemplate.Visibility.values:
-        fail("visibility", f"Must be one of: {', '.join(CouponTemplate.Visibility.values)}.")
+        fail(
+            "visibility",
+            _("Must be one of: %(values)s.")
+            % {"values": ", ".join(CouponTemplate.Visibility.values)},
+        )
     if clean.get("audience") not in CouponTemplate.Audience.values:
-        fail("audience", f"Must be one of: {', '.join(CouponTemplate.Audience.values)}.")
+        fail(
+            "audience",
+            _("Must be one of: %(values)s.")
+            % {"values": ", ".join(CouponTemplate.Audience.values)},
+        )
     if "value" not in errors and "min_amount" not in errors:
         if clean.get("type") == CouponTemplate.Type.DIRECT and clean["min_amount"] != 0:
-            fail("min_amount", "Must be 0 for a direct coupon.")
+            fail("min_amount", _("Must be 0 for a direct coupon."))
         if (
             clean.get("type") == CouponTemplate.Type.THRESHOLD
             and clean["min_amount"] < clean["value"]
         ):
-            fail("min_amount", "Must be at least the value for a threshold coupon.")
+            fail("min_amount", _("Must be at least the value for a threshold coupon."))
 
     for field in ("valid_from", "valid_until"):
         moment = clean.get(field)
         if not isinstance(moment, datetime) or moment.tzinfo is None:
-            fail(field, "A date-time with a UTC offset is required.")
+            fail(field, _("A date-time with a UTC offset is required."))
         else:  # compared at the precision the database keeps
             clean[field] = clock.truncate_to_milliseconds(moment)
     if "valid_from" not in errors and "valid_until" not in errors:
         if clean["valid_from"] >= clean["valid_until"]:
-            fail("valid_until", "Must be after valid_from.")
+            fail("valid_until", _("Must be after valid_from."))
 
     if current is not None and current.claimed_count > 0:
         for field in FROZEN_ONCE_CLAIMED:  # scope_ids: both sorted, so compared as sets
             if field not in errors and clean.get(field) != getattr(current, field):
-                fail(field, "Cannot change once the coupon has been claimed.")
+                fail(field, _("Cannot change once the coupon has been claimed."))
         if "total" not in errors and clean["total"] < current.claimed_count:
-            fail("total", f"Cannot be below the {current.claimed_count} already claimed.")
+            fail(
+                "total",
+                _("Cannot be below the %(count)d already claimed.")
+                % {"count": current.claimed_count},
+            )
 
     if errors:
         raise TemplateInvalid(fields=errors)
@@ -143,28 +166,42 @@ def _scope_validate(
     template are looked up: one whose product was removed since must not block other edits."""
     scope, ids = clean.get("scope"), clean.get("scope_ids")
     if scope not in CouponTemplate.Scope.values:
-        fail("scope", f"Must be one of: {', '.join(CouponTemplate.Scope.values)}.")
+        fail(
+            "scope",
+            one_of(CouponTemplate.Scope.values),
+        )
         return
     if not isinstance(ids, list) or not all(
         isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_AMOUNT for i in ids
     ):
-        fail("scope_ids", "A list of ids (positive whole numbers) is required.")
+        fail("scope_ids", _("A list of ids (positive whole numbers) is required."))
         return
     if scope == CouponTemplate.Scope.ALL:
         if ids:
-            fail("scope_ids", 'Must be empty when scope is "all".')
+            fail("scope_ids", _('Must be empty when scope is "all".'))
         return
     clean["scope_ids"] = ids = sorted(set(ids))
     if not 1 <= len(ids) <= MAX_SCOPE_IDS:
-        fail("scope_ids", f"Between 1 and {MAX_SCOPE_IDS} ids are required for scope {scope}.")
+        fail(
+            "scope_ids",
+            _("Between 1 and %(count)d ids are required for the scope “%(scope)s”.")
+            % {"count": MAX_SCOPE_IDS, "scope": CouponTemplate.Scope(scope).label},
+        )
         return
     catalog = scope_catalog()
     if catalog is not None:
         kept = set(current.scope_ids) if current is not None and current.scope == scope else set()
         new_ids = sorted(set(ids) - kept)
         unknown = sorted(set(new_ids) - set(catalog.names(scope=scope, ids=new_ids)))
+        unknown_text = {
+            CouponTemplate.Scope.CATEGORIES: _("Unknown categories: %(ids)s."),
+            CouponTemplate.Scope.PRODUCTS: _("Unknown products: %(ids)s."),
+        }
         if unknown:
-            fail("scope_ids", f"Unknown {scope}: {', '.join(map(str, unknown[:20]))}.")
+            fail(
+                "scope_ids",
+                unknown_text[scope] % {"ids": ", ".join(map(str, unknown[:20]))},
+            )
 
 
 def _code_validate(
@@ -176,13 +213,13 @@ def _code_validate(
     if code is None:
         return
     if not isinstance(code, str) or not re.fullmatch(CODE_PATTERN, code):
-        fail("code", "Must be 4 to 32 characters of A-Z, a-z, 0-9, _ and -.")
+        fail("code", _("Must be 4 to 32 characters of A-Z, a-z, 0-9, _ and -."))
         return
     taken = CouponTemplate.objects.filter(code_key=code.upper())
     if current is not None:
         taken = taken.exclude(pk=current.pk)
     if taken.exists():
-        fail("code", "Another coupon already has this code (codes ignore case).")
+        fail("code", _("Another coupon already has this code (codes ignore case)."))
 
 
 def coupon_template_publish(

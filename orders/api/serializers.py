@@ -4,7 +4,7 @@ from rest_framework import serializers
 from api.serializers import StrictSerializer
 from core.limits import MAX_BIGINT
 from coupons.ports import COUPON_SCOPE_CHOICES, COUPON_TYPE_CHOICES
-from orders.models import Order, OrderItem
+from orders.models import Category, Order, OrderItem, Product
 from orders.selectors import OptionReason
 
 # Input serializers parse types and storage bounds only; the order rules (line count,
@@ -70,9 +70,22 @@ class OrderItemSerializer(serializers.ModelSerializer):
                 "discount_amount": 500,
                 "pay_amount": 20800,
                 "coupon_id": 812,
+                # The coupon's 500 shared over the lines in its scope, by value.
                 "items": [
-                    {"product_id": 1, "title": "Tea set", "unit_price": 9900, "quantity": 2},
-                    {"product_id": 3, "title": "Chopsticks", "unit_price": 1500, "quantity": 1},
+                    {
+                        "product_id": 1,
+                        "title": "Tea set",
+                        "unit_price": 9900,
+                        "quantity": 2,
+                        "discount_amount": 465,
+                    },
+                    {
+                        "product_id": 3,
+                        "title": "Chopsticks",
+                        "unit_price": 1500,
+                        "quantity": 1,
+                        "discount_amount": 35,
+                    },
                 ],
                 "expire_at": "2026-12-01T10:30:03.127000Z",
                 "paid_at": None,
@@ -107,6 +120,31 @@ class OrderSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "A threshold coupon short of its minimum",
+            response_only=True,
+            value={
+                "coupon_id": 812,
+                "template_id": 7,
+                "type": "threshold",
+                "value": 1000,
+                "min_amount": 10000,
+                "max_discount": None,
+                "scope": "categories",
+                "scope_ids": [2],
+                "valid_from": "2026-12-01T10:15:03.127000Z",
+                "valid_until": "2026-12-08T10:15:03.127000Z",
+                "usable": False,
+                "discount": 0,
+                "reason": "threshold_not_met",
+                "shortfall": 3500,
+                "eligible_subtotal": 6500,
+            },
+        )
+    ]
+)
 class CouponOptionSerializer(serializers.Serializer):
     coupon_id = serializers.IntegerField(source="coupon.coupon_id")
     template_id = serializers.IntegerField(source="coupon.template_id")
@@ -132,3 +170,37 @@ class CouponOptionSerializer(serializers.Serializer):
     eligible_subtotal = serializers.IntegerField(
         allow_null=True, help_text="The cart's lines in the coupon's scope; null for `amount`."
     )
+
+
+class CategorySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Category
+        fields = ["id", "name"]
+        read_only_fields = fields
+
+
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "A product in a category",
+            response_only=True,
+            value={
+                "id": 1,
+                "name": "Tea set",
+                "price": 9900,
+                "stock": 120,
+                "category": {"id": 2, "name": "Kitchen"},
+            },
+        )
+    ]
+)
+class ProductSerializer(serializers.ModelSerializer):
+    category = CategorySerializer(
+        read_only=True, allow_null=True, help_text="Null for an uncategorised product."
+    )
+
+    class Meta:
+        model = Product
+        fields = ["id", "name", "price", "stock", "category"]
+        read_only_fields = fields
+        extra_kwargs = {"price": {"help_text": "Unit price in cents."}}

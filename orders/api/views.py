@@ -18,6 +18,7 @@ from orders.api.serializers import (
     CouponOptionsQuerySerializer,
     OrderSerializer,
     PayInputSerializer,
+    ProductSerializer,
 )
 from orders.errors import (
     AmountMismatch,
@@ -49,6 +50,7 @@ class OrderListView(GenericAPIView):
 
     @extend_schema(responses=OrderSerializer(many=True))
     def get(self, request):
+        """My orders, newest first, with their lines."""
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(OrderSerializer(page, many=True).data)
 
@@ -66,6 +68,10 @@ class OrderListView(GenericAPIView):
     )
     @idempotent
     def post(self, request):
+        """Check out: lines of products (stock is taken now) and optionally one of my unused
+        coupons, which must apply to the lines in its scope and meet its threshold. The order
+        awaits payment until `expire_at`, after which it is cancelled (stock and coupon back).
+        Each line carries its share of the discount (`discount_amount`)."""
         payload = CheckoutInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         order = services.order_checkout(user_id=request.user.pk, **payload.validated_data)
@@ -78,6 +84,7 @@ class OrderDetailView(GenericAPIView):
     @extend_schema(responses=OrderSerializer)
     @api_errors(OrderNotFound)
     def get(self, request, order_id: int):
+        """One of my orders; someone else's is 404, as an unknown one."""
         return order_response(request.user.pk, order_id)
 
 
@@ -88,6 +95,8 @@ class OrderCancelView(GenericAPIView):
     @api_errors(OrderNotFound, OrderInvalidState, CouponRollbackFailed)
     @idempotent
     def post(self, request, order_id: int):
+        """Cancel an order awaiting payment: its stock and coupon are given back. Any other
+        state is 409 `invalid_state`."""
         services.order_cancel(user_id=request.user.pk, order_id=order_id)
         return order_response(request.user.pk, order_id)
 
@@ -99,6 +108,8 @@ class OrderPayView(GenericAPIView):
     @api_errors(OrderNotFound, OrderInvalidState, AmountMismatch)
     @idempotent
     def post(self, request, order_id: int):
+        """Pay an order awaiting payment with exactly its `pay_amount` (cents): 409
+        `amount_mismatch` otherwise, `invalid_state` once paid, cancelled or expired."""
         payload = PayInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         services.order_pay(user_id=request.user.pk, order_id=order_id, **payload.validated_data)
@@ -117,6 +128,8 @@ class CouponOptionsView(GenericAPIView):
         responses=CouponOptionSerializer(many=True),
     )
     def get(self, request):
+        """Judge each of my unused coupons against an order total (`amount`, cents): usable
+        or why not, and the discount it would give. Scoped coupons need a cart (POST)."""
         query = CouponOptionsQuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         options = selectors.coupon_options(
@@ -140,3 +153,19 @@ class CouponOptionsView(GenericAPIView):
         )
         page = self.paginate_queryset(options)
         return self.get_paginated_response(CouponOptionSerializer(page, many=True).data)
+
+
+class ProductListView(GenericAPIView):
+    serializer_class = ProductSerializer
+
+    def get_queryset(self):
+        return selectors.products_listed()
+
+    @extend_schema(
+        responses=ProductSerializer(many=True),
+        description="The catalog, a page at a time in id order: what an order's `items` and a "
+        "scoped coupon's `scope_ids` name (product ids, or category ids).",
+    )
+    def get(self, request):
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(ProductSerializer(page, many=True).data)

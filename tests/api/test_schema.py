@@ -47,6 +47,7 @@ def error_codes(schema: dict, path: str, method: str) -> dict[str, list[str]]:
         ("/api/orders", "Order"),
         ("/api/admin/coupons", "AdminTemplate"),
         ("/api/orders/coupon-options", "CouponOption"),
+        ("/api/products", "Product"),
     ],
 )
 def test_lists_are_documented_as_pages(schema, path, item):

@@ -136,8 +136,9 @@ def test_the_operator_journey(page: Page, live_server):
     with page.expect_download() as download_info:
         page.click("a.export-csv")
     download = download_info.value
-    rows = list(csv.DictReader(io.StringIO(Path(download.path()).read_text(encoding="utf-8"))))
-    assert [(row["username"], row["status"], row["order_id"]) for row in rows] == [
+    text = Path(download.path()).read_text(encoding="utf-8-sig")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [(row["username"], row["status"], row["order id"]) for row in rows] == [
         ("shopper", "unused", "")
     ]
 

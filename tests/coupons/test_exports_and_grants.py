@@ -12,6 +12,7 @@ from django.db.migrations.executor import MigrationExecutor
 from core import clock
 from coupons.grant_reasons import reason_key
 from coupons.models import UserCoupon
+from coupons.services import grants
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
 
 EXPORT_URL = "/admin/coupons/coupontemplate/{}/coupons.csv"
@@ -34,8 +35,9 @@ def test_the_coupon_export_escapes_cells_a_spreadsheet_would_run(admin_site):
     response = admin_site.get(EXPORT_URL.format(template.pk))
 
     # then
-    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
-    assert [row[2] for row in rows[1:]] == [
+    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig"))))
+    username = rows[0].index("username")
+    assert [row[username] for row in rows[1:]] == [
         '\'=HYPERLINK("http://x")',
         "'+1+2",
         "'-3+4",
@@ -43,6 +45,31 @@ def test_the_coupon_export_escapes_cells_a_spreadsheet_would_run(admin_site):
         "'\tpadded",
         "plain-name",
     ]
+
+
+@pytest.mark.django_db
+def test_the_coupon_export_escapes_the_template_name_grant_reason_and_granter(admin_site):
+    # given: a grant whose template, reason and granting staff member read as formulas
+    template = CouponTemplateFactory(name="=cmd|' /C calc'!A0")
+    granter = UserFactory(username="@granter", is_staff=True)
+    grants.coupon_grant(
+        template_id=template.pk,
+        user_ids=[UserFactory().pk],
+        reason="+compensation",
+        granted_by_id=granter.pk,
+    )
+
+    # when
+    response = admin_site.get(EXPORT_URL.format(template.pk))
+
+    # then
+    header, row = csv.reader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig")))
+    cells = dict(zip(header, row, strict=True))
+    assert (cells["template"], cells["grant reason"], cells["granted by"]) == (
+        "'=cmd|' /C calc'!A0",
+        "'+compensation",
+        "'@granter",
+    )
 
 
 @pytest.mark.django_db

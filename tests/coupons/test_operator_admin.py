@@ -6,12 +6,14 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.contrib.admin.models import LogEntry
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from coupons import selectors
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.services import grants as grants_service
 from orders import services as order_services
 from tests.support.factories import (
     CouponTemplateFactory,
@@ -200,34 +202,63 @@ def test_export_streams_every_coupon_as_csv(admin_site, frozen_now, settings):
 
     assert response.streaming
     assert response["Content-Type"] == "text/csv; charset=utf-8"
-    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    body = b"".join(response.streaming_content)
+    assert body.startswith(b"\xef\xbb\xbf")  # the BOM that makes Excel read UTF-8
+    rows = list(csv.reader(io.StringIO(body.decode("utf-8-sig"))))
     assert rows == [
         [
-            "coupon_id",
-            "user_id",
+            "coupon id",
+            "template",
+            "user id",
             "username",
             "source",
             "status",
-            "claimed_at",
-            "valid_until",
-            "used_at",
-            "order_id",
+            "claimed at",
+            "valid until",
+            "used at",
+            "order id",
+            "grant reason",
+            "granted by",
         ],
         *[
             [
                 str(coupon.pk),
+                template.name,
                 str(coupon.user_id),
                 coupon.user.username,
                 "claim",
                 "used" if coupon == coupons[1] else "unused",
-                "2026-06-10T20:00:00+08:00",
-                timezone.localtime(coupon.valid_until).isoformat(),
-                "2026-06-10T20:00:00+08:00" if coupon == coupons[1] else "",
+                "2026-06-10 20:00:00",
+                timezone.localtime(coupon.valid_until).strftime("%Y-%m-%d %H:%M:%S"),
+                "2026-06-10 20:00:00" if coupon == coupons[1] else "",
                 str(order.pk) if coupon == coupons[1] else "",
+                "",
+                "",
             ]
             for coupon in coupons
         ],
     ]
+
+
+def test_export_in_chinese_names_the_grant_and_the_granter(admin_site, staff):
+    template = CouponTemplateFactory(name="春季促销")
+    grantee = UserFactory(username="张三")
+    grants_service.coupon_grant(
+        template_id=template.pk, user_ids=[grantee.pk], reason="补偿", granted_by_id=staff.pk
+    )
+
+    response = admin_site.get(
+        f"{LIST_URL}{template.pk}/coupons.csv", HTTP_ACCEPT_LANGUAGE="zh-hans"
+    )
+
+    body = b"".join(response.streaming_content)
+    assert body.startswith(b"\xef\xbb\xbf")
+    header, row = csv.reader(io.StringIO(body.decode("utf-8-sig")))
+    assert header[:6] == ["优惠券 ID", "模板", "用户 ID", "用户名", "来源", "状态"]
+    assert header[-2:] == ["发放原因", "发放人"]
+    assert row[1] == "春季促销" and row[3] == "张三" and row[4] == "发放"
+    assert row[-2:] == ["补偿", staff.username]
+    assert "." not in row[6]  # whole seconds
 
 
 def test_export_reads_in_batches(admin_site, monkeypatch):
@@ -417,7 +448,14 @@ def test_grant_from_the_user_list(admin_site, staff):
     assert form_page.status_code == 200
     assert "Grant a coupon to 2 users" in form_page.content.decode()
     messages = [str(message) for message in done.context["messages"]]
-    assert messages == [f"Grant of {template.name}: granted: {first.pk}; sold out: {second.pk}."]
+    assert messages == [
+        f"Grant of {template.name}: granted: {first.username}; sold out: {second.username}."
+    ]
+    history = LogEntry.objects.get(object_id=str(template.pk))
+    assert (history.user_id, history.get_change_message()) == (
+        staff.pk,
+        "Granted to 2 users, reason “launch”: granted: 1; sold out: 1.",
+    )
     assert list(UserCoupon.objects.filter(template=template).values_list("user_id", "source")) == [
         (first.pk, "grant")
     ]
@@ -459,6 +497,8 @@ def test_a_percent_coupon_takes_its_value_as_a_percent_and_its_cap_as_money(admi
     template = CouponTemplate.objects.get()
     assert (template.type, template.value, template.max_discount) == ("percent", 15, 2000)
     listed = admin_site.get(LIST_URL).content.decode()
-    assert '<td class="field-terms">15% off, at most ¥20.00</td>' in listed
+    assert '<td class="field-terms">15% off, 85折, at most ¥20.00</td>' in listed
+    in_chinese = admin_site.get(LIST_URL, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert '<td class="field-terms">减 15%（85折），最多 ¥20.00</td>' in in_chinese
     shown = admin_site.get(f"{LIST_URL}{template.pk}/change/")
     assert shown.context["adminform"].form.initial["value"] == "15"

@@ -1,4 +1,4 @@
-"""Migration 0006 (SPEC section 18) keeps every template and coupon: existing templates are not
+"""Migration 0007 (SPEC section 18) keeps every template and coupon: existing templates are not
 paused, for everyone, without single-use codes."""
 
 from datetime import timedelta
@@ -16,7 +16,7 @@ from tests.support.factories import UserFactory
 def test_the_migration_keeps_templates_and_coupons_and_sets_the_defaults():
     # given: the schema before the promotions, with a template and a coupon
     executor = MigrationExecutor(connection)
-    before = executor.migrate([("coupons", "0005_grant_reason_key")])
+    before = executor.migrate([("coupons", "0006_admin_permissions_and_labels")])
     Template = before.apps.get_model("coupons", "CouponTemplate")
     Coupon = before.apps.get_model("coupons", "UserCoupon")
     now = clock.now()

@@ -3,12 +3,16 @@ machines): Debian's docker-compose 1.29 validates and resolves the file with .en
 keys filled in, and the Dockerfile's shape is read from its text. README.md says what was and
 was not run."""
 
+import ipaddress
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
+
+from config.settings.base import database_timeouts
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_SECRETS = {
@@ -63,8 +67,8 @@ def test_the_compose_file_is_valid_with_the_example_env(compose_project):
     services = compose(compose_project, "config", "--services").split()
     volumes = compose(compose_project, "config", "--volumes").split()
 
-    assert sorted(services) == ["app", "migrate", "mysql", "nginx", "redis", "scheduler"]
-    assert volumes == ["mysql-data"]
+    assert sorted(services) == ["app", "mariadb", "migrate", "nginx", "redis", "scheduler"]
+    assert volumes == ["mariadb-data"]
 
 
 def test_compose_migrates_once_then_runs_app_scheduler_and_nginx(compose_project):
@@ -92,8 +96,8 @@ def test_compose_migrates_once_then_runs_app_scheduler_and_nginx(compose_project
     )
     assert "APP_UPSTREAM: app:8000" in nginx
     # The app connects as its own user, never root; secrets come from .env.
-    assert "DATABASE_URL: mysql://coupons:sample-password@mysql:3306/coupons" in app
-    assert "- mysql-data:/var/lib/mysql:rw" in service("mysql")  # the named volume
+    assert "DATABASE_URL: mysql://coupons:sample-password@mariadb:3306/coupons" in app
+    assert "- mariadb-data:/var/lib/mysql:rw" in service("mariadb")  # the named volume
 
 
 def test_the_dockerfile_builds_wheels_with_a_compiler_and_runs_without_one_as_non_root():
@@ -110,3 +114,64 @@ def test_the_dockerfile_builds_wheels_with_a_compiler_and_runs_without_one_as_no
     assert re.search(r"^USER app$", final, re.M)
     dockerignore = (ROOT / ".dockerignore").read_text().split()
     assert {".git", ".venv", "var", ".env"} <= set(dockerignore)
+
+
+def resolved_services(project: Path) -> dict[str, dict]:
+    return yaml.safe_load(compose(project, "config"))["services"]
+
+
+def test_the_database_is_mariadb_10_11_what_the_tests_run_against(compose_project):
+    database = resolved_services(compose_project)["mariadb"]
+
+    assert database["image"] == "mariadb:10.11"
+    assert database["environment"]["MARIADB_USER"] == "coupons"
+    assert database["environment"]["MARIADB_PASSWORD"] == "sample-password"
+    assert database["healthcheck"]["test"] == [
+        "CMD", "healthcheck.sh", "--connect", "--innodb_initialized"
+    ]  # fmt: skip
+
+
+def test_the_migrate_step_is_not_bound_by_the_request_timeouts(compose_project, monkeypatch):
+    services = resolved_services(compose_project)
+
+    def timeouts_in(service: str) -> dict[str, int]:
+        with monkeypatch.context() as env:
+            for name in ("DB_CONNECT_TIMEOUT", "DB_READ_TIMEOUT", "DB_WRITE_TIMEOUT"):
+                env.delenv(name, raising=False)
+            for name, value in services[service]["environment"].items():
+                env.setenv(name, str(value))
+            return database_timeouts()
+
+    assert timeouts_in("app") == {"connect_timeout": 2, "read_timeout": 8, "write_timeout": 8}
+    assert timeouts_in("migrate") == {
+        "connect_timeout": 2,
+        "read_timeout": 3600,
+        "write_timeout": 3600,
+    }
+    # Everything else the app has, the migrate step has too.
+    app, migrate = services["app"]["environment"], services["migrate"]["environment"]
+    assert {k: v for k, v in migrate.items() if not k.startswith("DB_")} == app
+
+
+def test_the_app_trusts_forwarded_headers_from_nginx_only(compose_project):
+    resolved = yaml.safe_load(compose(compose_project, "config"))
+    services = resolved["services"]
+    subnet = ipaddress.ip_network(resolved["networks"]["default"]["ipam"]["config"][0]["subnet"])
+    nginx_address = services["nginx"]["networks"]["default"]["ipv4_address"]
+
+    assert ipaddress.ip_address(nginx_address) in subnet
+    for service in ("app", "scheduler", "migrate"):
+        assert services[service]["environment"]["TRUSTED_PROXIES"] == nginx_address
+    # nginx is the edge unless the operator names a front: its default matches no peer.
+    assert services["nginx"]["environment"]["TRUSTED_FRONT"] == "0.0.0.0/32"
+    # The app is reached through nginx only: it publishes no port.
+    assert "ports" not in services["app"]
+
+
+def test_no_origin_is_hard_wired_to_a_port(compose_project):
+    env_file = (compose_project / ".env").read_text()
+    (compose_project / ".env").write_text(env_file.replace("HTTP_PORT=8080", "HTTP_PORT=9090"))
+    services = resolved_services(compose_project)
+
+    assert services["nginx"]["ports"][0]["published"] in (9090, "9090")
+    assert services["app"]["environment"]["CSRF_TRUSTED_ORIGINS"] == ""

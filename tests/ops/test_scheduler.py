@@ -1,4 +1,5 @@
-"""run_scheduler: order expiry runs by itself, and the process stops cleanly on SIGTERM."""
+"""run_scheduler: order expiry and the cleanups (expired tokens, idempotency records) run by
+themselves, and the process stops cleanly on SIGTERM."""
 
 import os
 import signal
@@ -12,7 +13,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.db import DatabaseError
+from rest_framework_simplejwt.token_blacklist.models import OutstandingToken
 
+from api.models import IdempotencyRecord
 from core import clock
 from ops.management.commands.run_scheduler import run_every
 from orders.models import Order
@@ -51,7 +54,7 @@ def test_the_loop_stops_at_once_when_asked():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_scheduler_process_expires_overdue_orders_and_stops_on_sigterm():
+def test_the_scheduler_process_runs_every_job_and_stops_on_sigterm():
     from orders import services
 
     user, product = UserFactory(), ProductFactory(stock=5)
@@ -59,6 +62,17 @@ def test_the_scheduler_process_expires_overdue_orders_and_stops_on_sigterm():
         user_id=user.pk, items=[{"product_id": product.pk, "quantity": 2}]
     )
     Order.objects.filter(pk=order.pk).update(expire_at=clock.now() - timedelta(seconds=1))
+    # The cleanups' leftovers: a refresh token past its expiry, a key record past its lifetime.
+    OutstandingToken.objects.create(
+        user=user, jti="expired", token="t", expires_at=clock.now() - timedelta(seconds=1)
+    )
+    IdempotencyRecord.objects.create(
+        user=user,
+        key_digest="0" * 64,
+        key="old",
+        request_digest="0" * 64,
+        created_at=clock.now() - timedelta(hours=settings.IDEMPOTENCY_KEY_HOURS, seconds=1),
+    )
     database = settings.DATABASES["default"]
     env = os.environ | {
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
@@ -88,6 +102,13 @@ def test_the_scheduler_process_expires_overdue_orders_and_stops_on_sigterm():
     product.refresh_from_db()
     assert product.stock == 5
     assert process.returncode == 0
-    assert "Scheduler started: order expiry every 0.2 s." in output
+    assert (
+        "Scheduler started: order expiry every 0.2 s, expired tokens every 3600 s, "
+        "idempotency records every 3600 s." in output
+    )
     assert "Expired 1 unpaid orders (skipped 0)." in output
+    assert not OutstandingToken.objects.exists()
+    assert "Flushed expired refresh tokens." in output
+    assert not IdempotencyRecord.objects.exists()
+    assert "Deleted 1 expired idempotency records." in output
     assert "Scheduler stopped after" in output

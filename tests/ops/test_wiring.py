@@ -73,6 +73,7 @@ def test_the_default_reporter_is_the_operations_one(settings):
     assert import_string(settings.DATABASE_FAULT_REPORTER) is report_database_unavailable
 
 
+@pytest.mark.django_db  # each run closes stale connections
 def test_the_scheduler_runs_every_job_the_setting_names_past_a_failing_one(settings):
     settings.SCHEDULED_JOBS = {"first": f"{__name__}.first_job", "second": f"{__name__}.second_job"}
     written: list[str] = []
@@ -83,7 +84,30 @@ def test_the_scheduler_runs_every_job_the_setting_names_past_a_failing_one(setti
     assert written == ["second job done"]
 
 
-def test_the_order_expiry_is_a_scheduled_job(settings):
+def test_order_expiry_runs_every_interval_and_the_cleanups_hourly():
+    from accounts.jobs import flush_expired_tokens
+    from api.jobs import purge_idempotency_records
     from orders.jobs import expire_overdue_orders
 
-    assert list(scheduled_jobs().values()) == [expire_overdue_orders]
+    assert {name: (job.run, job.every_seconds) for name, job in scheduled_jobs().items()} == {
+        "order expiry": (expire_overdue_orders, None),
+        "expired tokens": (flush_expired_tokens, 3600),
+        "idempotency records": (purge_idempotency_records, 3600),
+    }
+
+
+@pytest.mark.django_db  # each run closes stale connections
+def test_a_job_with_a_period_runs_at_start_then_once_per_period(settings):
+    settings.SCHEDULED_JOBS = {
+        "first": f"{__name__}.first_job",
+        "second": (f"{__name__}.second_job", 10),
+    }
+    jobs = scheduled_jobs()
+    written: list[str] = []
+    ran.clear()
+
+    for now in [100.0, 105.0, 109.9, 110.0, 115.0]:
+        run_jobs(jobs, write=written.append, now=lambda at=now: at)
+
+    assert ran == ["first", "second", "first", "first", "first", "second", "first"]
+    assert written == ["second job done"] * 2

@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import pytest
 
+from core.money import format_money
 from coupons import ports
 from coupons.errors import CouponRollbackFailed
 from orders import services
@@ -131,7 +132,7 @@ def test_pay_with_a_wrong_amount_is_409_amount_mismatch(shopper_client, order_wi
     assert response.status_code == 409
     assert response.json() == {
         "code": "amount_mismatch",
-        "detail": f"This order asks for 15800, not {amount}.",
+        "detail": f"This order asks for ¥158.00, not {format_money(amount)}.",  # as currency
     }
     assert snapshot() == before
 

@@ -33,10 +33,12 @@ def run_database_url() -> str:
 
 
 @contextmanager
-def gunicorn_serving(log_path: Path, *, workers: int = 2) -> Iterator[str]:
+def gunicorn_serving(
+    log_path: Path, *, workers: int = 2, environment: dict[str, str] | None = None
+) -> Iterator[str]:
     """gunicorn with `workers` sync workers (the worker class the slow-client problem is about)
-    on a free port, test settings, the test database and this test's Redis prefix. Yields the
-    base URL; stops the whole process group afterwards."""
+    on a free port, test settings, the test database and this test's Redis prefix, plus
+    `environment`. Yields the base URL; stops the whole process group afterwards."""
     port = free_port()
     env = {
         **os.environ,
@@ -44,6 +46,7 @@ def gunicorn_serving(log_path: Path, *, workers: int = 2) -> Iterator[str]:
         "DATABASE_URL": run_database_url(),
         "REDIS_URL": settings.REDIS_URL,
         "COUPON_REDIS_PREFIX": settings.COUPON_REDIS_PREFIX,
+        **(environment or {}),
     }
     command = [
         sys.executable, "-m", "gunicorn", "config.wsgi",

@@ -1,14 +1,16 @@
 """The periodic jobs of the service, in one small long-running process: every job the setting
-SCHEDULED_JOBS names (today the expiry of unpaid orders, orders.jobs.expire_overdue_orders)
-every --interval seconds, so an order is cancelled within a minute of its deadline without
-cron. The jobs are dotted paths, so ops imports no app. `make run` and docker-compose start it
-beside gunicorn; SIGTERM or SIGINT stops it after the job in progress
-(docs/decisions/0034-run-scheduler-over-celery.md)."""
+SCHEDULED_JOBS names, every --interval seconds (the expiry of unpaid orders, so an order is
+cancelled within a minute of its deadline without cron) or at most every so many seconds (the
+cleanups: expired tokens, idempotency records). The jobs are dotted paths, so ops imports no
+app. `make run` and docker-compose start it beside gunicorn; SIGTERM or SIGINT stops it after
+the job in progress (docs/decisions/0034-run-scheduler-over-celery.md)."""
 
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
@@ -54,16 +56,49 @@ def run_guarded(job: Callable[[], object]) -> object:
     return None
 
 
-def scheduled_jobs() -> dict[str, Callable[[], str | None]]:
-    """SCHEDULED_JOBS: name -> the callable its dotted path names."""
-    return {name: import_string(path) for name, path in settings.SCHEDULED_JOBS.items()}
+@dataclass
+class ScheduledJob:
+    """One entry of SCHEDULED_JOBS: the callable, and at most how often it runs (None: every
+    run of the scheduler). A job with a period runs at start, then once the period is past."""
+
+    run: Callable[[], str | None]
+    every_seconds: float | None = None
+    next_due: float = 0.0  # time.monotonic() before which the job is skipped
+
+    def take_turn(self, now: float) -> bool:
+        """Whether the job runs now; if so, its next turn is a period away."""
+        if self.every_seconds is None:
+            return True
+        if now < self.next_due:
+            return False
+        self.next_due = now + self.every_seconds
+        return True
 
 
-def run_jobs(jobs: dict[str, Callable[[], str | None]], *, write: Callable[[str], object]) -> None:
-    """One run: every job in turn; one failing job does not keep the others from running.
-    The lines the jobs return are written."""
+def scheduled_jobs() -> dict[str, ScheduledJob]:
+    """SCHEDULED_JOBS: name -> "dotted.path" (every run) or ("dotted.path", seconds)."""
+    jobs = {}
+    for name, entry in settings.SCHEDULED_JOBS.items():
+        if isinstance(entry, str):
+            jobs[name] = ScheduledJob(run=import_string(entry))
+        else:
+            path, every_seconds = entry
+            jobs[name] = ScheduledJob(run=import_string(path), every_seconds=float(every_seconds))
+    return jobs
+
+
+def run_jobs(
+    jobs: dict[str, ScheduledJob],
+    *,
+    write: Callable[[str], object],
+    now: Callable[[], float] = time.monotonic,
+) -> None:
+    """One run: every job whose turn it is, in turn; one failing job does not keep the others
+    from running. The lines the jobs return are written."""
     for job in jobs.values():
-        line = run_guarded(job)
+        if not job.take_turn(now()):
+            continue
+        line = run_guarded(job.run)
         if line:
             write(str(line))
 
@@ -91,7 +126,10 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
         jobs = scheduled_jobs()
-        self.stdout.write(f"Scheduler started: {', '.join(jobs)} every {interval:g} s.")
+        turns = ", ".join(
+            f"{name} every {job.every_seconds or interval:g} s" for name, job in jobs.items()
+        )
+        self.stdout.write(f"Scheduler started: {turns}.")
 
         runs = run_every(
             lambda: run_jobs(jobs, write=self.stdout.write), interval=interval, stop=stop

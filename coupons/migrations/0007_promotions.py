@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('coupons', '0005_grant_reason_key'),
+        ('coupons', '0006_admin_permissions_and_labels'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

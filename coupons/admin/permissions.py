@@ -1,0 +1,73 @@
+"""Permissions as an operator reads them. Django stores permission names in English in the
+database ("Can add coupon template"); the user and group pages list them in the admin's
+language instead, and leave out the apps an operator has no use for."""
+
+from django.apps import apps
+from django.contrib import admin
+from django.contrib.auth.admin import GroupAdmin
+from django.contrib.auth.models import Group, Permission
+from django.db.models import QuerySet
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+# Plumbing whose permissions nobody grants by hand (token_blacklist keeps the refresh tokens,
+# accounts the token generations). "core" is the api package's idempotency records (its
+# AppConfig keeps that label).
+HIDDEN_APPS = ("token_blacklist", "accounts", "sessions", "contenttypes", "core")
+
+DEFAULT_ACTIONS = {
+    "add": gettext_lazy("Can add %(model)s"),
+    "change": gettext_lazy("Can change %(model)s"),
+    "delete": gettext_lazy("Can delete %(model)s"),
+    "view": gettext_lazy("Can view %(model)s"),
+}
+
+# The project's own permissions (Meta.permissions), for makemessages: the database keeps the
+# English name, this is its translation.
+CUSTOM_NAMES = {
+    "Can grant coupons": gettext_lazy("Can grant coupons"),
+    "Can export coupons": gettext_lazy("Can export coupons"),
+    "Can adjust stock": gettext_lazy("Can adjust stock"),
+    "Can cancel orders": gettext_lazy("Can cancel orders"),
+}
+
+
+def permission_label(permission: Permission) -> str:
+    """ "coupons | coupon template | Can grant coupons", each part in the admin's language."""
+    content_type = permission.content_type
+    model = content_type.model_class()
+    model_name = model._meta.verbose_name if model is not None else content_type.model
+    try:
+        app_name = apps.get_app_config(content_type.app_label).verbose_name
+    except LookupError:
+        app_name = content_type.app_label
+    action, _separator, _rest = permission.codename.partition("_")
+    if action in DEFAULT_ACTIONS and permission.name not in CUSTOM_NAMES:
+        name = DEFAULT_ACTIONS[action] % {"model": model_name}
+    else:
+        name = _(permission.name)
+    return f"{app_name} | {model_name} | {name}"
+
+
+def operator_permissions(queryset: QuerySet[Permission]) -> QuerySet[Permission]:
+    return queryset.exclude(content_type__app_label__in=HIDDEN_APPS)
+
+
+class PermissionLabelsMixin:
+    """For a ModelAdmin with a `permissions` or `user_permissions` many-to-many."""
+
+    def formfield_for_manytomany(self, db_field, request=None, **kwargs):
+        field = super().formfield_for_manytomany(db_field, request, **kwargs)
+        if db_field.name in ("permissions", "user_permissions"):
+            field.queryset = operator_permissions(field.queryset)
+            field.label_from_instance = permission_label
+        return field
+
+
+if admin.site.is_registered(Group):
+    admin.site.unregister(Group)
+
+
+@admin.register(Group)
+class GroupWithLabelsAdmin(PermissionLabelsMixin, GroupAdmin):
+    pass
