@@ -9,6 +9,7 @@ from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, Les
 from django.utils.translation import gettext_lazy as _
 
 from core.limits import MAX_BIGINT, MAX_INT_UNSIGNED
+from coupons.coupon_status import CouponStatus, coupon_status_q
 from coupons.fields import MillisecondDateTimeField
 from coupons.grant_reasons import reason_key
 
@@ -220,28 +221,6 @@ class CouponTemplate(models.Model):
 class UseWindow:
     valid_from: datetime
     valid_until: datetime
-
-
-class CouponStatus(models.TextChoices):
-    """A coupon's status as shoppers, orders and the admin see it: the stored status, with an
-    unused coupon past its OWN use window (stamped at issue, SPEC section 10) as expired. The
-    template's claim window plays no part: it says who may still claim, not who may use."""
-
-    UNUSED = "unused"
-    USED = "used"
-    EXPIRED = "expired"
-
-
-def coupon_status_q(status: CouponStatus, *, now: datetime) -> Q:
-    """The one writing of the status in SQL; `UserCoupon.status_at` is the same rule for one
-    coupon in hand. Both read only the coupon's own columns."""
-    match CouponStatus(status):
-        case CouponStatus.UNUSED:
-            return Q(status=CouponStatus.UNUSED, valid_until__gte=now)
-        case CouponStatus.EXPIRED:
-            return Q(status=CouponStatus.UNUSED, valid_until__lt=now)
-        case CouponStatus.USED:
-            return Q(status=CouponStatus.USED)
 
 
 class UserCouponQuerySet(models.QuerySet):

@@ -9,9 +9,10 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce, TruncHour
 
+from coupons.coupon_status import CouponStatus
 from coupons.customers import customer_history
 from coupons.errors import TemplateNotFound
-from coupons.models import CouponStatus, CouponTemplate, UserCoupon
+from coupons.models import CouponTemplate, UserCoupon
 from coupons.rules import ClaimState, TemplateFacts, claim_state
 from coupons.single_use_codes import SingleUseCode
 

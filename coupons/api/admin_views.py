@@ -9,15 +9,14 @@ from rest_framework.response import Response
 from api.idempotency import idempotent
 from api.schema import api_errors
 from coupons import selectors
-from coupons.api.serializers import (
-    AdminTemplateSerializer,
+from coupons.api.action_serializers import (
     GrantInputSerializer,
     GrantResultSerializer,
     SingleUseCodesCreatedSerializer,
     SingleUseCodeSerializer,
     SingleUseCodesInputSerializer,
-    TemplateInputSerializer,
 )
+from coupons.api.serializers import AdminTemplateSerializer, TemplateInputSerializer
 from coupons.errors import ClaimNotInWindow, ClaimPaused, TemplateInvalid, TemplateNotFound
 from coupons.models import CouponTemplate
 from coupons.services import codes, grants, templates
