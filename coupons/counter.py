@@ -22,6 +22,7 @@ from coupons.counter_results import (
     CouponLimitReached,
     CouponMayHaveRoom,
     CouponNotInWindow,
+    CouponPaused,
     CouponSoldOut,
     CouponTermsMissing,
     CouponThrottled,
@@ -44,6 +45,7 @@ REFUSAL_BY_CODE: dict[int, Refusal] = {
     1: CouponSoldOut(),
     2: CouponNotInWindow(),
     3: CouponLimitReached(),
+    6: CouponPaused(),
 }
 THROTTLED, MAY_HAVE_ROOM, TERMS_MISSING = 4, 0, 5
 
@@ -201,6 +203,8 @@ class CouponCounter:
             epoch_ms(terms.valid_until),
             json.dumps(terms.row, separators=(",", ":")),
             self.terms_expire_at_ms(read_at),
+            int(terms.paused),
+            int(terms.new_customers_only),
         ]
 
     def terms_expire_at_ms(self, read_at: float) -> int:

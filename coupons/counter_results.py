@@ -24,6 +24,11 @@ class CouponLimitReached:
 
 
 @dataclass(frozen=True)
+class CouponPaused:
+    pass
+
+
+@dataclass(frozen=True)
 class CouponThrottled:
     """The user claimed this template more often than the claim rate allows."""
 
@@ -46,7 +51,7 @@ class CouponTermsMissing:
     user_claims: int | None
 
 
-Refusal = CouponSoldOut | CouponNotInWindow | CouponLimitReached
+Refusal = CouponSoldOut | CouponNotInWindow | CouponLimitReached | CouponPaused
 ScreenResult = Refusal | CouponThrottled | CouponMayHaveRoom | CouponTermsMissing
 # The states of the claim rule each result stands for (tests/coupons/test_rules.py runs the
 # claim script against coupons.rules.claim_state).
@@ -55,6 +60,7 @@ STATES_BY_RESULT: dict[type, frozenset[ClaimState]] = {
     CouponSoldOut: frozenset({ClaimState.SOLD_OUT}),
     CouponNotInWindow: frozenset({ClaimState.NOT_STARTED, ClaimState.ENDED}),
     CouponLimitReached: frozenset({ClaimState.LIMIT_REACHED}),
+    CouponPaused: frozenset({ClaimState.PAUSED}),
 }
 
 
@@ -71,6 +77,10 @@ class CachedTerms:
     valid_from: datetime
     valid_until: datetime
     row: dict[str, Any]
+    paused: bool = False
+    # The audience is the user's fact, which only the database knows: Redis refuses such a
+    # template on its window and pause only (claim.lua).
+    new_customers_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,21 @@ class ClaimNotInWindow(ClaimRejected):
     default_detail = _("This coupon cannot be claimed at this time.")
 
 
+class ClaimPaused(ClaimRejected):
+    code = "paused"
+    default_detail = _("This coupon is paused: it is not being issued for now.")
+
+
+class ClaimNotEligible(ClaimRejected):
+    code = "not_eligible"
+    default_detail = _("This coupon is for new customers only (no paid order yet).")
+
+
+class CodeUsed(ClaimRejected):
+    code = "code_used"
+    default_detail = _("This code has already been used.")
+
+
 class ClaimSoldOut(ClaimRejected):
     code = "sold_out"
     default_detail = _("This coupon is sold out.")

@@ -9,6 +9,7 @@ from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, Les
 from django.utils.translation import gettext_lazy as _
 
 from core.limits import MAX_BIGINT, MAX_INT_UNSIGNED
+from coupons.coupon_status import CouponStatus, coupon_status_q
 from coupons.fields import MillisecondDateTimeField
 from coupons.grant_reasons import reason_key
 
@@ -49,6 +50,10 @@ class CouponTemplate(models.Model):
     class Visibility(models.TextChoices):
         PUBLIC = "public", _("Public (listed, claimable by id or code)")
         HIDDEN = "hidden", _("Hidden (only by code or grant)")
+
+    class Audience(models.TextChoices):
+        ALL = "all", _("Everyone")
+        NEW_CUSTOMERS = "new_customers", _("New customers only (no paid order yet)")
 
     name = models.CharField(max_length=NAME_MAX_LENGTH, verbose_name=_("name"))
     type = models.CharField(max_length=16, choices=Type.choices, verbose_name=_("type"))
@@ -102,6 +107,18 @@ class CouponTemplate(models.Model):
         choices=Visibility.choices,
         default=Visibility.PUBLIC,
         verbose_name=_("visibility"),
+    )
+    # Defaults in the database too, so rows written by raw SQL (scripts, seeds) stay valid.
+    audience = models.CharField(
+        max_length=16, choices=Audience.choices, default=Audience.ALL, db_default=Audience.ALL
+    )
+    # Set while the template is paused (SPEC section 18): it issues nothing, by claim, code or
+    # grant; coupons already held stay usable. The guarded UPDATE of a claim checks it.
+    paused_at = MillisecondDateTimeField(_("paused since"), null=True, blank=True, editable=False)
+    # True once single-use codes exist for it: then it is issued only by one of them or by a
+    # grant, never claimed by id nor by its shared code (SPEC section 18).
+    has_single_use_codes = models.BooleanField(
+        _("has single-use codes"), default=False, db_default=False, editable=False
     )
     # Claims issued so far, incremented under the row lock in the claim transaction: keeps a
     # claim O(1) at any volume and is the monotonic version of the Redis total counter.
@@ -171,6 +188,10 @@ class CouponTemplate(models.Model):
                 name="coupon_template_visibility_known",
             ),
             models.CheckConstraint(
+                condition=Q(audience__in=["all", "new_customers"]),
+                name="coupon_template_audience_known",
+            ),
+            models.CheckConstraint(
                 condition=Q(total__gte=1), name="coupon_template_total_positive"
             ),
             models.CheckConstraint(
@@ -200,28 +221,6 @@ class CouponTemplate(models.Model):
 class UseWindow:
     valid_from: datetime
     valid_until: datetime
-
-
-class CouponStatus(models.TextChoices):
-    """A coupon's status as shoppers, orders and the admin see it: the stored status, with an
-    unused coupon past its OWN use window (stamped at issue, SPEC section 10) as expired. The
-    template's claim window plays no part: it says who may still claim, not who may use."""
-
-    UNUSED = "unused"
-    USED = "used"
-    EXPIRED = "expired"
-
-
-def coupon_status_q(status: CouponStatus, *, now: datetime) -> Q:
-    """The one writing of the status in SQL; `UserCoupon.status_at` is the same rule for one
-    coupon in hand. Both read only the coupon's own columns."""
-    match CouponStatus(status):
-        case CouponStatus.UNUSED:
-            return Q(status=CouponStatus.UNUSED, valid_until__gte=now)
-        case CouponStatus.EXPIRED:
-            return Q(status=CouponStatus.UNUSED, valid_until__lt=now)
-        case CouponStatus.USED:
-            return Q(status=CouponStatus.USED)
 
 
 class UserCouponQuerySet(models.QuerySet):
@@ -343,21 +342,6 @@ class UserCoupon(models.Model):
         return CouponStatus(self.status)
 
 
-class PublishedTermsVersion(models.Model):
-    """One row whose `version` changes (to a fresh random number) in the same transaction as
-    every change to what the shopper list shows of a template's terms: publish, edit, delete
-    (and pause / resume). The list keeps those terms in memory and reads this row in the one
-    statement each request makes, so a change is seen by the next request of every process
-    (coupons/shopper_list.py, docs/decisions/0220-shopper-list-terms-in-memory.md)."""
-
-    ROW_ID = 1
-
-    id = models.PositiveSmallIntegerField(primary_key=True, default=ROW_ID)
-    version = models.BigIntegerField()
-
-    class Meta:
-        db_table = "coupon_published_terms_version"
-        verbose_name = _("published terms version")
-
-    def __str__(self) -> str:
-        return str(self.version)
+# Registered with the app here; each defined in its own module.
+from coupons.published_terms import PublishedTermsVersion  # noqa: E402, F401
+from coupons.single_use_codes import SingleUseCode  # noqa: E402, F401

@@ -12,9 +12,10 @@ from django.db import transaction
 from django.utils.functional import Promise
 
 from core import clock
+from coupons.coupon_status import CouponStatus
 from coupons.discounts import CartJudgement, CartLine, CartRefusal, DiscountTerms, judge_cart
 from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
-from coupons.models import CouponStatus, CouponTemplate, UserCoupon
+from coupons.models import CouponTemplate, UserCoupon
 
 __all__ = [
     "COUPON_SCOPE_CHOICES",

@@ -1,5 +1,5 @@
-"""The claim rule (SPEC sections 4, 5 and 14), written once: window, then total, then the
-per-user limit.
+"""The claim rule (SPEC sections 4, 5, 14 and 18), written once: window, then paused, then
+audience, then total, then the per-user limit.
 
 `claim_state` decides on typed facts in Python (the claim service, the shopper list, the
 admin's state column); `TEMPLATE_CHECKS` holds the same template-level checks, each beside
@@ -20,6 +20,8 @@ class ClaimState(StrEnum):
 
     NOT_STARTED = "not_started"
     ENDED = "ended"
+    PAUSED = "paused"
+    NOT_ELIGIBLE = "not_eligible"
     SOLD_OUT = "sold_out"
     LIMIT_REACHED = "limit_reached"
     CLAIMABLE = "claimable"
@@ -35,6 +37,8 @@ class TemplateFacts:
     per_user_limit: int
     valid_from: datetime
     valid_until: datetime
+    paused: bool = False
+    new_customers_only: bool = False  # audience `new_customers`: users with no paid order
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,11 @@ TEMPLATE_CHECKS: tuple[TemplateCheck, ...] = (
         lambda now: Q(valid_until__lt=now),
     ),
     TemplateCheck(
+        ClaimState.PAUSED,
+        lambda facts, now: facts.paused,
+        lambda now: Q(paused_at__isnull=False),
+    ),
+    TemplateCheck(
         ClaimState.SOLD_OUT,
         lambda facts, now: facts.claimed_count >= facts.total,
         lambda now: Q(claimed_count__gte=F("total")),
@@ -72,14 +81,21 @@ def claim_state(
     *,
     now: datetime,
     user_claims: int | None,
+    has_paid_order: bool | None = None,
     before_window_opens: bool = False,
 ) -> ClaimState:
-    """The one claim rule: window, then total, then the user's limit (`user_claims` None: the
-    template-level view, ACTIVE instead of checking a user). `before_window_opens` lets an
+    """The one claim rule: window, paused, audience, total, then the user's limit
+    (`user_claims` None: the template-level view, ACTIVE instead of checking a user, and no
+    audience). `has_paid_order` is the user's fact for a new-customers template (None: not
+    looked up, only allowed where the audience does not ask). `before_window_opens` lets an
     issue before valid_from through (staff grants, SPEC section 11); the end still holds."""
     for check in TEMPLATE_CHECKS:
         if check.state is ClaimState.NOT_STARTED and before_window_opens:
             continue
+        if check.state is ClaimState.SOLD_OUT and user_claims is not None:
+            # The audience is the caller's step, between the template's pause and its total.
+            if facts.new_customers_only and _has_paid_order(has_paid_order):
+                return ClaimState.NOT_ELIGIBLE
         if check.holds(facts, now):
             return check.state
     if user_claims is None:
@@ -87,6 +103,12 @@ def claim_state(
     if user_claims >= facts.per_user_limit:
         return ClaimState.LIMIT_REACHED
     return ClaimState.CLAIMABLE
+
+
+def _has_paid_order(has_paid_order: bool | None) -> bool:
+    if has_paid_order is None:
+        raise ValueError("a new-customers template needs the user's has_paid_order fact")
+    return has_paid_order
 
 
 def template_state_where(state: ClaimState, *, now: datetime) -> Q:

@@ -9,9 +9,12 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce, TruncHour
 
+from coupons.coupon_status import CouponStatus
+from coupons.customers import customer_history
 from coupons.errors import TemplateNotFound
-from coupons.models import CouponStatus, CouponTemplate, UserCoupon
+from coupons.models import CouponTemplate, UserCoupon
 from coupons.rules import ClaimState, TemplateFacts, claim_state
+from coupons.single_use_codes import SingleUseCode
 
 
 class FunnelCounts(TypedDict):
@@ -59,10 +62,13 @@ def template_for_admin(template_id: int) -> CouponTemplate:
 
 def templates_for_shopper(*, user_id: int) -> "QuerySet[ShopperTemplate]":
     """Every public template, newest first, with `claimed_by_me`: one query for any page
-    size. Hidden templates are reachable only by code or grant, never listed."""
+    size. Hidden templates are reachable only by code or grant, never listed, and so are
+    templates with single-use codes (not claimable by id: SPEC section 18)."""
     claimed_by_me = coupons_per_template(UserCoupon.objects.filter(user_id=user_id))
     return (
-        CouponTemplate.objects.filter(visibility=CouponTemplate.Visibility.PUBLIC)
+        CouponTemplate.objects.filter(
+            visibility=CouponTemplate.Visibility.PUBLIC, has_single_use_codes=False
+        )
         .annotate(claimed_by_me=claimed_by_me)
         .order_by("-id")
     )
@@ -75,6 +81,8 @@ def template_facts(template: CouponTemplate) -> TemplateFacts:
         per_user_limit=template.per_user_limit,
         valid_from=template.valid_from,
         valid_until=template.valid_until,
+        paused=template.paused_at is not None,
+        new_customers_only=template.audience == CouponTemplate.Audience.NEW_CUSTOMERS,
     )
 
 
@@ -83,9 +91,31 @@ def template_state(template: CouponTemplate, *, now: datetime) -> ClaimState:
     return claim_state(template_facts(template), now=now, user_claims=None)
 
 
-def shopper_state(template: CouponTemplate, *, claimed_by_me: int, now: datetime) -> ClaimState:
+def shopper_state(
+    template: CouponTemplate, *, claimed_by_me: int, has_paid_order: bool | None, now: datetime
+) -> ClaimState:
     """The caller's view of a template, by the claim rule with the page's one `now`."""
-    return claim_state(template_facts(template), now=now, user_claims=claimed_by_me)
+    return claim_state(
+        template_facts(template),
+        now=now,
+        user_claims=claimed_by_me,
+        has_paid_order=has_paid_order,
+    )
+
+
+def caller_has_paid_order(templates: list[CouponTemplate], *, user_id: int) -> bool | None:
+    """The audience's fact for a page of templates: looked up (one query) only when one of
+    them is for new customers."""
+    if any(t.audience == CouponTemplate.Audience.NEW_CUSTOMERS for t in templates):
+        return customer_history().has_paid_order(user_id=user_id)
+    return None
+
+
+def single_use_codes_of(*, template_id: int) -> QuerySet[SingleUseCode]:
+    """A template's single-use codes in creation order, on the (template_id, id) index."""
+    if not CouponTemplate.objects.filter(pk=template_id).exists():
+        raise TemplateNotFound()
+    return SingleUseCode.objects.filter(template_id=template_id).order_by("id")
 
 
 MINE_STATUSES = tuple(CouponStatus.values)

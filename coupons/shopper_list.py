@@ -29,7 +29,9 @@ from rest_framework import serializers
 from rest_framework.renderers import JSONRenderer
 
 from coupons import selectors
-from coupons.models import CouponTemplate, PublishedTermsVersion, UserCoupon
+from coupons.customers import customer_history
+from coupons.models import CouponTemplate, UserCoupon
+from coupons.published_terms import PublishedTermsVersion
 from coupons.rules import ClaimState, TemplateFacts, claim_state
 
 # What a shopper sees of a template's terms, in the API's order (ShopperTemplateSerializer):
@@ -47,6 +49,7 @@ LISTED_TERMS = (
     "valid_days",
     "scope",
     "scope_ids",
+    "audience",
 )
 _DATETIME_TERMS = frozenset({"valid_from", "valid_until"})
 _datetime = serializers.DateTimeField()  # DRF's own rendering, as the serializer's field
@@ -63,6 +66,8 @@ class ListedTemplate:
     per_user_limit: int
     valid_from: datetime
     valid_until: datetime
+    paused: bool
+    new_customers_only: bool  # audience `new_customers`: the caller's paid orders decide
     rendered: dict[str, Any]
     json_head: bytes  # `rendered` as the API's JSON, without its closing brace
 
@@ -135,7 +140,16 @@ def shopper_page(
         if published.version is not None:
             _published = published
         page = paginate(published.templates)
-    return [_item(template, counts[template.id], now=now) for template in page]
+    # The audience's fact, looked up (one more statement) only for a page that asks for it.
+    has_paid_order = (
+        customer_history().has_paid_order(user_id=user_id)
+        if any(template.new_customers_only for template in page)
+        else None
+    )
+    return [
+        _item(template, counts[template.id], now=now, has_paid_order=has_paid_order)
+        for template in page
+    ]
 
 
 def page_json(envelope: dict[str, Any], items: list[ListedItem]) -> bytes:
@@ -212,7 +226,7 @@ def _published_terms_read(*, user_id: int) -> tuple[PublishedTerms, dict[int, Te
     rows = (
         selectors.templates_for_shopper(user_id=user_id)
         .annotate(terms_version=Subquery(version_row.values("version")))
-        .values("id", *LISTED_TERMS, "claimed_count", "claimed_by_me", "terms_version")
+        .values("id", *LISTED_TERMS, "paused_at", "claimed_count", "claimed_by_me", "terms_version")
     )
     templates: list[ListedTemplate] = []
     counts: dict[int, TemplateCounts] = {}
@@ -239,18 +253,30 @@ def _listed(row: dict[str, Any]) -> ListedTemplate:
         per_user_limit=row["per_user_limit"],
         valid_from=row["valid_from"],
         valid_until=row["valid_until"],
+        paused=row["paused_at"] is not None,
+        new_customers_only=row["audience"] == CouponTemplate.Audience.NEW_CUSTOMERS,
         rendered=rendered,
         json_head=_json.render(rendered)[:-1],
     )
 
 
-def _item(template: ListedTemplate, counts: TemplateCounts, *, now: datetime) -> ListedItem:
+def _item(
+    template: ListedTemplate,
+    counts: TemplateCounts,
+    *,
+    now: datetime,
+    has_paid_order: bool | None,
+) -> ListedItem:
     facts = TemplateFacts(
         total=template.total,
         claimed_count=counts.claimed_count,
         per_user_limit=template.per_user_limit,
         valid_from=template.valid_from,
         valid_until=template.valid_until,
+        paused=template.paused,
+        new_customers_only=template.new_customers_only,
     )
-    state = claim_state(facts, now=now, user_claims=counts.claimed_by_me)
+    state = claim_state(
+        facts, now=now, user_claims=counts.claimed_by_me, has_paid_order=has_paid_order
+    )
     return ListedItem(template=template, counts=counts, state=state)

@@ -95,11 +95,24 @@ def claim(cursor, connection, *, template_id: int, user_id: int) -> tuple[bool, 
     """One decision transaction as the service runs it, with the service's statements and
     parameters (claim_sql.CouponInsert): (issued, seconds it took)."""
     from coupons.models import UseWindow
-    from coupons.services.claim_sql import COUNT_THE_CLAIM_SQL, INSERT_COUPON_SQL, CouponInsert
+    from coupons.services.claim_sql import (
+        COUNT_THE_CLAIM_SQL,
+        INSERT_COUPON_SQL,
+        ClaimCount,
+        CouponInsert,
+    )
 
     now = datetime.now(UTC).replace(tzinfo=None)
     started = time.perf_counter()
-    cursor.execute(COUNT_THE_CLAIM_SQL, [template_id, 1, now, now])
+    count = ClaimCount(
+        template_id=template_id,
+        slot=1,
+        window_opens_by=now,
+        now=now,
+        audience="all",
+        reachable_with_codes=False,
+    )
+    cursor.execute(COUNT_THE_CLAIM_SQL, count.params())
     if cursor.rowcount == 0:
         connection.rollback()
         return False, time.perf_counter() - started

@@ -212,6 +212,8 @@ COUPON_TERMS_LEASE = float(os.environ.get("COUPON_TERMS_LEASE", "5"))
 # Wiring, not configuration: which callable tells coupons which category and product ids exist
 # (coupons.catalog). The orders app provides it; coupons never imports orders.
 COUPON_SCOPE_CATALOG = "orders.catalog.OrdersCatalog"
+# The same for "has this user ever paid for an order" (coupons.customers, audience new_customers).
+COUPON_CUSTOMER_HISTORY = "orders.customers.OrdersCustomerHistory"
 
 CACHES = {
     "default": {

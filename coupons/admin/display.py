@@ -41,6 +41,7 @@ STATE_LABELS = {
     "active": gettext_lazy("active"),
     "sold_out": gettext_lazy("sold out"),
     "ended": gettext_lazy("ended"),
+    "paused": gettext_lazy("paused"),
 }
 
 

@@ -6,7 +6,8 @@ from django.utils.translation import gettext_lazy
 
 from core import clock
 from coupons.admin.display import COUPON_STATUS_LABELS, STATE_LABELS, TYPE_LABELS
-from coupons.models import CouponStatus, CouponTemplate, coupon_status_q
+from coupons.coupon_status import CouponStatus, coupon_status_q
+from coupons.models import CouponTemplate
 from coupons.rules import ClaimState, template_state_where
 
 
@@ -14,7 +15,13 @@ class StateFilter(admin.SimpleListFilter):
     title = gettext_lazy("state")
     parameter_name = "state"
 
-    STATES = (ClaimState.NOT_STARTED, ClaimState.ACTIVE, ClaimState.SOLD_OUT, ClaimState.ENDED)
+    STATES = (
+        ClaimState.NOT_STARTED,
+        ClaimState.ACTIVE,
+        ClaimState.PAUSED,
+        ClaimState.SOLD_OUT,
+        ClaimState.ENDED,
+    )
 
     def lookups(self, request, model_admin):
         return [(state.value, STATE_LABELS[state.value]) for state in self.STATES]

@@ -129,6 +129,7 @@ class CouponTemplateForm(forms.ModelForm):
             "scope": gettext_lazy("scope"),
             "code": gettext_lazy("code"),
             "visibility": gettext_lazy("visibility"),
+            "audience": gettext_lazy("audience"),
         }
         widgets = {"valid_from": SecondsSplitDateTime, "valid_until": SecondsSplitDateTime}
 
@@ -136,6 +137,10 @@ class CouponTemplateForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk and "value" in self.fields:
             self.initial["value"] = value_for_form(self.instance.type, self.instance.value)
+        if "audience" in self.fields:  # a post without it keeps the template's audience
+            self.fields["audience"].required = False
+            if self.is_bound and self.add_prefix("audience") not in self.data:
+                self.fields["audience"].disabled = True  # unchanged, not logged as changed
         zone = timezone.get_current_timezone_name()
         for field in ("valid_from", "valid_until"):
             if field in self.fields:
@@ -165,6 +170,8 @@ class CouponTemplateForm(forms.ModelForm):
         current = self.instance if self.instance.pk else None
         if "min_amount" in self.fields and cleaned.get("min_amount") is None:
             cleaned["min_amount"] = 0
+        if "audience" in self.fields and not cleaned.get("audience"):
+            cleaned["audience"] = getattr(current, "audience", CouponTemplate.Audience.ALL)
         kind = cleaned.get("type") if "type" in self.fields else getattr(current, "type", None)
         if "value" in self.fields and "value" in cleaned:
             try:

@@ -19,7 +19,7 @@ from core import clock
 from core.admin_fields import RefusalAsFormErrorAdmin, RefusedOnSave
 from core.money import format_money
 from coupons import selectors
-from coupons.admin import grants
+from coupons.admin import grants, promotions
 from coupons.admin.display import (
     STATE_LABELS,
     attach_scope_texts,
@@ -64,8 +64,19 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
     ]
     list_filter = [TypeFilter, StateFilter]
     search_fields = ["name"]
-    readonly_fields = ["claimed_count", "created_at", "updated_at"]
-    actions = [grants.grant_to_users]
+    readonly_fields = [
+        "claimed_count",
+        "paused_at",
+        "has_single_use_codes",
+        "created_at",
+        "updated_at",
+    ]
+    actions = [
+        grants.grant_to_users,
+        promotions.pause_templates,
+        promotions.resume_templates,
+        promotions.export_single_use_codes,
+    ]
 
     def get_actions(self, request):
         # The bulk delete action would bypass the "no delete once claimed" rule.

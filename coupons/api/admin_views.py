@@ -9,15 +9,17 @@ from rest_framework.response import Response
 from api.idempotency import idempotent
 from api.schema import api_errors
 from coupons import selectors
-from coupons.api.serializers import (
-    AdminTemplateSerializer,
+from coupons.api.action_serializers import (
     GrantInputSerializer,
     GrantResultSerializer,
-    TemplateInputSerializer,
+    SingleUseCodesCreatedSerializer,
+    SingleUseCodeSerializer,
+    SingleUseCodesInputSerializer,
 )
-from coupons.errors import ClaimNotInWindow, TemplateInvalid, TemplateNotFound
+from coupons.api.serializers import AdminTemplateSerializer, TemplateInputSerializer
+from coupons.errors import ClaimNotInWindow, ClaimPaused, TemplateInvalid, TemplateNotFound
 from coupons.models import CouponTemplate
-from coupons.services import grants, templates
+from coupons.services import codes, grants, templates
 
 
 class AdminTemplateListView(GenericAPIView):
@@ -94,10 +96,13 @@ class AdminTemplateGrantView(GenericAPIView):
         responses={200: GrantResultSerializer},
         description="Issue the template to these users (at most 1,000, taken in the order "
         "given) under the claim's rules: total and per-user limit, allowed before the claim "
-        "window opens, 409 not_in_window once it has ended. Idempotent per (template, user, "
-        "reason): sending the same grant again issues nothing twice.",
+        "window opens, 409 not_in_window once it has ended, 409 paused while it is paused "
+        "(users reached after a pause during the grant are listed under `paused`; users who "
+        "have paid for an order, on a new-customers template, under `not_eligible`). "
+        "Idempotent per (template, user, reason): sending the same grant again issues nothing "
+        "twice.",
     )
-    @api_errors(TemplateNotFound, TemplateInvalid, ClaimNotInWindow)
+    @api_errors(TemplateNotFound, TemplateInvalid, ClaimNotInWindow, ClaimPaused)
     @idempotent
     def post(self, request, template_id: int):
         # 404 before validation, like the other routes of one template.
@@ -109,3 +114,69 @@ class AdminTemplateGrantView(GenericAPIView):
             template_id=template_id, granted_by_id=request.user.pk, **payload.validated_data
         )
         return Response(GrantResultSerializer(result).data)
+
+
+class AdminTemplatePauseView(GenericAPIView):
+    permission_classes = [IsAuthenticated, IsAdminUser]
+    serializer_class = AdminTemplateSerializer
+
+    @extend_schema(
+        request=None,
+        responses=AdminTemplateSerializer,
+        description="Pause the template: claims, codes and grants answer 409 paused and the "
+        "shopper list shows it as paused; coupons already held stay usable. Idempotent.",
+    )
+    @api_errors(TemplateNotFound)
+    def post(self, request, template_id: int):
+        templates.coupon_template_pause(template_id=template_id)
+        return Response(AdminTemplateSerializer(selectors.template_for_admin(template_id)).data)
+
+
+class AdminTemplateResumeView(GenericAPIView):
+    permission_classes = [IsAuthenticated, IsAdminUser]
+    serializer_class = AdminTemplateSerializer
+
+    @extend_schema(
+        request=None,
+        responses=AdminTemplateSerializer,
+        description="Resume a paused template. Takes effect before this returns: a claim that "
+        "starts after it is judged on the resumed template. Idempotent.",
+    )
+    @api_errors(TemplateNotFound)
+    def post(self, request, template_id: int):
+        templates.coupon_template_resume(template_id=template_id)
+        return Response(AdminTemplateSerializer(selectors.template_for_admin(template_id)).data)
+
+
+class AdminTemplateCodesView(GenericAPIView):
+    permission_classes = [IsAuthenticated, IsAdminUser]
+    serializer_class = SingleUseCodeSerializer
+
+    @extend_schema(
+        responses=SingleUseCodeSerializer(many=True),
+        description="The template's single-use codes in creation order, with who used each "
+        "and when.",
+    )
+    @api_errors(TemplateNotFound)
+    def get(self, request, template_id: int):
+        page = self.paginate_queryset(selectors.single_use_codes_of(template_id=template_id))
+        return self.get_paginated_response(SingleUseCodeSerializer(page, many=True).data)
+
+    @extend_schema(
+        request=SingleUseCodesInputSerializer,
+        responses={201: SingleUseCodesCreatedSerializer},
+        description="Create `count` new unique single-use codes (12 characters without "
+        "look-alikes: no 0/O, 1/I/L). Each issues the template once through "
+        "`POST /api/coupons/redeem`; from then on the template is not claimable by id.",
+    )
+    @api_errors(TemplateNotFound, TemplateInvalid)
+    def post(self, request, template_id: int):
+        # 404 before validation, like the other routes of one template.
+        if not CouponTemplate.objects.filter(pk=template_id).exists():
+            raise TemplateNotFound()
+        payload = SingleUseCodesInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        created = codes.single_use_codes_create(
+            template_id=template_id, count=payload.validated_data["count"]
+        )
+        return Response({"created": created}, status=status.HTTP_201_CREATED)

@@ -5,11 +5,14 @@ from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_sc
 from rest_framework import serializers
 
 from api.serializers import AwareDateTimeField, StrictSerializer
-from core.limits import MAX_BIGINT
 from coupons import selectors
-from coupons.models import CODE_PATTERN, GRANT_REASON_MAX_LENGTH, CouponTemplate, UserCoupon
+from coupons.models import (
+    CODE_PATTERN,
+    CouponTemplate,
+    UserCoupon,
+)
 from coupons.rules import ClaimState
-from coupons.services import grants, templates
+from coupons.services import templates
 
 if TYPE_CHECKING:
     from coupons.selectors import ShopperTemplate
@@ -60,6 +63,10 @@ class TemplateInputSerializer(StrictSerializer):
     scope_ids = serializers.ListField(child=serializers.IntegerField(), default=list)
     code = serializers.CharField(allow_null=True, default=None, trim_whitespace=False)
     visibility = serializers.CharField(default=CouponTemplate.Visibility.PUBLIC)
+    audience = serializers.CharField(
+        default=CouponTemplate.Audience.ALL,
+        help_text="`all`, or `new_customers`: only users who have never paid for an order.",
+    )
 
 
 class TemplateSerializer(serializers.ModelSerializer):
@@ -90,19 +97,36 @@ class TemplateSerializer(serializers.ModelSerializer):
                 "scope_ids": [2],
                 "code": "TEA-WEEK",
                 "visibility": "hidden",
+                "audience": "all",
                 "claimed_count": 1204,
                 "created_at": "2026-11-28T09:00:00.000000Z",
                 "updated_at": "2026-11-28T09:00:00.000000Z",
                 "used_count": 311,
+                "paused_at": None,
+                "has_single_use_codes": False,
             },
         )
     ]
 )
 class AdminTemplateSerializer(TemplateSerializer):
     used_count = serializers.IntegerField(read_only=True)
+    paused_at = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="Since when the template is paused (it issues nothing); null: not paused.",
+    )
+    has_single_use_codes = serializers.BooleanField(
+        read_only=True,
+        help_text="Issued only by its single-use codes or by grants, not claimable by id.",
+    )
 
     class Meta(TemplateSerializer.Meta):
-        fields = [*TemplateSerializer.Meta.fields, "used_count"]
+        fields = [
+            *TemplateSerializer.Meta.fields,
+            "used_count",
+            "paused_at",
+            "has_single_use_codes",
+        ]
         read_only_fields = fields
 
 
@@ -125,6 +149,7 @@ class AdminTemplateSerializer(TemplateSerializer):
                 "valid_days": None,
                 "scope": "categories",
                 "scope_ids": [2],
+                "audience": "all",
                 "claimed_count": 118,
                 "claimed_by_me": 1,
                 "state": "claimable",
@@ -154,7 +179,10 @@ class ShopperTemplateSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.ChoiceField(choices=SHOPPER_STATES))
     def get_state(self, template: "ShopperTemplate") -> str:
         return selectors.shopper_state(
-            template, claimed_by_me=template.claimed_by_me, now=self.context["now"]
+            template,
+            claimed_by_me=template.claimed_by_me,
+            has_paid_order=self.context.get("has_paid_order"),
+            now=self.context["now"],
         )
 
 
@@ -281,45 +309,4 @@ class RedeemInputSerializer(StrictSerializer):
     code = serializers.RegexField(
         CODE_PATTERN,
         error_messages={"invalid": "A code is 4 to 32 characters of A-Z, a-z, 0-9, _ and -."},
-    )
-
-
-class GrantInputSerializer(StrictSerializer):
-    """Types and sizes; the reason's trimmed length is checked by grants.coupon_grant."""
-
-    user_ids = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=MAX_BIGINT),
-        min_length=1,
-        max_length=grants.MAX_GRANT_USERS,
-    )
-    reason = serializers.CharField(max_length=GRANT_REASON_MAX_LENGTH)
-
-
-@extend_schema_serializer(
-    examples=[
-        OpenApiExample(
-            "Three granted and two not",
-            response_only=True,
-            value={
-                "granted": [42, 43, 57],
-                "limit_reached": [61],
-                "sold_out": [],
-                "unknown_user": [999],
-                "already_granted": [],
-                "ended": [],
-            },
-        )
-    ]
-)
-class GrantResultSerializer(serializers.Serializer):
-    granted = serializers.ListField(child=serializers.IntegerField())
-    limit_reached = serializers.ListField(child=serializers.IntegerField())
-    sold_out = serializers.ListField(child=serializers.IntegerField())
-    unknown_user = serializers.ListField(child=serializers.IntegerField())
-    already_granted = serializers.ListField(
-        child=serializers.IntegerField(),
-        help_text="Granted this template for this reason before: nothing issued twice.",
-    )
-    ended = serializers.ListField(
-        child=serializers.IntegerField(), help_text="The template ended during the grant."
     )

@@ -18,4 +18,19 @@ urlpatterns = [
         admin_views.AdminTemplateGrantView.as_view(),
         name="admin-coupon-grants",
     ),
+    path(
+        "admin/coupons/<id:template_id>/pause",
+        admin_views.AdminTemplatePauseView.as_view(),
+        name="admin-coupon-pause",
+    ),
+    path(
+        "admin/coupons/<id:template_id>/resume",
+        admin_views.AdminTemplateResumeView.as_view(),
+        name="admin-coupon-resume",
+    ),
+    path(
+        "admin/coupons/<id:template_id>/codes",
+        admin_views.AdminTemplateCodesView.as_view(),
+        name="admin-coupon-codes",
+    ),
 ]

@@ -20,9 +20,12 @@ from coupons.api.serializers import (
 )
 from coupons.errors import (
     ClaimLimitReached,
+    ClaimNotEligible,
     ClaimNotInWindow,
+    ClaimPaused,
     ClaimSoldOut,
     ClaimThrottled,
+    CodeUsed,
     TemplateNotFound,
 )
 from coupons.services import issuing
@@ -62,8 +65,23 @@ class CouponClaimView(GenericAPIView):
     # per user and template: coupons.services.issuing raises ClaimThrottled.
     throttle_classes = []
 
-    @extend_schema(request=None, responses={201: UserCouponSerializer})
-    @api_errors(TemplateNotFound, ClaimNotInWindow, ClaimSoldOut, ClaimLimitReached, ClaimThrottled)
+    @extend_schema(
+        request=None,
+        responses={201: UserCouponSerializer},
+        description="Claim one coupon of a public template, decided in the order window "
+        "(409 not_in_window), paused (409 paused), audience (409 not_eligible: a new-customers "
+        "coupon and the caller has paid for an order), total (409 sold_out), per-user limit "
+        "(409 limit_reached). A hidden template, or one issued by single-use codes, is 404.",
+    )
+    @api_errors(
+        TemplateNotFound,
+        ClaimNotInWindow,
+        ClaimPaused,
+        ClaimNotEligible,
+        ClaimSoldOut,
+        ClaimLimitReached,
+        ClaimThrottled,
+    )
     @idempotent
     def post(self, request, template_id: int):
         coupon = issuing.coupon_claim(template_id=template_id, user_id=request.user.pk)
@@ -79,10 +97,20 @@ class CouponRedeemView(GenericAPIView):
     @extend_schema(
         request=RedeemInputSerializer,
         responses={201: UserCouponSerializer},
-        description="Claim the coupon that has this code (public or hidden), through the same "
-        "path as a claim: 409 not_in_window / sold_out / limit_reached; an unknown code is 404.",
+        description="Claim the coupon that has this code (public or hidden), or the template of "
+        "a single-use code, through the same path as a claim: 409 not_in_window / paused / "
+        "not_eligible / sold_out / limit_reached; a single-use code already used is 409 "
+        "code_used (of many users racing one code exactly one wins); an unknown code is 404.",
     )
-    @api_errors(TemplateNotFound, ClaimNotInWindow, ClaimSoldOut, ClaimLimitReached)
+    @api_errors(
+        TemplateNotFound,
+        CodeUsed,
+        ClaimNotInWindow,
+        ClaimPaused,
+        ClaimNotEligible,
+        ClaimSoldOut,
+        ClaimLimitReached,
+    )
     @idempotent
     def post(self, request):
         payload = RedeemInputSerializer(data=request.data)

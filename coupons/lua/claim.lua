@@ -14,10 +14,12 @@
 --
 -- Returns {code, ...}:
 --   {4}                     throttled (counted before anything else)
---   {2} not in window, {1} sold out, {3} per-user limit reached: refusals on confirmed facts,
---                           checked in the claim rule's order (coupons.rules.claim_state).
---                           Later checks slot in that order: window, paused, audience, total,
---                           per-user limit (a `paused` term, an audience fact per user).
+--   {2} not in window, {6} paused, {1} sold out, {3} per-user limit reached: refusals on
+--                           confirmed facts, in the claim rule's order (coupons.rules.
+--                           claim_state): window, paused, audience, total, per-user limit.
+--                           A new-customers template (`newonly`) is refused on its window and
+--                           pause only: the audience comes next and is the user's fact, which
+--                           only the database knows, so the database decides the rest.
 --   {0, row, user}          may have room: ask the database (user: the floor, or -1)
 --   {5, lease, user}        the terms are missing: ask the database, then write them back
 --                           (sync.lua) showing this lease
@@ -33,7 +35,8 @@ if hits > tonumber(ARGV[2]) then
 end
 
 local user = tonumber(redis.call('GET', KEYS[4]) or '-1')
-local terms = redis.call('HMGET', KEYS[1], 'total', 'limit', 'from', 'until', 'row')
+local terms = redis.call('HMGET', KEYS[1], 'total', 'limit', 'from', 'until', 'row', 'paused',
+  'newonly')
 if not terms[1] then
   local lease = redis.call('GET', KEYS[2])
   if not lease then
@@ -45,6 +48,12 @@ end
 
 if now < tonumber(terms[3]) or now > tonumber(terms[4]) then
   return {2}
+end
+if terms[6] == '1' then
+  return {6}
+end
+if terms[7] == '1' then
+  return {0, terms[5], user}
 end
 local claimed = redis.call('GET', KEYS[3])
 if claimed and tonumber(claimed) >= tonumber(terms[1]) then

@@ -35,7 +35,15 @@ class ClaimFacts:
 # (docs/measurements/2026-11-30-claim-cpu-in-process.md). The rule's facts, then what the
 # issue and its answer use of the template: a new term they need is added to
 # TEMPLATE_SUMMARY_COLUMNS.
-TEMPLATE_FACT_COLUMNS = ("total", "claimed_count", "per_user_limit", "valid_from", "valid_until")
+TEMPLATE_FACT_COLUMNS = (
+    "total",
+    "claimed_count",
+    "per_user_limit",
+    "valid_from",
+    "valid_until",
+    "paused_at",
+    "audience",
+)
 TEMPLATE_SUMMARY_COLUMNS = (
     "updated_at",  # the terms' version (coupons.services.terms_cache)
     "name",
@@ -47,6 +55,7 @@ TEMPLATE_SUMMARY_COLUMNS = (
     "scope_ids",
     "visibility",
     "valid_days",
+    "has_single_use_codes",
 )
 CLAIM_FACTS_SQL = (
     f"SELECT {', '.join(TEMPLATE_FACT_COLUMNS + TEMPLATE_SUMMARY_COLUMNS)},"
@@ -54,26 +63,40 @@ CLAIM_FACTS_SQL = (
     " FROM coupon_templates t WHERE t.id = %s"
 )
 # The only statement that waits for the template's row: it counts the claim if, at that
-# moment, there is room, the slot is within the limit and the window covers now. It takes
-# the row lock; the insert and the commit follow at once. LAST_INSERT_ID(expr) hands the new
-# count back in the UPDATE's own reply (the cursor's lastrowid): no read after it.
-COUNT_THE_CLAIM_SQL = (
-    "UPDATE coupon_templates SET claimed_count = LAST_INSERT_ID(claimed_count + 1)"
+# moment, the template is not paused, there is room, the slot is within the limit and the
+# window covers now, and the audience and the reach by id are still those the decision read
+# (the audience's own check, a lookup of the user's orders, ran before it in the same
+# transaction). It takes the row lock; the insert and the commit follow at once.
+# LAST_INSERT_ID(expr) hands the new count back in the UPDATE's own reply (the cursor's
+# lastrowid): no read after it.
+COUNT_THE_CLAIM_GUARD = (
     " WHERE id = %s AND claimed_count < total AND per_user_limit >= %s"
     " AND valid_from <= %s AND valid_until >= %s"
+    " AND paused_at IS NULL AND audience = %s AND (has_single_use_codes = 0 OR %s)"
+)
+COUNT_THE_CLAIM_SQL = (
+    "UPDATE coupon_templates SET claimed_count = LAST_INSERT_ID(claimed_count + 1)"
+    + COUNT_THE_CLAIM_GUARD
+)
+# Before it, for a single-use code: takes the code, once. Its row lock queues racing users
+# on the code; the one that wins commits with the coupon, or rolls back and frees the code.
+USE_SINGLE_USE_CODE_SQL = (
+    "UPDATE coupon_single_use_codes SET used_by_id = %s, used_at = %s"
+    " WHERE id = %s AND template_id = %s AND used_at IS NULL"
 )
 # SQLite (`make run` without DATABASE_URL) has no LAST_INSERT_ID(expr): the same guard, with
 # the new count in the UPDATE's RETURNING row.
 COUNT_THE_CLAIM_RETURNING_SQL = (
     "UPDATE coupon_templates SET claimed_count = claimed_count + 1"
-    " WHERE id = %s AND claimed_count < total AND per_user_limit >= %s"
-    " AND valid_from <= %s AND valid_until >= %s RETURNING claimed_count"
+    + COUNT_THE_CLAIM_GUARD
+    + " RETURNING claimed_count"
 )
 
 
 def count_the_claim(cursor: Any, *, vendor: str, params: list) -> int | None:
-    """Run the guarded UPDATE; the template's new claimed count, or None when it counted
-    nothing (no room, the slot over the limit, or outside the window)."""
+    """Run the guarded UPDATE (ClaimCount.params); the template's new claimed count, or None
+    when it counted nothing (paused, no room, the slot over the limit, outside the window, the
+    audience changed, or a template with single-use codes reached otherwise)."""
     if vendor == "mysql":
         cursor.execute(COUNT_THE_CLAIM_SQL, params)
         return cursor.lastrowid if cursor.rowcount == 1 else None
@@ -137,6 +160,28 @@ class CouponInsert:
         ]
 
 
+@dataclass(frozen=True)
+class ClaimCount:
+    """What COUNT_THE_CLAIM_SQL checks, by name: `params` puts them in the statement's order."""
+
+    template_id: int
+    slot: int
+    window_opens_by: datetime  # `now`, or END_OF_TIME when the window's start does not apply
+    now: datetime
+    audience: str  # as the decision read it
+    reachable_with_codes: bool  # a grant or a single-use code; not a claim by id or shared code
+
+    def params(self, adapt: Callable[[datetime], Any] = lambda moment: moment) -> list:
+        return [
+            self.template_id,
+            self.slot,
+            adapt(self.window_opens_by),
+            adapt(self.now),
+            self.audience,
+            self.reachable_with_codes,
+        ]
+
+
 GRANT_REASON_KEY = "user_coupon_one_grant_per_reason"
 # Compared with valid_from when the window's start does not apply (before_window_opens).
 END_OF_TIME = datetime(9999, 12, 30, tzinfo=UTC)
@@ -170,7 +215,15 @@ def claim_facts(*, template_id: int, user_id: int) -> ClaimFacts:
             TEMPLATE_FACT_COLUMNS + TEMPLATE_SUMMARY_COLUMNS, values, strict=True
         )
     }
-    terms = TemplateFacts(**{name: columns[name] for name in TEMPLATE_FACT_COLUMNS})
+    terms = TemplateFacts(
+        total=columns["total"],
+        claimed_count=columns["claimed_count"],
+        per_user_limit=columns["per_user_limit"],
+        valid_from=columns["valid_from"],
+        valid_until=columns["valid_until"],
+        paused=columns["paused_at"] is not None,
+        new_customers_only=columns["audience"] == CouponTemplate.Audience.NEW_CUSTOMERS,
+    )
     return ClaimFacts(
         template=CouponTemplate(id=template_id, **columns), terms=terms, user_claims=user_claims
     )

@@ -9,7 +9,9 @@ from django.utils.translation import gettext as _
 from core import clock
 from coupons.errors import (
     ClaimLimitReached,
+    ClaimNotEligible,
     ClaimNotInWindow,
+    ClaimPaused,
     ClaimSoldOut,
     TemplateInvalid,
     TemplateNotFound,
@@ -20,7 +22,8 @@ from coupons.models import (
     CouponTemplate,
     UserCoupon,
 )
-from coupons.services.issuing import AlreadyGranted, GrantNote, coupon_issue
+from coupons.services.decision import AlreadyGranted, GrantNote
+from coupons.services.issuing import coupon_issue
 
 MAX_GRANT_USERS = 1000
 
@@ -29,7 +32,9 @@ MAX_GRANT_USERS = 1000
 class GrantResult:
     """The requested users sorted by outcome, each list in the order given. Beyond the
     SPEC's four lists: `already_granted` (this template was granted to them for this reason
-    before, so a re-run issues nothing twice) and `ended` (the template ended mid-batch)."""
+    before, so a re-run issues nothing twice), `ended` (the template ended mid-batch),
+    `paused` (it was paused mid-batch) and `not_eligible` (a new-customers template, and
+    they have paid for an order: SPEC section 18)."""
 
     granted: list[int]
     limit_reached: list[int]
@@ -37,6 +42,8 @@ class GrantResult:
     unknown_user: list[int]
     already_granted: list[int]
     ended: list[int]
+    paused: list[int]
+    not_eligible: list[int]
 
 
 def coupon_grant(
@@ -49,8 +56,9 @@ def coupon_grant(
 ) -> GrantResult:
     """Staff issue a template to chosen users, one issue per user through `coupon_issue` (the
     claim's locking, total and per-user limit), allowed before the claim window opens but not
-    once the template has ended. Idempotent per (template, user, reason). Runs its own
-    transactions; `on_progress(done)` is called after each user."""
+    once the template has ended, nor while it is paused (ClaimPaused; a pause during the run
+    stops the rest, reported under `paused`). Idempotent per (template, user, reason). Runs
+    its own transactions; `on_progress(done)` is called after each user."""
     reason = reason.strip() if isinstance(reason, str) else ""
     errors: dict[str, list[str]] = {}
     if not 1 <= len(reason) <= GRANT_REASON_MAX_LENGTH:
@@ -63,11 +71,15 @@ def coupon_grant(
         ]
     if errors:
         raise TemplateInvalid(_("Invalid grant."), fields=errors)
-    template = CouponTemplate.objects.filter(pk=template_id).only("valid_until").first()
+    template = (
+        CouponTemplate.objects.filter(pk=template_id).only("valid_until", "paused_at").first()
+    )
     if template is None:
         raise TemplateNotFound()
     if clock.now() > template.valid_until:
         raise ClaimNotInWindow(_("This coupon has ended; it can no longer be granted."))
+    if template.paused_at is not None:
+        raise ClaimPaused(_("This coupon is paused; resume it to grant it."))
 
     wanted = list(dict.fromkeys(user_ids))  # repeats dropped, order kept
     # Inactive users are not granted to, and are reported like ids that do not exist.
@@ -81,7 +93,7 @@ def coupon_grant(
         ).values_list("user_id", flat=True)
     )
     note = GrantNote(granted_by_id=granted_by_id, reason=reason)
-    result = GrantResult([], [], [], [], [], [])
+    result = GrantResult([], [], [], [], [], [], [], [])
     for done, user_id in enumerate(wanted, start=1):
         _grant_one(template_id, user_id, note, known=known, held=held, result=result)
         if on_progress is not None:
@@ -120,5 +132,9 @@ def _grant_one(
         result.limit_reached.append(user_id)
     except ClaimNotInWindow:
         result.ended.append(user_id)
+    except ClaimPaused:
+        result.paused.append(user_id)
+    except ClaimNotEligible:
+        result.not_eligible.append(user_id)
     else:
         result.granted.append(user_id)

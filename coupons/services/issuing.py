@@ -3,11 +3,9 @@ core every claim, code and grant goes through, deciding in one short transaction
 (coupons/services/decision_transaction.py)."""
 
 import time
-from dataclasses import dataclass
-from datetime import datetime
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, connection
+from django.db import DatabaseError
 from django.utils.translation import gettext as _
 
 from api.throttles import Rate
@@ -16,52 +14,46 @@ from coupons.counter_results import (
     CouponLimitReached,
     CouponMayHaveRoom,
     CouponNotInWindow,
+    CouponPaused,
     CouponSoldOut,
     CouponTermsMissing,
     CouponThrottled,
     ScreenResult,
 )
 from coupons.counter_setup import AnyCounter, coupon_counter
+from coupons.customers import customer_history
 from coupons.errors import (
     ClaimLimitReached,
+    ClaimNotEligible,
     ClaimNotInWindow,
+    ClaimPaused,
     ClaimRejected,
     ClaimSoldOut,
     ClaimThrottled,
+    CodeUsed,
     TemplateNotFound,
 )
 from coupons.models import (
     CouponTemplate,
     UserCoupon,
-    UseWindow,
 )
 from coupons.rules import ClaimState, claim_state
 from coupons.services.claim_sql import (
-    END_OF_TIME,
-    GRANT_REASON_KEY,
-    INSERT_COUPON_SQL,
-    CouponInsert,
+    ClaimFacts,
     claim_facts,
-    count_the_claim,
 )
 from coupons.services.counter_sync import record_facts, resync_from_database
-from coupons.services.decision_transaction import decision_transaction, is_slot_taken
+from coupons.services.decision import GrantNote, decide
 from coupons.services.terms_cache import cached_terms, template_from_row
-
-
-@dataclass(frozen=True)
-class IssueOutcome:
-    """What one decision transaction did: the coupon it issued, or why it issued none
-    (`slot_taken`: a concurrent claim of the same user took the slot first; try the next)."""
-
-    coupon: UserCoupon | None = None
-    slot_taken: bool = False
-    claimed_count: int | None = None  # with a coupon: the template's count after it
-
+from coupons.single_use_codes import (
+    SingleUseCode,
+)
 
 REJECTION_BY_STATE: dict[ClaimState, type[ClaimRejected]] = {
     ClaimState.NOT_STARTED: ClaimNotInWindow,
     ClaimState.ENDED: ClaimNotInWindow,
+    ClaimState.PAUSED: ClaimPaused,
+    ClaimState.NOT_ELIGIBLE: ClaimNotEligible,
     ClaimState.SOLD_OUT: ClaimSoldOut,
     ClaimState.LIMIT_REACHED: ClaimLimitReached,
 }
@@ -69,6 +61,7 @@ REJECTION_BY_REFUSAL: dict[type, type[ClaimRejected]] = {
     CouponNotInWindow: ClaimNotInWindow,
     CouponSoldOut: ClaimSoldOut,
     CouponLimitReached: ClaimLimitReached,
+    CouponPaused: ClaimPaused,
 }
 # A decision that the facts call claimable but the guarded UPDATE refused can only follow a
 # concurrent edit of the template (or the clock passing valid_from); it is retried, this often.
@@ -110,26 +103,30 @@ def coupon_claim(*, template_id: int, user_id: int) -> UserCoupon:
 def coupon_redeem(*, code: str, user_id: int) -> UserCoupon:
     """A shopper claims the template that has this code, public or hidden, through the same
     issuing core as a claim (SPEC section 11). Codes compare without regard to case; an
-    unknown code is TemplateNotFound. Runs its own transactions (see `coupon_issue`)."""
-    template_id = (
+    unknown code is TemplateNotFound. A single-use code (SPEC section 18) issues its template
+    once: to the first redemption that the rule lets through; after it, CodeUsed. Runs its
+    own transactions (see `coupon_issue`)."""
+    single_use = (
+        SingleUseCode.objects.filter(code=code.upper())
+        .values_list("pk", "template_id", "used_at")
+        .first()
+    )
+    if single_use is not None:
+        code_id, template_id, used_at = single_use
+        if used_at is not None:  # safe without a lock: a used code is never freed
+            raise CodeUsed()
+        return coupon_issue(
+            template_id=template_id,
+            user_id=user_id,
+            source=UserCoupon.Source.CODE,
+            single_use_code_id=code_id,
+        )
+    shared = (
         CouponTemplate.objects.filter(code_key=code.upper()).values_list("pk", flat=True).first()
     )
-    if template_id is None:
+    if shared is None:
         raise TemplateNotFound(_("No coupon has this code."))
-    return coupon_issue(template_id=template_id, user_id=user_id, source=UserCoupon.Source.CODE)
-
-
-@dataclass(frozen=True)
-class GrantNote:
-    """Who granted a coupon and why, recorded on it (source `grant`)."""
-
-    granted_by_id: int | None
-    reason: str
-
-
-class AlreadyGranted(Exception):
-    """The user already holds a coupon of this template granted for the same reason: a grant
-    run again issues nothing twice (the unique (template, user, grant_reason_key) index)."""
+    return coupon_issue(template_id=shared, user_id=user_id, source=UserCoupon.Source.CODE)
 
 
 def coupon_issue(
@@ -139,18 +136,21 @@ def coupon_issue(
     source: str,
     before_window_opens: bool = False,
     grant: GrantNote | None = None,
+    single_use_code_id: int | None = None,
 ) -> UserCoupon:
     """Issue one coupon of a template to a user, or raise why not. The one issuing core: every
     path that hands out coupons (claim by id, code, grant) comes through here, and the coupon
     records its `source`, its own use window (stamped here, under the row lock) and, for a
     grant, the GrantNote.
 
-    Raises TemplateNotFound (also for a claim by id of a hidden template), AlreadyGranted, or
-    a ClaimRejected (ClaimNotInWindow, ClaimSoldOut,
-    ClaimLimitReached) decided by `coupons.rules.claim_state` in the order window, total,
-    per-user limit; `before_window_opens` skips only the window's start (grants may be made
-    early, never after the end). A DatabaseError is re-raised with nothing written, after the
-    Redis counters are put back to the database facts.
+    Raises TemplateNotFound (also for a claim by id of a hidden template, and for a claim by id
+    or shared code of a template with single-use codes), AlreadyGranted, CodeUsed (the
+    `single_use_code_id` was taken first: it is spent in the decision transaction, at most
+    once), or a ClaimRejected (ClaimNotInWindow, ClaimPaused, ClaimNotEligible, ClaimSoldOut,
+    ClaimLimitReached) decided by `coupons.rules.claim_state` in the order window, paused,
+    audience, total, per-user limit; `before_window_opens` skips only the window's start
+    (grants may be made early, never after the end). A DatabaseError is re-raised with
+    nothing written, after the Redis counters are put back to the database facts.
 
     Runs its own short transactions and Redis calls, so call it outside any transaction: inside
     one, the template's row lock would be held until the caller commits. The database decides
@@ -162,6 +162,7 @@ def coupon_issue(
         source=source,
         before_window_opens=before_window_opens,
         grant=grant,
+        single_use_code_id=single_use_code_id,
         counter=coupon_counter(),
         screened=None,
     )
@@ -176,10 +177,14 @@ def _issue(
     screened: ScreenResult | None,
     before_window_opens: bool = False,
     grant: GrantNote | None = None,
+    single_use_code_id: int | None = None,
 ) -> UserCoupon:
     """`coupon_issue`, after the claim's Redis screen (None: none, or Redis unavailable)."""
     if (source == UserCoupon.Source.GRANT) != (grant is not None):
         raise ValueError("a grant, and only a grant, carries a GrantNote")
+    if single_use_code_id is not None and source != UserCoupon.Source.CODE:
+        raise ValueError("a single-use code is redeemed as a code")
+    reachable_with_codes = source == UserCoupon.Source.GRANT or single_use_code_id is not None
     # The terms come from Redis when it holds them (no statement), else from the database,
     # and then go back to Redis under the lease the screen handed out.
     lease = screened.lease if isinstance(screened, CouponTermsMissing) else None
@@ -193,17 +198,18 @@ def _issue(
         read_at = time.time()
         facts = claim_facts(template_id=template_id, user_id=user_id)
         template, user_claims = facts.template, facts.user_claims
-    if (
-        source == UserCoupon.Source.CLAIM
-        and template.visibility != CouponTemplate.Visibility.PUBLIC
-    ):
-        raise TemplateNotFound()  # hidden: reachable by code or grant only, never by id
+    _check_reach(template, source=source, reachable_with_codes=reachable_with_codes)
     if facts is not None:
-        # Safe fast rejection without the lock: counts never go down, so a refusal read from
-        # a committed snapshot was true when it was read. Redis learns the facts.
+        # Safe fast rejection without the lock: counts never go down and a paid order stays
+        # paid, so a refusal read from a committed snapshot was true when it was read. Redis
+        # learns the facts.
         now = clock.now()
         state = claim_state(
-            facts.terms, now=now, user_claims=user_claims, before_window_opens=before_window_opens
+            facts.terms,
+            now=now,
+            user_claims=user_claims,
+            has_paid_order=_has_paid_order(facts, user_id=user_id),
+            before_window_opens=before_window_opens,
         )
         if state is not ClaimState.CLAIMABLE:
             record_facts(counter, facts, user_id=user_id, now=now, lease=lease, read_at=read_at)
@@ -220,6 +226,7 @@ def _issue(
                 before_window_opens=before_window_opens,
                 source=source,
                 grant=grant,
+                single_use_code_id=single_use_code_id,
             )
             if outcome.coupon is not None:
                 # What the database now holds: the count the UPDATE left, and at least
@@ -244,12 +251,16 @@ def _issue(
             template = facts.template
             now = clock.now()
             record_facts(counter, facts, user_id=user_id, now=now, lease=lease, read_at=read_at)
+            if outcome.code_used:
+                raise CodeUsed()
+            _check_reach(template, source=source, reachable_with_codes=reachable_with_codes)
             # At least slot - 1 places are taken when slot is tried: that is how it was chosen.
             user_claims = max(facts.user_claims, slot - 1 + outcome.slot_taken)
             state = claim_state(
                 facts.terms,
                 now=now,
                 user_claims=user_claims,
+                has_paid_order=_has_paid_order(facts, user_id=user_id),
                 before_window_opens=before_window_opens,
             )
             if state is not ClaimState.CLAIMABLE:
@@ -261,72 +272,21 @@ def _issue(
         raise
 
 
-def decide(
-    *,
-    template: CouponTemplate,
-    user_id: int,
-    slot: int,
-    before_window_opens: bool,
-    source: str,
-    grant: GrantNote | None,
-) -> IssueOutcome:
-    """One decision transaction: the guarded UPDATE takes the row lock, the insert and the
-    commit follow. Nothing is written unless both succeed."""
-    adapt = connection.ops.adapt_datetimefield_value
+def _check_reach(template: CouponTemplate, *, source: str, reachable_with_codes: bool) -> None:
+    """A claim by id reaches public templates only; a template with single-use codes is
+    reached only by one of them or by a grant. Otherwise "not found", as if it did not exist.
+    (The guarded UPDATE checks the latter again, for terms read from Redis.)"""
+    if (
+        source == UserCoupon.Source.CLAIM
+        and template.visibility != CouponTemplate.Visibility.PUBLIC
+    ):
+        raise TemplateNotFound()
+    if template.has_single_use_codes and not reachable_with_codes:
+        raise TemplateNotFound()
 
-    def window_covers(now: datetime) -> list:
-        """The parameters of `valid_from <= %s AND valid_until >= %s` for `now`."""
-        return [adapt(END_OF_TIME if before_window_opens else now), adapt(now)]
 
-    try:
-        with decision_transaction() as decision, decision.connection.cursor() as cursor:
-            claimed_count = count_the_claim(
-                cursor,
-                vendor=decision.connection.vendor,
-                params=[template.pk, slot, *window_covers(clock.now())],
-            )
-            if claimed_count is None:
-                return IssueOutcome()
-            # Sampled after the lock: time spent waiting for it counts against the window.
-            now = clock.now()
-            window = template.use_window_at(now)
-            insert = CouponInsert(
-                template_id=template.pk,
-                user_id=user_id,
-                slot=slot,
-                coupon_window=window,
-                source=source,
-                granted_by_id=grant.granted_by_id if grant else None,
-                grant_reason=grant.reason if grant else None,
-                now=now,
-                window_opens_by=END_OF_TIME if before_window_opens else now,
-                template_window=UseWindow(template.valid_from, template.valid_until),
-                template_valid_days=template.valid_days,
-            )
-            cursor.execute(INSERT_COUPON_SQL, insert.params(adapt))
-            if cursor.rowcount == 0:
-                decision.roll_back()
-                return IssueOutcome()
-            coupon_id = cursor.lastrowid
-    except IntegrityError as error:
-        if GRANT_REASON_KEY in str(error):
-            raise AlreadyGranted() from error
-        if not is_slot_taken(error):
-            raise
-        return IssueOutcome(slot_taken=True)
-    coupon = UserCoupon(
-        id=coupon_id,
-        template=template,
-        user_id=user_id,
-        slot=slot,
-        status=UserCoupon.Status.UNUSED,
-        used_at=None,
-        valid_from=window.valid_from,
-        valid_until=window.valid_until,
-        source=source,
-        granted_by_id=grant.granted_by_id if grant else None,
-        grant_reason=grant.reason if grant else None,
-        created_at=now,
-        updated_at=now,
-    )
-    return IssueOutcome(coupon=coupon, claimed_count=claimed_count)
+def _has_paid_order(facts: ClaimFacts, *, user_id: int) -> bool | None:
+    """The audience's fact for this user, looked up only when the template asks for it."""
+    if not facts.terms.new_customers_only:
+        return None
+    return customer_history().has_paid_order(user_id=user_id)

@@ -1,7 +1,6 @@
 """Coupon templates: publishing, editing and deleting them, and the rules on their terms."""
 
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -10,21 +9,19 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
 from core import clock
-from coupons.catalog import scope_catalog
 from coupons.errors import (
     TemplateInvalid,
     TemplateNotFound,
 )
 from coupons.models import (
-    CODE_PATTERN,
     MAX_AMOUNT,
     MAX_COUNT,
     MAX_PERCENT,
-    MAX_SCOPE_IDS,
     MAX_VALID_DAYS,
     NAME_MAX_LENGTH,
     CouponTemplate,
 )
+from coupons.services.template_scope_and_code import code_validate, one_of, scope_validate
 from coupons.services.terms_cache import next_version, terms_change, terms_publish_new
 from coupons.shopper_list import published_terms_changed
 
@@ -43,6 +40,7 @@ TEMPLATE_TERMS = (
     "scope_ids",
     "code",
     "visibility",
+    "audience",
 )
 # Coupons already in users' hands would silently change value if these changed. The claim
 # window is not here: each coupon carries its own use window, stamped at issue.
@@ -55,10 +53,6 @@ FROZEN_ONCE_CLAIMED = (
     "scope",
     "scope_ids",
 )
-
-
-def one_of(values: list[str]) -> str:
-    return _("Must be one of: %(values)s.") % {"values": ", ".join(values)}
 
 
 def template_terms_validate(
@@ -109,13 +103,19 @@ def template_terms_validate(
             fail("max_discount", _("Only a percent coupon may have a cap; leave it empty."))
     if clean.get("valid_days") is not None:
         check_int("valid_days", 1, MAX_VALID_DAYS)
-    _scope_validate(clean, fail, current=current)
-    _code_validate(clean, fail, current=current)
+    scope_validate(clean, fail, current=current)
+    code_validate(clean, fail, current=current)
     if clean.get("visibility") not in CouponTemplate.Visibility.values:
         fail(
             "visibility",
             _("Must be one of: %(values)s.")
             % {"values": ", ".join(CouponTemplate.Visibility.values)},
+        )
+    if clean.get("audience") not in CouponTemplate.Audience.values:
+        fail(
+            "audience",
+            _("Must be one of: %(values)s.")
+            % {"values": ", ".join(CouponTemplate.Audience.values)},
         )
     if "value" not in errors and "min_amount" not in errors:
         if clean.get("type") == CouponTemplate.Type.DIRECT and clean["min_amount"] != 0:
@@ -152,70 +152,6 @@ def template_terms_validate(
     return {field: clean[field] for field in TEMPLATE_TERMS}
 
 
-def _scope_validate(
-    clean: dict[str, Any], fail: Callable[[str, str], None], *, current: CouponTemplate | None
-) -> None:
-    """scope is all (no ids) or categories / products with 1..500 positive ids, which the
-    injected catalog knows. The ids are stored sorted and without repeats. Only ids new to the
-    template are looked up: one whose product was removed since must not block other edits."""
-    scope, ids = clean.get("scope"), clean.get("scope_ids")
-    if scope not in CouponTemplate.Scope.values:
-        fail(
-            "scope",
-            one_of(CouponTemplate.Scope.values),
-        )
-        return
-    if not isinstance(ids, list) or not all(
-        isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_AMOUNT for i in ids
-    ):
-        fail("scope_ids", _("A list of ids (positive whole numbers) is required."))
-        return
-    if scope == CouponTemplate.Scope.ALL:
-        if ids:
-            fail("scope_ids", _('Must be empty when scope is "all".'))
-        return
-    clean["scope_ids"] = ids = sorted(set(ids))
-    if not 1 <= len(ids) <= MAX_SCOPE_IDS:
-        fail(
-            "scope_ids",
-            _("Between 1 and %(count)d ids are required for the scope “%(scope)s”.")
-            % {"count": MAX_SCOPE_IDS, "scope": CouponTemplate.Scope(scope).label},
-        )
-        return
-    catalog = scope_catalog()
-    if catalog is not None:
-        kept = set(current.scope_ids) if current is not None and current.scope == scope else set()
-        new_ids = sorted(set(ids) - kept)
-        unknown = sorted(set(new_ids) - set(catalog.names(scope=scope, ids=new_ids)))
-        unknown_text = {
-            CouponTemplate.Scope.CATEGORIES: _("Unknown categories: %(ids)s."),
-            CouponTemplate.Scope.PRODUCTS: _("Unknown products: %(ids)s."),
-        }
-        if unknown:
-            fail(
-                "scope_ids",
-                unknown_text[scope] % {"ids": ", ".join(map(str, unknown[:20]))},
-            )
-
-
-def _code_validate(
-    clean: dict[str, Any], fail: Callable[[str, str], None], *, current: CouponTemplate | None
-) -> None:
-    """A code is 4..32 of A-Z a-z 0-9 _ -, unique without regard to case. The unique index on
-    code_key (the upper-cased code) holds this against races; this check names the field."""
-    code = clean.get("code")
-    if code is None:
-        return
-    if not isinstance(code, str) or not re.fullmatch(CODE_PATTERN, code):
-        fail("code", _("Must be 4 to 32 characters of A-Z, a-z, 0-9, _ and -."))
-        return
-    taken = CouponTemplate.objects.filter(code_key=code.upper())
-    if current is not None:
-        taken = taken.exclude(pk=current.pk)
-    if taken.exists():
-        fail("code", _("Another coupon already has this code (codes ignore case)."))
-
-
 def coupon_template_publish(
     *,
     name: str,
@@ -232,6 +168,7 @@ def coupon_template_publish(
     scope_ids: list[int] | None = None,
     code: str | None = None,
     visibility: str = CouponTemplate.Visibility.PUBLIC,
+    audience: str = CouponTemplate.Audience.ALL,
 ) -> CouponTemplate:
     """Create a template after validating its terms. Runs in its own transaction."""
     terms = template_terms_validate(
@@ -250,6 +187,7 @@ def coupon_template_publish(
             "scope_ids": [] if scope_ids is None else scope_ids,
             "code": code,
             "visibility": visibility,
+            "audience": audience,
         }
     )
     with _code_taken_is_invalid():
@@ -288,7 +226,7 @@ def coupon_template_edit(*, template_id: int, changes: dict[str, Any]) -> Coupon
 @contextmanager
 def _code_taken_is_invalid() -> Iterator[None]:
     """Two templates racing for one code: the unique index refuses the second, which is then
-    the same 400 as the check in _code_validate would have given."""
+    the same 400 as the check in code_validate would have given."""
     try:
         with transaction.atomic():
             yield
@@ -311,3 +249,36 @@ def coupon_template_delete(*, template_id: int) -> None:
             raise TemplateInvalid("A template with claims cannot be deleted.")
         with terms_change(template, deleting=True):
             template.delete()
+
+
+def coupon_template_pause(*, template_id: int) -> CouponTemplate:
+    """Stop issuing a template (claims, codes and grants answer `paused`) without ending it;
+    coupons already held stay usable. Idempotent: pausing a paused template keeps its
+    paused_at. Under the row lock, so a claim decides either before the pause or after it.
+    Runs in its own transaction."""
+    return _paused_set(template_id=template_id, paused=True)
+
+
+def coupon_template_resume(*, template_id: int) -> CouponTemplate:
+    """Issue a paused template again; idempotent. Takes effect before it returns: the
+    database decides `paused` (the guarded UPDATE reads it), and the claim's cached terms are
+    fenced and published as for an edit (SPEC section 15). Runs in its own transaction."""
+    return _paused_set(template_id=template_id, paused=False)
+
+
+def _paused_set(*, template_id: int, paused: bool) -> CouponTemplate:
+    with transaction.atomic():
+        template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
+        if template is None:
+            raise TemplateNotFound()
+        if (template.paused_at is not None) == paused:
+            return template
+        with terms_change(template):
+            stamp = next_version(template.updated_at)  # the terms' version grows
+            paused_at = clock.now() if paused else None
+            CouponTemplate.objects.filter(pk=template_id).update(
+                paused_at=paused_at, updated_at=stamp
+            )
+            template.paused_at, template.updated_at = paused_at, stamp
+            published_terms_changed()  # the list shows `paused` from the next request
+    return template

@@ -41,6 +41,9 @@ ROW_COLUMNS = (
     "scope_ids",
     "visibility",
     "valid_days",
+    # SPEC section 18: the decision checks the audience it read and the reach by id.
+    "audience",
+    "has_single_use_codes",
 )
 DATETIME_COLUMNS = frozenset({"valid_from", "valid_until"})
 # Clocks of app nodes and Redis may be this far apart: a change that could not reach Redis
@@ -70,6 +73,8 @@ def cached_terms(template: CouponTemplate) -> CachedTerms:
         valid_from=template.valid_from,
         valid_until=template.valid_until,
         row=row,
+        paused=template.paused_at is not None,
+        new_customers_only=template.audience == CouponTemplate.Audience.NEW_CUSTOMERS,
     )
 
 

@@ -73,6 +73,8 @@ def test_nullable_fields_and_enums(schema):
     assert components["ShopperStateEnum"]["enum"] == [
         "not_started",
         "ended",
+        "paused",
+        "not_eligible",
         "sold_out",
         "limit_reached",
         "claimable",
@@ -89,7 +91,14 @@ def test_the_claim_documents_every_error_it_may_answer(schema):
         "400": ["invalid"],  # a malformed Idempotency-Key
         "401": ["authentication_failed", "not_authenticated"],
         "404": ["not_found"],
-        "409": ["limit_reached", "not_in_window", "request_in_progress", "sold_out"],
+        "409": [
+            "limit_reached",
+            "not_eligible",
+            "not_in_window",
+            "paused",
+            "request_in_progress",
+            "sold_out",
+        ],
         "413": ["too_large"],
         "422": ["idempotency_key_reused"],
         "429": ["throttled"],

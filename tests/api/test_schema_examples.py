@@ -158,6 +158,11 @@ def live_answers() -> dict[Operation, object]:
         200,
         {"user_ids": [shopper.pk], "reason": "Sorry for the late parcel"},
     )
+    call(as_staff, "post", "/api/admin/coupons/{template_id}/pause", f"{one}/pause", 200)
+    call(as_staff, "post", "/api/admin/coupons/{template_id}/resume", f"{one}/resume", 200)
+    codes = "/api/admin/coupons/{template_id}/codes"
+    call(as_staff, "post", codes, f"{one}/codes", 201, {"count": 2})
+    call(as_staff, "get", codes, f"{one}/codes", 200)
     return answers  # fmt: skip
 
 

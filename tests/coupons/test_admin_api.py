@@ -45,6 +45,9 @@ def test_publish_returns_201_with_the_template(staff_client):
         "visibility": "public",
         "claimed_count": 0,
         "used_count": 0,
+        "audience": "all",
+        "paused_at": None,
+        "has_single_use_codes": False,
         "created_at": "",
         "updated_at": "",
     }

@@ -45,6 +45,7 @@ def test_frozen_terms_are_read_only_once_claimed(admin_site):
         "valid_until",
         "code",
         "visibility",
+        "audience",
     }
     page = response.content.decode()
     assert '<div class="readonly">¥5.00</div>' in page  # the value, as money

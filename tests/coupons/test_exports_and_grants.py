@@ -3,6 +3,7 @@ skip inactive users, and grant reasons compare after trimming, NFKC and case fol
 
 import csv
 import io
+from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -10,6 +11,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.models.signals import post_save
 from factory.django import mute_signals
 
+from core import clock
 from coupons.grant_reasons import reason_key
 from coupons.models import UserCoupon
 from coupons.services import grants
@@ -126,10 +128,19 @@ def test_the_migration_keys_stored_reasons_and_keeps_every_coupon():
     # given: the schema before the key, with two grants to one user whose reasons were
     # different then and are one reason now
     executor = MigrationExecutor(connection)
-    executor.migrate([("coupons", "0004_verbose_names")])
-    # That schema has no published-terms table either (0006): no shopper-list signal.
+    before = executor.migrate([("coupons", "0004_verbose_names")])
+    # The template as the schema then had it (today's model names columns added since), and
+    # no shopper-list signal: that schema has no published-terms table either.
     with mute_signals(post_save):
-        template = CouponTemplateFactory(total=10, per_user_limit=5)
+        template = before.apps.get_model("coupons", "CouponTemplate").objects.create(
+            name="Before the key",
+            type="direct",
+            value=500,
+            total=10,
+            per_user_limit=5,
+            valid_from=clock.now() - timedelta(days=1),
+            valid_until=clock.now() + timedelta(days=1),
+        )
     user = UserFactory()
     with connection.cursor() as cursor:
         for slot, reason in ((1, "Ⱥpology"), (2, "ⱥpology"), (3, "Birthday")):

@@ -44,6 +44,8 @@ def test_a_grant_sorts_the_users_in_the_order_given(staff, staff_client):
         "unknown_user": [987654],
         "already_granted": [],
         "ended": [],
+        "paused": [],
+        "not_eligible": [],
     }
     granted = UserCoupon.objects.filter(source="grant").order_by("id")
     assert [(c.user_id, c.granted_by_id, c.grant_reason) for c in granted] == [

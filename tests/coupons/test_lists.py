@@ -52,6 +52,7 @@ def test_every_state_in_spec_order(user, shopper_client, frozen_now):
         "valid_days",
         "scope",
         "scope_ids",
+        "audience",
         "claimed_count",
         "claimed_by_me",
         "state",

@@ -2,16 +2,20 @@
 claim script's return codes, all held to `claim_state`."""
 
 import functools
-import itertools
 import time
 
 import pytest
 from django.conf import settings
 
-from coupons.counter_results import STATES_BY_RESULT, CachedTerms, CouponTermsMissing
+from coupons.counter_results import (
+    STATES_BY_RESULT,
+    CachedTerms,
+    CouponMayHaveRoom,
+    CouponTermsMissing,
+)
 from coupons.models import CouponTemplate
 from coupons.rules import ClaimState, TemplateFacts, claim_state, template_state_where
-from tests.support.claim_grid import GRID, MS, NOW, USER_CLAIMS
+from tests.support.claim_grid import GRID, MS, NOW, PROMOTION_GRID, grid_cases
 from tests.support.factories import CouponTemplateFactory
 from tests.support.helpers import counter_at
 
@@ -31,6 +35,57 @@ def test_the_rule_checks_window_then_total_then_the_limit():
     assert claim_state(at_limit, now=NOW, user_claims=1) is ClaimState.LIMIT_REACHED
     assert claim_state(at_limit, now=NOW, user_claims=0) is ClaimState.CLAIMABLE
     assert claim_state(at_limit, now=NOW, user_claims=None) is ClaimState.ACTIVE
+
+
+def test_the_rule_checks_paused_after_the_window_and_the_audience_before_the_total():
+    def facts(**changes) -> TemplateFacts:
+        open_sold_out = dict(
+            total=1, claimed_count=1, per_user_limit=1, valid_from=NOW, valid_until=NOW
+        )
+        return TemplateFacts(**(open_sold_out | changes))
+
+    paused_new_only = facts(paused=True, new_customers_only=True)
+    ended = facts(valid_until=NOW - MS, valid_from=NOW - MS * 2, paused=True)
+    assert claim_state(ended, now=NOW, user_claims=1, has_paid_order=True) is ClaimState.ENDED
+    assert (
+        claim_state(paused_new_only, now=NOW, user_claims=1, has_paid_order=True)
+        is ClaimState.PAUSED
+    )
+    new_only = facts(new_customers_only=True)
+    assert (
+        claim_state(new_only, now=NOW, user_claims=1, has_paid_order=True)
+        is ClaimState.NOT_ELIGIBLE
+    )
+    assert (
+        claim_state(new_only, now=NOW, user_claims=1, has_paid_order=False) is ClaimState.SOLD_OUT
+    )
+    # The template-level view has no user, so no audience: a paused one is paused.
+    assert claim_state(paused_new_only, now=NOW, user_claims=None) is ClaimState.PAUSED
+    assert claim_state(facts(total=2, new_customers_only=True), now=NOW, user_claims=None) is (
+        ClaimState.ACTIVE
+    )
+    # Grants skip the window's start, never the pause.
+    not_started_paused = facts(total=2, valid_from=NOW + MS, valid_until=NOW + MS, paused=True)
+    assert (
+        claim_state(not_started_paused, now=NOW, user_claims=0, before_window_opens=True)
+        is ClaimState.PAUSED
+    )
+
+
+def test_a_new_customers_template_needs_the_users_fact():
+    new_only = TemplateFacts(
+        total=2,
+        claimed_count=0,
+        per_user_limit=1,
+        valid_from=NOW,
+        valid_until=NOW,
+        new_customers_only=True,
+    )
+    with pytest.raises(ValueError):
+        claim_state(new_only, now=NOW, user_claims=0)
+    assert claim_state(new_only, now=NOW, user_claims=0, has_paid_order=False) is (
+        ClaimState.CLAIMABLE
+    )
 
 
 def test_before_window_opens_skips_only_the_start():
@@ -55,8 +110,10 @@ def test_the_admin_filter_selects_exactly_the_templates_the_rule_puts_in_each_st
             per_user_limit=facts.per_user_limit,
             valid_from=facts.valid_from,
             valid_until=facts.valid_until,
+            paused_at=NOW if facts.paused else None,
+            audience="new_customers" if facts.new_customers_only else "all",
         ).pk: facts
-        for facts in GRID
+        for facts in GRID + PROMOTION_GRID
     }
     CouponTemplate.objects.bulk_update(
         [
@@ -69,6 +126,7 @@ def test_the_admin_filter_selects_exactly_the_templates_the_rule_puts_in_each_st
     for state in (
         ClaimState.NOT_STARTED,
         ClaimState.ENDED,
+        ClaimState.PAUSED,
         ClaimState.SOLD_OUT,
         ClaimState.ACTIVE,
     ):
@@ -86,16 +144,19 @@ def test_the_admin_filter_selects_exactly_the_templates_the_rule_puts_in_each_st
         assert expected  # the grid reaches every state
 
 
+REFUSED_BEFORE_THE_AUDIENCE = {ClaimState.NOT_STARTED, ClaimState.ENDED, ClaimState.PAUSED}
+
+
 def test_the_lua_claim_script_refuses_exactly_what_the_rule_decides(redis_namespace):
     """claim.lua with the database's facts in Redis (terms, claimed count, the user's count),
     for every branch of the rule: each refusal is the rule's, and where the rule admits, Redis
     sends the claim to the database. Without the terms it refuses nothing."""
     counter = counter_at(settings.COUPON_COUNTER_REDIS_URL, prefix=redis_namespace)
     seen = set()
-    for template_id, (facts, user_claims) in enumerate(
-        itertools.product(GRID, USER_CLAIMS), start=1
-    ):
-        decided = claim_state(facts, now=NOW, user_claims=user_claims)
+    for template_id, (facts, user_claims, has_paid_order) in enumerate(grid_cases(), start=1):
+        decided = claim_state(
+            facts, now=NOW, user_claims=user_claims, has_paid_order=has_paid_order
+        )
         screen = functools.partial(
             counter.screen,
             template_id=template_id,
@@ -122,16 +183,24 @@ def test_the_lua_claim_script_refuses_exactly_what_the_rule_decides(redis_namesp
             valid_from=facts.valid_from,
             valid_until=facts.valid_until,
             row={},
+            paused=facts.paused,
+            new_customers_only=facts.new_customers_only,
         )
         assert counter.publish(terms, read_at=time.time())
 
         counted = screen()
 
-        assert decided in STATES_BY_RESULT[type(counted)], (facts, user_claims, counted)
+        if facts.new_customers_only and decided not in REFUSED_BEFORE_THE_AUDIENCE:
+            # The audience is the user's fact, known to the database only: it decides.
+            assert isinstance(counted, CouponMayHaveRoom), (facts, user_claims, counted)
+        else:
+            assert decided in STATES_BY_RESULT[type(counted)], (facts, user_claims, counted)
         seen.add(decided)
     assert seen == {
         ClaimState.NOT_STARTED,
         ClaimState.ENDED,
+        ClaimState.PAUSED,
+        ClaimState.NOT_ELIGIBLE,
         ClaimState.SOLD_OUT,
         ClaimState.LIMIT_REACHED,
         ClaimState.CLAIMABLE,

@@ -12,8 +12,9 @@ from rest_framework.renderers import JSONRenderer
 
 from coupons import selectors, shopper_list
 from coupons.api.serializers import ShopperTemplateSerializer
-from coupons.models import CouponTemplate, PublishedTermsVersion
-from coupons.services import templates
+from coupons.models import CouponTemplate
+from coupons.published_terms import PublishedTermsVersion
+from coupons.services import codes, templates
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
 
@@ -369,3 +370,17 @@ def test_published_terms_changed_is_the_hook_for_writes_without_save(shopper_cli
     shopper_list.published_terms_changed()
 
     assert by_id(listed(shopper_client))[template.pk]["name"] == "After"
+
+
+def test_pause_resume_and_single_use_codes_are_listed_by_the_next_request(shopper_client):
+    # given: the list's terms kept in memory (read once)
+    template = CouponTemplateFactory()
+    assert by_id(listed(shopper_client))[template.pk]["state"] == "claimable"
+
+    # when / then: each change is seen by the next request, with no save() signal involved
+    templates.coupon_template_pause(template_id=template.pk)
+    assert by_id(listed(shopper_client))[template.pk]["state"] == "paused"
+    templates.coupon_template_resume(template_id=template.pk)
+    assert by_id(listed(shopper_client))[template.pk]["state"] == "claimable"
+    codes.single_use_codes_create(template_id=template.pk, count=3)
+    assert template.pk not in by_id(listed(shopper_client))

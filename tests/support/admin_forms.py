@@ -21,5 +21,6 @@ def form_data(**overrides):
         "valid_until_1": end.strftime("%H:%M:%S"),
         "scope": "all",
         "visibility": "public",
+        "audience": "all",
     }
     return data | overrides

@@ -28,3 +28,38 @@ GRID = [
     )
     for (valid_from, valid_until), (claimed, total) in itertools.product(WINDOWS, COUNTS)
 ]
+
+# SPEC section 18's steps, between the window and the total: paused, then the audience
+# (a new-customers template, and whether the user has a paid order).
+PROMOTION_GRID = [
+    TemplateFacts(
+        total=total,
+        claimed_count=claimed,
+        per_user_limit=PER_USER_LIMIT,
+        valid_from=valid_from,
+        valid_until=valid_until,
+        paused=paused,
+        new_customers_only=new_customers_only,
+    )
+    for (valid_from, valid_until), (
+        claimed,
+        total,
+    ), paused, new_customers_only in itertools.product(
+        WINDOWS, [(0, 2), (2, 2)], [False, True], [False, True]
+    )
+    if paused or new_customers_only
+]
+
+
+def grid_cases() -> list[tuple[TemplateFacts, int, bool | None]]:
+    """Every case of the rule as (facts, the user's claims, has_paid_order): has_paid_order
+    is None where the template does not ask for it."""
+    cases = [
+        (facts, user_claims, None) for facts, user_claims in itertools.product(GRID, USER_CLAIMS)
+    ]
+    for facts, user_claims in itertools.product(PROMOTION_GRID, USER_CLAIMS):
+        if facts.new_customers_only:
+            cases += [(facts, user_claims, False), (facts, user_claims, True)]
+        else:
+            cases.append((facts, user_claims, None))
+    return cases

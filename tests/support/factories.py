@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 
 from core import clock
 from coupons.models import CouponTemplate, UserCoupon
-from orders.models import Product
+from orders.models import Order, Product
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -66,3 +66,17 @@ class ProductFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"Product {n}")
     price = 9900
     stock = 100
+
+
+class PaidOrderFactory(factory.django.DjangoModelFactory):
+    """A paid order without lines or coupon: what makes its user no longer a new customer."""
+
+    class Meta:
+        model = Order
+
+    user = factory.SubFactory(UserFactory)
+    status = Order.Status.PAID
+    total_amount = 1000
+    pay_amount = 1000
+    expire_at = factory.LazyFunction(lambda: clock.now() + timedelta(minutes=15))
+    paid_at = factory.LazyFunction(clock.now)

@@ -15,7 +15,7 @@ def first_version(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('coupons', '0006_admin_permissions_and_labels'),
+        ('coupons', '0007_promotions'),
     ]
 
     operations = [

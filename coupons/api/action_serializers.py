@@ -1,0 +1,109 @@
+"""The admin API's action serializers: grants (SPEC section 17) and single-use codes (SPEC
+section 18). The templates' own serializers are coupons/api/serializers.py."""
+
+from drf_spectacular.utils import OpenApiExample, extend_schema_serializer
+from rest_framework import serializers
+
+from api.serializers import StrictSerializer
+from core.limits import MAX_BIGINT
+from coupons.models import GRANT_REASON_MAX_LENGTH
+from coupons.services import grants
+from coupons.single_use_codes import (
+    MAX_SINGLE_USE_CODES_PER_REQUEST,
+    SingleUseCode,
+)
+
+
+class GrantInputSerializer(StrictSerializer):
+    """Types and sizes; the reason's trimmed length is checked by grants.coupon_grant."""
+
+    user_ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_BIGINT),
+        min_length=1,
+        max_length=grants.MAX_GRANT_USERS,
+    )
+    reason = serializers.CharField(max_length=GRANT_REASON_MAX_LENGTH)
+
+
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "Three granted and two not",
+            response_only=True,
+            value={
+                "granted": [42, 43, 57],
+                "limit_reached": [61],
+                "sold_out": [],
+                "unknown_user": [999],
+                "already_granted": [],
+                "ended": [],
+                "paused": [],
+                "not_eligible": [],
+            },
+        )
+    ]
+)
+class GrantResultSerializer(serializers.Serializer):
+    granted = serializers.ListField(child=serializers.IntegerField())
+    limit_reached = serializers.ListField(child=serializers.IntegerField())
+    sold_out = serializers.ListField(child=serializers.IntegerField())
+    unknown_user = serializers.ListField(child=serializers.IntegerField())
+    already_granted = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="Granted this template for this reason before: nothing issued twice.",
+    )
+    ended = serializers.ListField(
+        child=serializers.IntegerField(), help_text="The template ended during the grant."
+    )
+    paused = serializers.ListField(
+        child=serializers.IntegerField(), help_text="The template was paused during the grant."
+    )
+    not_eligible = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="A new-customers template, and these users have paid for an order.",
+    )
+
+
+@extend_schema_serializer(
+    examples=[OpenApiExample("Ten thousand codes", request_only=True, value={"count": 10000})]
+)
+class SingleUseCodesInputSerializer(StrictSerializer):
+    """The type only; the range is checked by codes.single_use_codes_create (400 naming
+    `count`)."""
+
+    count = serializers.IntegerField(
+        help_text=f"How many new codes to create, 1 to {MAX_SINGLE_USE_CODES_PER_REQUEST}."
+    )
+
+
+@extend_schema_serializer(
+    examples=[OpenApiExample("Created", response_only=True, value={"created": 10000})]
+)
+class SingleUseCodesCreatedSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+
+
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "A used code",
+            response_only=True,
+            value={
+                "id": 31,
+                "code": "7KQ2MZ9XHR4T",
+                "used_by": 42,
+                "used_at": "2026-12-01T10:15:03.127000Z",
+                "created_at": "2026-11-30T09:00:00.000000Z",
+            },
+        )
+    ]
+)
+class SingleUseCodeSerializer(serializers.ModelSerializer):
+    used_by = serializers.IntegerField(
+        source="used_by_id", read_only=True, allow_null=True, help_text="The user who used it."
+    )
+
+    class Meta:
+        model = SingleUseCode
+        fields = ["id", "code", "used_by", "used_at", "created_at"]
+        read_only_fields = fields

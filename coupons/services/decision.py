@@ -1,0 +1,140 @@
+"""The issuing core's decision (coupons/services/issuing.py): one short transaction that spends
+a single-use code (if any), reads the audience (if the template asks), counts the claim with
+the guarded UPDATE and inserts the coupon, or writes nothing."""
+
+from dataclasses import dataclass
+
+from django.db import IntegrityError, connection
+
+from core import clock
+from coupons.customers import customer_history
+from coupons.models import CouponTemplate, UserCoupon, UseWindow
+from coupons.services.claim_sql import (
+    END_OF_TIME,
+    GRANT_REASON_KEY,
+    INSERT_COUPON_SQL,
+    USE_SINGLE_USE_CODE_SQL,
+    ClaimCount,
+    CouponInsert,
+    count_the_claim,
+)
+from coupons.services.decision_transaction import decision_transaction, is_slot_taken
+
+
+@dataclass(frozen=True)
+class IssueOutcome:
+    """What one decision transaction did: the coupon it issued, or why it issued none
+    (`slot_taken`: a concurrent claim of the same user took the slot first; try the next;
+    `code_used`: the single-use code was taken by another redemption)."""
+
+    coupon: UserCoupon | None = None
+    slot_taken: bool = False
+    code_used: bool = False
+    claimed_count: int | None = None  # with a coupon: the template's count after it
+
+
+@dataclass(frozen=True)
+class GrantNote:
+    """Who granted a coupon and why, recorded on it (source `grant`)."""
+
+    granted_by_id: int | None
+    reason: str
+
+
+class AlreadyGranted(Exception):
+    """The user already holds a coupon of this template granted for the same reason: a grant
+    run again issues nothing twice (the unique (template, user, grant_reason_key) index)."""
+
+
+def decide(
+    *,
+    template: CouponTemplate,
+    user_id: int,
+    slot: int,
+    before_window_opens: bool,
+    source: str,
+    grant: GrantNote | None,
+    single_use_code_id: int | None = None,
+) -> IssueOutcome:
+    """One decision transaction: the single-use code taken (if any), the audience looked up
+    (if the template asks), then the guarded UPDATE takes the row lock, the insert and the
+    commit follow. Nothing is written unless all succeed."""
+    adapt = connection.ops.adapt_datetimefield_value
+    try:
+        with decision_transaction() as decision, decision.connection.cursor() as cursor:
+            if single_use_code_id is not None:
+                cursor.execute(
+                    USE_SINGLE_USE_CODE_SQL,
+                    [user_id, adapt(clock.now()), single_use_code_id, template.pk],
+                )
+                if cursor.rowcount == 0:
+                    decision.roll_back()
+                    return IssueOutcome(code_used=True)
+            # The audience, read in this transaction: a payment committed before this read
+            # refuses the claim; one committed after it finds the claim already decided
+            # (docs/decisions/0402-new-customers-and-the-first-payment.md).
+            if template.audience == CouponTemplate.Audience.NEW_CUSTOMERS and (
+                customer_history().has_paid_order(user_id=user_id, using=decision.connection.alias)
+            ):
+                decision.roll_back()
+                return IssueOutcome()
+            now = clock.now()
+            count = ClaimCount(
+                template_id=template.pk,
+                slot=slot,
+                window_opens_by=END_OF_TIME if before_window_opens else now,
+                now=now,
+                audience=template.audience,
+                reachable_with_codes=(
+                    source == UserCoupon.Source.GRANT or single_use_code_id is not None
+                ),
+            )
+            claimed_count = count_the_claim(
+                cursor, vendor=decision.connection.vendor, params=count.params(adapt)
+            )
+            if claimed_count is None:
+                decision.roll_back()  # the code, if taken, is free again
+                return IssueOutcome()
+            # Sampled after the lock: time spent waiting for it counts against the window.
+            now = clock.now()
+            window = template.use_window_at(now)
+            insert = CouponInsert(
+                template_id=template.pk,
+                user_id=user_id,
+                slot=slot,
+                coupon_window=window,
+                source=source,
+                granted_by_id=grant.granted_by_id if grant else None,
+                grant_reason=grant.reason if grant else None,
+                now=now,
+                window_opens_by=END_OF_TIME if before_window_opens else now,
+                template_window=UseWindow(template.valid_from, template.valid_until),
+                template_valid_days=template.valid_days,
+            )
+            cursor.execute(INSERT_COUPON_SQL, insert.params(adapt))
+            if cursor.rowcount == 0:
+                decision.roll_back()
+                return IssueOutcome()
+            coupon_id = cursor.lastrowid
+    except IntegrityError as error:
+        if GRANT_REASON_KEY in str(error):
+            raise AlreadyGranted() from error
+        if not is_slot_taken(error):
+            raise
+        return IssueOutcome(slot_taken=True)
+    coupon = UserCoupon(
+        id=coupon_id,
+        template=template,
+        user_id=user_id,
+        slot=slot,
+        status=UserCoupon.Status.UNUSED,
+        used_at=None,
+        valid_from=window.valid_from,
+        valid_until=window.valid_until,
+        source=source,
+        granted_by_id=grant.granted_by_id if grant else None,
+        grant_reason=grant.reason if grant else None,
+        created_at=now,
+        updated_at=now,
+    )
+    return IssueOutcome(coupon=coupon, claimed_count=claimed_count)

@@ -1,0 +1,62 @@
+"""Single-use codes (SPEC section 18): the model and the codes' alphabet. Created in bulk by
+coupons/services/codes.py; spent once by the issuing core's decision
+(coupons/services/decision.py)."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+from coupons.fields import MillisecondDateTimeField
+
+# Single-use codes (SPEC section 18): no look-alikes (no 0/O, 1/I/L), upper case only.
+SINGLE_USE_CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
+SINGLE_USE_CODE_LENGTH = 12  # 31**12 is about 2**59: unguessable at any throttled rate
+MAX_SINGLE_USE_CODES_PER_REQUEST = 100_000
+
+
+class SingleUseCode(models.Model):
+    """One code that issues its template once, to whoever redeems it first (SPEC section 18).
+    `used_by`/`used_at` are set by one guarded UPDATE in the issuing transaction."""
+
+    template = models.ForeignKey(
+        "coupons.CouponTemplate",
+        on_delete=models.CASCADE,
+        related_name="single_use_codes",
+        db_index=False,
+    )
+    code = models.CharField(_("code"), max_length=SINGLE_USE_CODE_LENGTH, unique=True)
+    used_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_index=False,
+    )
+    used_at = MillisecondDateTimeField(null=True, blank=True)
+    created_at = MillisecondDateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "coupon_single_use_codes"
+        verbose_name = _("single-use code")
+        verbose_name_plural = _("single-use codes")
+        indexes = [
+            # The admin's list and export of a template's codes, in creation order.
+            models.Index(fields=["template", "id"], name="single_use_code_template_id"),
+            models.Index(fields=["used_by"], name="single_use_code_used_by"),
+        ]
+        constraints = [
+            # A deleted user leaves the code used (used_at kept, used_by emptied).
+            models.CheckConstraint(
+                condition=Q(used_by__isnull=True) | Q(used_at__isnull=False),
+                name="single_use_code_used_by_has_used_at",
+            ),
+            models.CheckConstraint(
+                condition=Q(code__regex=rf"^[{SINGLE_USE_CODE_ALPHABET}]{{10,}}$"),
+                name="single_use_code_alphabet",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.code
