@@ -33,24 +33,8 @@ from coupons.customers import customer_history
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.published_terms import PublishedTermsVersion
 from coupons.rules import ClaimState, TemplateFacts, claim_state
+from coupons.terms import SHOPPER_TERMS
 
-# What a shopper sees of a template's terms, in the API's order (ShopperTemplateSerializer):
-# no code or visibility (a shopper sees only public templates, and codes are handed out).
-LISTED_TERMS = (
-    "name",
-    "type",
-    "value",
-    "min_amount",
-    "total",
-    "per_user_limit",
-    "valid_from",
-    "valid_until",
-    "max_discount",
-    "valid_days",
-    "scope",
-    "scope_ids",
-    "audience",
-)
 _DATETIME_TERMS = frozenset({"valid_from", "valid_until"})
 _datetime = serializers.DateTimeField()  # DRF's own rendering, as the serializer's field
 _json = JSONRenderer()  # the API's renderer: the kept JSON is byte for byte what it gives
@@ -226,7 +210,9 @@ def _published_terms_read(*, user_id: int) -> tuple[PublishedTerms, dict[int, Te
     rows = (
         selectors.templates_for_shopper(user_id=user_id)
         .annotate(terms_version=Subquery(version_row.values("version")))
-        .values("id", *LISTED_TERMS, "paused_at", "claimed_count", "claimed_by_me", "terms_version")
+        .values(
+            "id", *SHOPPER_TERMS, "paused_at", "claimed_count", "claimed_by_me", "terms_version"
+        )
     )
     templates: list[ListedTemplate] = []
     counts: dict[int, TemplateCounts] = {}
@@ -244,7 +230,7 @@ def _published_terms_read(*, user_id: int) -> tuple[PublishedTerms, dict[int, Te
 
 def _listed(row: dict[str, Any]) -> ListedTemplate:
     rendered: dict[str, Any] = {"id": row["id"]}
-    for term in LISTED_TERMS:
+    for term in SHOPPER_TERMS:
         value = row[term]
         rendered[term] = _datetime.to_representation(value) if term in _DATETIME_TERMS else value
     return ListedTemplate(

@@ -13,6 +13,7 @@ from coupons.models import (
 )
 from coupons.rules import ClaimState
 from coupons.services import templates
+from coupons.terms import SHOPPER_TERMS
 
 if TYPE_CHECKING:
     from coupons.selectors import ShopperTemplate
@@ -165,11 +166,9 @@ class ShopperTemplateSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = CouponTemplate
-        # No code or visibility: a shopper sees only public templates, and codes are handed
-        # out, not listed.
         fields = [
             "id",
-            *(term for term in templates.TEMPLATE_TERMS if term not in ("code", "visibility")),
+            *SHOPPER_TERMS,
             "claimed_count",
             "claimed_by_me",
             "state",

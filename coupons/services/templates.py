@@ -24,24 +24,8 @@ from coupons.models import (
 from coupons.services.template_scope_and_code import code_validate, one_of, scope_validate
 from coupons.services.terms_cache import next_version, terms_change, terms_publish_new
 from coupons.shopper_list import published_terms_changed
+from coupons.terms import TEMPLATE_TERMS
 
-TEMPLATE_TERMS = (
-    "name",
-    "type",
-    "value",
-    "min_amount",
-    "total",
-    "per_user_limit",
-    "valid_from",
-    "valid_until",
-    "max_discount",
-    "valid_days",
-    "scope",
-    "scope_ids",
-    "code",
-    "visibility",
-    "audience",
-)
 # Coupons already in users' hands would silently change value if these changed. The claim
 # window is not here: each coupon carries its own use window, stamped at issue.
 FROZEN_ONCE_CLAIMED = (
