@@ -19,30 +19,11 @@ from bench import load, profiling, work, wrk
 from bench.cpu import CpuMeter
 from bench.processes import Gunicorn, MariaDBServer, RedisServer, free_port
 from bench.progress import log
-from bench.results import ClaimFacts, CpuShare, Load
+from bench.results import ClaimFacts, CpuShare, Load, Sizes
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DATABASE_NAME = "coupons_bench"
-
-
-@dataclass(frozen=True)
-class Sizes:
-    baseline_requests: int
-    baseline_warmup: int
-    concurrency: int  # connections of every throughput row
-    selling_requests: int
-    selling_warmup: int
-    storm_users: int
-    storm_total: int
-    sold_out_requests: int
-    scale_existing: tuple[int, ...]
-    scale_sequential: int
-    scale_concurrent: int
-    scale_concurrency: int
-    list_templates: int
-    mine_per_template: int
-    read_requests: int
 
 
 FULL = Sizes(

@@ -1,9 +1,8 @@
 """The target verdicts (issues 5, 11 and 15) and the printed tables, from one run's Results."""
 
-from dataclasses import dataclass
 from typing import Any
 
-from bench.results import ClaimRow, Load, Results, RunDocument
+from bench.results import ClaimRow, Load, Results, RunDocument, Target
 
 PASS, MISS, NOT_RUN = "PASS", "MISS", "n/a"
 
@@ -25,14 +24,6 @@ STORM_MIN_RATIO = 0.30
 REDIS_STOPPED_MIN_RATIO = 0.80  # of the Redis-up storm
 SCALE_MAX_RATIO = 1.25
 READ_MAX_P50_MS = 50.0
-
-
-@dataclass(frozen=True)
-class Target:
-    target: str
-    wanted: str
-    measured: str
-    verdict: str  # PASS, MISS or n/a (the scenario did not run)
 
 
 def ratio(numerator: float | None, denominator: float | None) -> float | None:

@@ -5,11 +5,33 @@ bench.report renders and judges the same objects."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from bench.harness import Sizes
-    from bench.report import Target
+
+@dataclass(frozen=True)
+class Sizes:
+    baseline_requests: int
+    baseline_warmup: int
+    concurrency: int  # connections of every throughput row
+    selling_requests: int
+    selling_warmup: int
+    storm_users: int
+    storm_total: int
+    sold_out_requests: int
+    scale_existing: tuple[int, ...]
+    scale_sequential: int
+    scale_concurrent: int
+    scale_concurrency: int
+    list_templates: int
+    mine_per_template: int
+    read_requests: int
+
+
+@dataclass(frozen=True)
+class Target:
+    target: str
+    wanted: str
+    measured: str
+    verdict: str  # PASS, MISS or n/a (the scenario did not run)
 
 
 @dataclass(frozen=True)
@@ -216,7 +238,7 @@ class RunDocument:
     seconds: float
     command: str
     mode: str  # "quick" or "full"
-    sizes: "Sizes"
+    sizes: Sizes
     machine: Machine
     server: Server
     results: Results
