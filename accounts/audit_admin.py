@@ -46,9 +46,13 @@ class ActionFilter(admin.SimpleListFilter):
 
 @admin.register(LogEntry)
 class StaffLogAdmin(admin.ModelAdmin):
-    list_display = ["action_time", "user", "object_type", "object_repr", "object_id", "message"]
+    list_display = ["action_time", "user", "object_type", "object_shown", "message"]
     list_display_links = None
-    list_filter = [ActionFilter, ("action_time", admin.DateFieldListFilter), "content_type"]
+    list_filter = [
+        ActionFilter,
+        ("action_time", admin.DateFieldListFilter),
+        ("content_type", admin.RelatedOnlyFieldListFilter),
+    ]
     list_select_related = ["user", "content_type"]
     search_fields = ["user__username", "object_repr", "=object_id", "change_message"]
     date_hierarchy = "action_time"
@@ -57,8 +61,12 @@ class StaffLogAdmin(admin.ModelAdmin):
 
     @admin.display(description=gettext_lazy("object type"))
     def object_type(self, entry: LogEntry) -> str:
-        model = entry.content_type.model_class() if entry.content_type_id else None
+        model = entry.content_type.model_class() if entry.content_type is not None else None
         return str(model._meta.verbose_name) if model is not None else "–"
+
+    @admin.display(description=gettext_lazy("object"), ordering="object_repr")
+    def object_shown(self, entry: LogEntry) -> str:
+        return f"{entry.object_repr} (#{entry.object_id})"
 
     @admin.display(description=gettext_lazy("what was done"))
     def message(self, entry: LogEntry) -> str:

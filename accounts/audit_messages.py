@@ -35,7 +35,7 @@ GRANT_OUTCOMES = {
     "already_granted": gettext_lazy("already granted for this reason"),
     "ended": gettext_lazy("ended"),
     "paused": gettext_lazy("paused"),
-    "not_eligible": gettext_lazy("not eligible"),
+    "not_eligible": gettext_lazy("not a new customer"),
 }
 
 
@@ -78,10 +78,10 @@ def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> 
                 f"{GRANT_OUTCOMES.get(outcome, outcome)}: {count}"
                 for outcome, count in amounts["outcomes"].items()
             )
-            return _("Granted to %(count)s users, reason “%(reason)s”: %(outcomes)s.") % {
+            return _("Granted to %(count)d users, reason “%(reason)s”: %(counts)s.") % {
                 "count": amounts["users"],
                 "reason": amounts["reason"],
-                "outcomes": outcomes,
+                "counts": outcomes,
             }
         case StaffAction.COUPONS_EXPORT:
             return _("Exported %(count)s coupons (CSV).") % {"count": amounts["count"]}
@@ -106,11 +106,11 @@ def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> 
 
 
 def _field_name(entry: LogEntry, field: str) -> str:
-    model = entry.content_type.model_class() if entry.content_type_id else None
+    model = entry.content_type.model_class() if entry.content_type is not None else None
     if model is None:
         return field
     try:
-        return str(model._meta.get_field(field).verbose_name)
+        return str(getattr(model._meta.get_field(field), "verbose_name", field))
     except FieldDoesNotExist:
         return field
 

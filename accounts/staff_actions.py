@@ -25,9 +25,14 @@ from accounts.errors import StaffActionRefused
 class Actor(Protocol):
     """The staff member acting (Django's user, or any with these)."""
 
-    pk: Any
-    is_active: bool
-    is_staff: bool
+    @property
+    def pk(self) -> Any: ...
+
+    @property
+    def is_active(self) -> bool: ...
+
+    @property
+    def is_staff(self) -> bool: ...
 
     def has_perms(self, perm_list: Any, obj: Any = None) -> bool: ...
 

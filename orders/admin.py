@@ -235,9 +235,7 @@ class OrderAdmin(StaffHistoryAdmin):
         cancelled, refused = [], []
         for order in queryset.only("pk", "user_id").order_by("pk")[: self.list_per_page]:
             try:
-                services.order_cancel(
-                    user_id=order.user_id, order_id=order.pk, actor=request.user
-                )
+                services.order_cancel(user_id=order.user_id, order_id=order.pk, actor=request.user)
             except DomainError:
                 refused.append(order.pk)
             else:

@@ -134,7 +134,10 @@ def order_cancel(*, user_id: int, order_id: int, actor: Actor | None = None) -> 
             actor=actor,
             action=StaffAction.ORDER_CANCEL,
             target=order,
-            amounts={"pay_amount": order.pay_amount, "coupon_returned": order.coupon_id is not None},
+            amounts={
+                "pay_amount": order.pay_amount,
+                "coupon_returned": order.coupon_id is not None,
+            },
         )
     return order
 

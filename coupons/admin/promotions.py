@@ -14,8 +14,8 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from core.csv_cells import csv_row
 from accounts.staff_actions import StaffAction, staff_action_check, staff_action_record
+from core.csv_cells import csv_row
 from coupons.admin.reports import in_language
 from coupons.models import CouponTemplate
 from coupons.services import templates
@@ -25,9 +25,7 @@ CODES_CSV_BATCH_SIZE = 2_000
 UTF8_BOM = "\ufeff"  # so that Excel opens the file as UTF-8 (template names in Chinese)
 
 
-@admin.action(
-    description=gettext_lazy("Pause: issue nothing until resumed"), permissions=["pause"]
-)
+@admin.action(description=gettext_lazy("Pause: issue nothing until resumed"), permissions=["pause"])
 def pause_templates(modeladmin, request, queryset: QuerySet[CouponTemplate]) -> None:
     for template_id in queryset.values_list("pk", flat=True):
         templates.coupon_template_pause(template_id=template_id, actor=request.user)

@@ -44,6 +44,7 @@ from coupons.services import templates
 if TYPE_CHECKING:
     from coupons.selectors import TemplateWithFunnel
 
+
 class TemplateDeleteRefused(Exception):
     """The delete service refused under the row lock (a claim landed meanwhile)."""
 

@@ -49,9 +49,7 @@ class AdminTemplateListView(GenericAPIView):
         shopper list. 400 `invalid` names each bad field."""
         payload = TemplateInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        template = templates.coupon_template_publish(
-            **payload.validated_data, actor=request.user
-        )
+        template = templates.coupon_template_publish(**payload.validated_data, actor=request.user)
         data = AdminTemplateSerializer(selectors.template_for_admin(template.pk)).data
         return Response(data, status=status.HTTP_201_CREATED)
 

@@ -45,11 +45,11 @@ def world() -> World:
     return World(template, paused, shopper, product, order)
 
 
-def acting_staff(holder: str, *base: str):
+def acting_staff(holder: str, *base: str, **fields):
     """Staff holding `base` and `holder` (a permission), or a superuser."""
     if holder == "superuser":
         return get_user_model().objects.create_superuser("root", password="pass-word-123")
-    return staff_with(*dict.fromkeys([*base, holder]))
+    return staff_with(*dict.fromkeys([*base, holder]), **fields)
 
 
 def state() -> tuple:
