@@ -17,7 +17,7 @@ from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Model
-from rest_framework.permissions import BasePermission
+from rest_framework.permissions import IsAdminUser
 
 from accounts.errors import StaffActionRefused
 
@@ -147,9 +147,9 @@ def recorded_action(entry: LogEntry) -> tuple[StaffAction, dict[str, Any]] | Non
         return None
 
 
-class StaffActionPermission(BasePermission):
-    """DRF's side of the table: active staff holding the permissions of the view's action for
-    the request's method (`staff_actions = {"GET": StaffAction.TEMPLATE_VIEW, ...}` on the
+class StaffActionPermission(IsAdminUser):
+    """DRF's side of the table (an IsAdminUser, so the schema documents its 403): active
+    staff holding the permissions of the view's action for the request's method (`staff_actions = {"GET": StaffAction.TEMPLATE_VIEW, ...}` on the
     view; HEAD and OPTIONS ask GET's). A method the view does not handle passes, so that it is
     answered 405; one it handles without an action listed is refused."""
 

@@ -11,6 +11,7 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 
 from accounts.audit_messages import audit_message
 from accounts.staff_actions import StaffAction
@@ -178,8 +179,10 @@ def test_the_log_page_searches_and_filters_every_staff_action_in_chinese(admin_s
     by_object = admin_site.get(LOG_PAGE, {"q": "Kettle"}, **ZH).content.decode()
     by_action_name = admin_site.get(LOG_PAGE, {"q": "调整库存"}, **ZH).content.decode()
     by_filter = admin_site.get(LOG_PAGE, {"staff_action": "template_pause"}, **ZH)
-    today = clock.now().date().isoformat()
-    by_date = admin_site.get(LOG_PAGE, {"action_time__gte": today}, **ZH).content.decode()
+    # The date filter's "past 7 days", as its link sends it.
+    midnight = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+    since = (midnight - timedelta(days=7)).isoformat(sep=" ")
+    by_date = admin_site.get(LOG_PAGE, {"action_time__gte": since}, **ZH).content.decode()
 
     assert "已暂停：恢复前不再发放。" in page and "库存调整 +5，调整后为 15。" in page
     assert "Summer" in by_user and "Kettle" not in by_user
