@@ -149,9 +149,10 @@ def recorded_action(entry: LogEntry) -> tuple[StaffAction, dict[str, Any]] | Non
 
 class StaffActionPermission(IsAdminUser):
     """DRF's side of the table (an IsAdminUser, so the schema documents its 403): active
-    staff holding the permissions of the view's action for the request's method (`staff_actions = {"GET": StaffAction.TEMPLATE_VIEW, ...}` on the
-    view; HEAD and OPTIONS ask GET's). A method the view does not handle passes, so that it is
-    answered 405; one it handles without an action listed is refused."""
+    staff holding the permissions of the view's action for the request's method, named on
+    the view as `staff_actions = {"GET": StaffAction.TEMPLATE_VIEW, ...}`; HEAD and OPTIONS
+    ask GET's. A method the view does not handle passes, so that it is answered 405; one it
+    handles without an action listed is refused."""
 
     def has_permission(self, request, view) -> bool:
         user = request.user
