@@ -210,3 +210,21 @@ def test_the_log_page_is_read_only(admin_site):
     assert LogEntry.objects.count() == 1
     assert CouponTemplate.objects.get().paused_at is not None
     assert recorded(StaffAction.TEMPLATE_PAUSE, entry.user) == 1
+
+
+def test_a_replayed_api_grant_is_recorded_once(staff):
+    template = CouponTemplateFactory(total=10)
+    shopper = UserFactory()
+
+    def send():
+        return bearer_client(staff).post(
+            f"/api/admin/coupons/{template.pk}/grants",
+            {"user_ids": [shopper.pk], "reason": "retry"},
+            format="json",
+            HTTP_IDEMPOTENCY_KEY="grant-once",
+        )
+
+    first, replay = send(), send()
+
+    assert (first.status_code, replay.headers["Idempotent-Replayed"]) == (200, "true")
+    assert recorded(StaffAction.COUPONS_GRANT, staff) == 1
