@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 # Domain error code -> HTTP status. Every code a service can raise must be listed here.
 STATUS_BY_CODE = {
     "invalid": status.HTTP_400_BAD_REQUEST,
+    "permission_denied": status.HTTP_403_FORBIDDEN,
     "coupon_not_allowed": status.HTTP_400_BAD_REQUEST,
     "not_found": status.HTTP_404_NOT_FOUND,
     "not_in_window": status.HTTP_409_CONFLICT,

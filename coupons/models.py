@@ -139,6 +139,8 @@ class CouponTemplate(models.Model):
         permissions = [
             ("grant_coupons", "Can grant coupons"),
             ("export_coupons", "Can export coupons"),
+            ("pause_coupons", "Can pause and resume coupons"),
+            ("manage_codes", "Can create and list single-use codes"),
         ]
         constraints = [
             models.CheckConstraint(

@@ -1,6 +1,7 @@
 """The Django admin for orders (SPEC section 13): products with money entry and stock changed
 only by atomic adjustments; orders read-only, with their coupon linked and a filter by coupon
-template. Writes go through orders.services."""
+template. Writes go through orders.services, which check the staff permission
+(accounts/staff_actions.py) and record stock adjustments and staff cancels with their amounts."""
 
 from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
@@ -14,6 +15,8 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from accounts.audit_admin import StaffHistoryAdmin
+from accounts.staff_actions import StaffAction, staff_may
 from core.admin_fields import MoneyField, RefusalAsFormErrorAdmin, RefusedOnSave
 from core.domain_errors import DomainError
 from core.money import format_money
@@ -32,9 +35,6 @@ if TYPE_CHECKING:  # django-stubs' helper is a dev dependency: for mypy only
 
     # A category as CategoryAdmin's list reads it, with its product count.
     CategoryWithCount: TypeAlias = WithAnnotations[Category, ProductsIn]
-
-ADJUST_STOCK_PERMISSION = "orders.adjust_stock"
-CANCEL_ORDER_PERMISSION = "orders.cancel_order"
 
 
 @admin.register(Category)
@@ -84,7 +84,7 @@ class ProductForm(forms.ModelForm):
 
 
 @admin.register(Product)
-class ProductAdmin(RefusalAsFormErrorAdmin):
+class ProductAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin):
     form = ProductForm
     list_display = ["id", "name", "category", "price_display", "stock", "updated_at"]
     list_display_links = ["id", "name"]
@@ -94,7 +94,7 @@ class ProductAdmin(RefusalAsFormErrorAdmin):
     autocomplete_fields = ["category"]
 
     def has_adjust_stock_permission(self, request) -> bool:
-        return request.user.is_active and request.user.has_perm(ADJUST_STOCK_PERMISSION)
+        return staff_may(request.user, StaffAction.STOCK_ADJUST)
 
     def get_fields(self, request, obj=None):
         # New product: its opening stock. Existing one: stock is shown, and changed only by an
@@ -129,9 +129,23 @@ class ProductAdmin(RefusalAsFormErrorAdmin):
             raise PermissionDenied
         if stock_change:
             try:
-                services.product_stock_adjust(product_id=obj.pk, change=stock_change)
+                services.product_stock_adjust(
+                    product_id=obj.pk, change=stock_change, actor=request.user
+                )
             except (OutOfStock, OrderInvalid) as error:
                 raise RefusedOnSave({"stock_change": [str(error.detail)]}) from error
+
+    def construct_change_message(self, request, form, formsets, add=False):
+        # The adjustment is recorded by the service with its amounts; Django's own entry
+        # keeps only the product's other fields.
+        if "stock_change" in form.changed_data:
+            form.changed_data.remove("stock_change")
+        return super().construct_change_message(request, form, formsets, add)
+
+    def log_change(self, request, obj, message):
+        if not message:  # only the stock changed: the service's entry says it all
+            return None
+        return super().log_change(request, obj, message)
 
 
 class OrderItemInline(admin.TabularInline):
@@ -177,7 +191,7 @@ class CouponTemplateFilter(admin.SimpleListFilter):
 
 
 @admin.register(Order)
-class OrderAdmin(admin.ModelAdmin):
+class OrderAdmin(StaffHistoryAdmin):
     list_display = [
         "id",
         "user",
@@ -210,7 +224,7 @@ class OrderAdmin(admin.ModelAdmin):
     actions = ["cancel_orders"]
 
     def has_cancel_permission(self, request) -> bool:
-        return request.user.is_active and request.user.has_perm(CANCEL_ORDER_PERMISSION)
+        return staff_may(request.user, StaffAction.ORDER_CANCEL)
 
     @admin.action(description=gettext_lazy("Cancel the selected orders"), permissions=["cancel"])
     def cancel_orders(self, request, queryset) -> None:
@@ -221,12 +235,11 @@ class OrderAdmin(admin.ModelAdmin):
         cancelled, refused = [], []
         for order in queryset.only("pk", "user_id").order_by("pk")[: self.list_per_page]:
             try:
-                services.order_cancel(user_id=order.user_id, order_id=order.pk)
+                services.order_cancel(user_id=order.user_id, order_id=order.pk, actor=request.user)
             except DomainError:
                 refused.append(order.pk)
             else:
-                cancelled.append(order.pk)
-                self.log_change(request, order, _("Cancelled by staff."))
+                cancelled.append(order.pk)  # recorded in its history by the service
         if cancelled:
             self.message_user(
                 request,

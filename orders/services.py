@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils.translation import gettext as _
 
+from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
 from core import clock
 from core.money import format_money
 from coupons import ports
@@ -118,15 +119,26 @@ def raise_if_not_applied(judged: ports.CartJudgement) -> None:
             )
 
 
-def order_cancel(*, user_id: int, order_id: int) -> Order:
+def order_cancel(*, user_id: int, order_id: int, actor: Actor | None = None) -> Order:
     """Cancel the user's pending order: status, stock return and coupon return commit together
-    or not at all. Runs in its own transaction."""
+    or not at all. Staff cancel it for the user as `actor` (orders.cancel_order, recorded);
+    the shopper's own cancel passes none. Runs in its own transaction."""
+    staff_action_check(actor=actor, action=StaffAction.ORDER_CANCEL)
     with transaction.atomic():
         order = _cancel_pending(Order.objects.filter(pk=order_id, user_id=user_id))
         if order is None:
             if not Order.objects.filter(pk=order_id, user_id=user_id).exists():
                 raise OrderNotFound()
             raise OrderInvalidState(_("Only an order awaiting payment can be cancelled."))
+        staff_action_record(
+            actor=actor,
+            action=StaffAction.ORDER_CANCEL,
+            target=order,
+            amounts={
+                "pay_amount": order.pay_amount,
+                "coupon_returned": order.coupon_id is not None,
+            },
+        )
     return order
 
 
@@ -296,16 +308,26 @@ def orders_expire_overdue(
             on_batch(ExpiryRun(cancelled=cancelled, skipped=skipped))
 
 
-def product_stock_adjust(*, product_id: int, change: int) -> int:
+def product_stock_adjust(*, product_id: int, change: int, actor: Actor | None = None) -> int:
     """Add `change` (negative to take away) to a product's stock in one conditional UPDATE, so
     a concurrent checkout's decrement is never undone; refuses to go below zero or above
-    MAX_STOCK with OutOfStock / OrderInvalid. Returns the new stock. Runs in its own
+    MAX_STOCK with OutOfStock / OrderInvalid. `actor` must hold orders.adjust_stock and is
+    recorded with the change and the stock after it. Returns the new stock. Runs in its own
     transaction."""
+    staff_action_check(actor=actor, action=StaffAction.STOCK_ADJUST)
     with transaction.atomic():
         changed = Product.objects.filter(
             pk=product_id, stock__gte=-change, stock__lte=MAX_STOCK - change
         ).update(stock=F("stock") + change, updated_at=clock.now())
-        stock = Product.objects.filter(pk=product_id).values_list("stock", flat=True).first()
+        product = Product.objects.filter(pk=product_id).first()
+        stock = None if product is None else product.stock
+        if changed and product is not None:
+            staff_action_record(
+                actor=actor,
+                action=StaffAction.STOCK_ADJUST,
+                target=product,
+                amounts={"change": change, "stock": product.stock},
+            )
     if stock is None:
         raise ProductNotFound()
     if not changed:

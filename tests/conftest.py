@@ -11,6 +11,7 @@ from api.throttles import in_process_counts
 from coupons.counter_setup import counter_from_settings, install_coupon_counter
 from ops.database_faults import breaker as database_breaker
 from ops.health import monitor as health_monitor
+from tests.support.admin_users import EVERY_STAFF_PERMISSION, staff_with
 from tests.support.caches import cache_settings
 from tests.support.clients import bearer_client
 from tests.support.factories import UserFactory
@@ -108,7 +109,8 @@ def user(db):
 
 @pytest.fixture
 def staff(db):
-    return UserFactory(is_staff=True)
+    """A staff member (not a superuser) holding every staff action's permissions."""
+    return staff_with(*EVERY_STAFF_PERMISSION)
 
 
 @pytest.fixture

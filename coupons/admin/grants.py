@@ -2,8 +2,9 @@
 .grants.coupon_grant, the same service (and issuing core) as the admin API and grant_coupons.
 
 Granting is its own permission (coupons.grant_coupons, SPEC section 17): the action, the
-template page's button and the grant URL all ask `may_grant`, and so does the one function
-that calls the service, so no path issues a coupon for a staff member without it."""
+template page's button and the grant URL all ask `may_grant` (accounts/staff_actions.py), and
+so do the one function that calls the service and the service itself, which also records the
+run in the template's history with its counts."""
 
 from dataclasses import asdict
 
@@ -18,12 +19,12 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from accounts.staff_actions import StaffAction, staff_may
 from core.domain_errors import DomainError
 from coupons import selectors
 from coupons.models import GRANT_REASON_MAX_LENGTH, CouponTemplate
 from coupons.services import grants
 
-GRANT_PERMISSION = "coupons.grant_coupons"
 USERNAMES_SHOWN = 50  # per outcome in the result message; the rest are counted
 
 OUTCOME_LABELS = {
@@ -37,7 +38,7 @@ OUTCOME_LABELS = {
 
 
 def may_grant(request: HttpRequest) -> bool:
-    return request.user.is_active and request.user.has_perm(GRANT_PERMISSION)
+    return staff_may(request.user, StaffAction.COUPONS_GRANT)
 
 
 class GrantForm(forms.Form):
@@ -79,7 +80,7 @@ def grant_from_form(
     user_ids: list[int],
 ) -> list[str] | None:
     """Grant through grants.coupon_grant with the form's reason, as the requesting staff
-    member, and record the run in the template's admin history with its counts. Returns one
+    member (the service records the run in the template's history). Returns one
     line per outcome that has users ("granted: alice, bob"), or None after putting the refusal
     on the form. Refuses (PermissionDenied) a staff member without the grant permission."""
     if not may_grant(request):
@@ -93,6 +94,7 @@ def grant_from_form(
             user_ids=user_ids,
             reason=reason,
             granted_by_id=staff_id,
+            actor=request.user,
         )
     except DomainError as error:
         details = [str(error.detail)]
@@ -101,15 +103,6 @@ def grant_from_form(
         form.add_error(None, " ".join(details))
         return None
     outcomes = {outcome: ids for outcome, ids in asdict(result).items() if ids}
-    counts = "; ".join(
-        f"{OUTCOME_LABELS[outcome]}: {len(ids)}" for outcome, ids in outcomes.items()
-    )
-    modeladmin.log_change(
-        request,
-        template,
-        _("Granted to %(count)d users, reason “%(reason)s”: %(counts)s.")
-        % {"count": len(user_ids), "reason": reason, "counts": counts},
-    )
     names = usernames_of([user_id for ids in outcomes.values() for user_id in ids])
     return [
         f"{OUTCOME_LABELS[outcome]}: {names_text(ids, names)}" for outcome, ids in outcomes.items()

@@ -29,6 +29,8 @@ DEFAULT_ACTIONS = {
 CUSTOM_NAMES = {
     "Can grant coupons": gettext_lazy("Can grant coupons"),
     "Can export coupons": gettext_lazy("Can export coupons"),
+    "Can pause and resume coupons": gettext_lazy("Can pause and resume coupons"),
+    "Can create and list single-use codes": gettext_lazy("Can create and list single-use codes"),
     "Can adjust stock": gettext_lazy("Can adjust stock"),
     "Can cancel orders": gettext_lazy("Can cancel orders"),
 }

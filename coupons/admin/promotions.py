@@ -1,7 +1,8 @@
 """The admin's promotion actions (SPEC section 18): pause and resume templates, and export
-their single-use codes as CSV. Each action checks a permission (Django hides an action from
-a user without it and refuses it if posted anyway); the export needs coupons.export_coupons,
-like the coupons CSV on the template's page."""
+their single-use codes as CSV. Each action checks the permissions of accounts/staff_actions.py
+(Django hides an action from a user without them and refuses it if posted anyway): pause and
+resume need coupons.pause_coupons, the codes CSV coupons.manage_codes and
+coupons.export_coupons. The services ask again and record each action."""
 
 import csv
 from collections.abc import Iterable, Iterator
@@ -13,6 +14,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from accounts.staff_actions import StaffAction, staff_action_check, staff_action_record
 from core.csv_cells import csv_row
 from coupons.admin.reports import in_language
 from coupons.models import CouponTemplate
@@ -23,12 +25,10 @@ CODES_CSV_BATCH_SIZE = 2_000
 UTF8_BOM = "\ufeff"  # so that Excel opens the file as UTF-8 (template names in Chinese)
 
 
-@admin.action(
-    description=gettext_lazy("Pause: issue nothing until resumed"), permissions=["change"]
-)
+@admin.action(description=gettext_lazy("Pause: issue nothing until resumed"), permissions=["pause"])
 def pause_templates(modeladmin, request, queryset: QuerySet[CouponTemplate]) -> None:
     for template_id in queryset.values_list("pk", flat=True):
-        templates.coupon_template_pause(template_id=template_id)
+        templates.coupon_template_pause(template_id=template_id, actor=request.user)
     count = queryset.count()
     modeladmin.message_user(
         request,
@@ -38,10 +38,10 @@ def pause_templates(modeladmin, request, queryset: QuerySet[CouponTemplate]) -> 
     )
 
 
-@admin.action(description=gettext_lazy("Resume issuing"), permissions=["change"])
+@admin.action(description=gettext_lazy("Resume issuing"), permissions=["pause"])
 def resume_templates(modeladmin, request, queryset: QuerySet[CouponTemplate]) -> None:
     for template_id in queryset.values_list("pk", flat=True):
-        templates.coupon_template_resume(template_id=template_id)
+        templates.coupon_template_resume(template_id=template_id, actor=request.user)
     count = queryset.count()
     modeladmin.message_user(
         request,
@@ -51,11 +51,23 @@ def resume_templates(modeladmin, request, queryset: QuerySet[CouponTemplate]) ->
     )
 
 
-@admin.action(description=gettext_lazy("Export single-use codes (CSV)"), permissions=["export"])
+@admin.action(
+    description=gettext_lazy("Export single-use codes (CSV)"), permissions=["export_codes"]
+)
 def export_single_use_codes(
     modeladmin, request, queryset: QuerySet[CouponTemplate]
 ) -> StreamingHttpResponse:
+    staff_action_check(actor=request.user, action=StaffAction.CODES_EXPORT)
     template_ids = sorted(queryset.values_list("pk", flat=True))
+    # A download has no service: it is recorded here, per template, with how many codes.
+    for template in CouponTemplate.objects.filter(pk__in=template_ids):
+        count = SingleUseCode.objects.filter(template_id=template.pk).count()
+        staff_action_record(
+            actor=request.user,
+            action=StaffAction.CODES_EXPORT,
+            target=template,
+            amounts={"count": count},
+        )
     # Streamed after the view returns: the lines keep the language of this request.
     lines = in_language(codes_csv_lines(template_ids), translation.get_language())
     response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")

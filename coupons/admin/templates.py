@@ -1,6 +1,8 @@
 """The operator's Django admin for coupon templates (SPEC section 13): the list with its
 funnel, the page with its report, chart and CSV export. Every write goes through
-coupons.services.templates, so the rules are the API's; a template with claims cannot be deleted."""
+coupons.services.templates, so the rules are the API's; a template with claims cannot be deleted.
+The services record each action (accounts/staff_actions.py), so this admin writes no LogEntry of
+its own for templates; the history page words the records with their amounts."""
 
 from typing import TYPE_CHECKING
 
@@ -15,6 +17,8 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from accounts.audit_admin import StaffHistoryAdmin
+from accounts.staff_actions import StaffAction, staff_action_record, staff_may
 from core import clock
 from core.admin_fields import RefusalAsFormErrorAdmin, RefusedOnSave
 from core.money import format_money
@@ -40,15 +44,13 @@ from coupons.services import templates
 if TYPE_CHECKING:
     from coupons.selectors import TemplateWithFunnel
 
-EXPORT_PERMISSION = "coupons.export_coupons"
-
 
 class TemplateDeleteRefused(Exception):
     """The delete service refused under the row lock (a claim landed meanwhile)."""
 
 
 @admin.register(CouponTemplate)
-class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
+class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin):
     form = CouponTemplateForm
     change_form_template = "admin/coupons/coupontemplate/change_form.html"
     list_display = [
@@ -237,7 +239,24 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
         return grants.may_grant(request)
 
     def has_export_permission(self, request) -> bool:
-        return request.user.is_active and request.user.has_perm(EXPORT_PERMISSION)
+        return staff_may(request.user, StaffAction.COUPONS_EXPORT)
+
+    def has_pause_permission(self, request) -> bool:
+        return staff_may(request.user, StaffAction.TEMPLATE_PAUSE)
+
+    def has_export_codes_permission(self, request) -> bool:
+        return staff_may(request.user, StaffAction.CODES_EXPORT)
+
+    # The services record publish, edit and delete with their amounts: Django's own entries
+    # would record them a second time.
+    def log_addition(self, request, obj, message):
+        return None
+
+    def log_change(self, request, obj, message):
+        return None
+
+    def log_deletions(self, request, queryset):
+        return None
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         template = self.get_object(request, object_id)
@@ -259,6 +278,13 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
             raise Http404(_("No such coupon template."))
         if not self.has_export_permission(request):
             raise PermissionDenied
+        # A download has no service: it is recorded here, with how many coupons it holds.
+        staff_action_record(
+            actor=request.user,
+            action=StaffAction.COUPONS_EXPORT,
+            target=template,
+            amounts={"count": template.claimed_count},
+        )
         # Streamed after the view returns: the lines keep the language of this request.
         lines = in_language(csv_lines(template, now=clock.now()), translation.get_language())
         response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
@@ -271,9 +297,11 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
         terms = {field: form.cleaned_data[field] for field in templates.TEMPLATE_TERMS}
         try:
             if change:
-                saved = templates.coupon_template_edit(template_id=obj.pk, changes=terms)
+                saved = templates.coupon_template_edit(
+                    template_id=obj.pk, changes=terms, actor=request.user
+                )
             else:
-                saved = templates.coupon_template_publish(**terms)
+                saved = templates.coupon_template_publish(**terms, actor=request.user)
         except TemplateInvalid as error:
             # The services re-check under the row lock; a claim that landed after the form's
             # check is refused there and comes back as form errors (RefusalAsFormErrorAdmin).
@@ -298,7 +326,7 @@ class CouponTemplateAdmin(RefusalAsFormErrorAdmin):
 
     def delete_model(self, request, obj) -> None:
         try:
-            templates.coupon_template_delete(template_id=obj.pk)
+            templates.coupon_template_delete(template_id=obj.pk, actor=request.user)
         except TemplateInvalid as error:
             raise TemplateDeleteRefused(error.detail) from error
 

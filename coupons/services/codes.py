@@ -6,6 +6,7 @@ import secrets
 from django.db import IntegrityError, connection, transaction
 from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
 
+from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
 from coupons.errors import TemplateInvalid, TemplateNotFound
 from coupons.models import (
     CouponTemplate,
@@ -39,10 +40,12 @@ def single_use_code_new() -> str:
     return "".join(characters)
 
 
-def single_use_codes_create(*, template_id: int, count: int) -> int:
+def single_use_codes_create(*, template_id: int, count: int, actor: Actor | None = None) -> int:
     """Create `count` (1..100,000) new unique single-use codes for a template and return how
     many were created. From then on the template is issued only by its single-use codes or by
-    grants (not by id, nor by its shared code). All or nothing, in its own transaction."""
+    grants (not by id, nor by its shared code). `actor` must hold coupons.manage_codes and
+    is recorded with the count. All or nothing, in its own transaction."""
+    staff_action_check(actor=actor, action=StaffAction.CODES_CREATE)
     if not isinstance(count, int) or isinstance(count, bool):
         raise TemplateInvalid(fields={"count": ["A whole number is required."]})
     if not 1 <= count <= MAX_SINGLE_USE_CODES_PER_REQUEST:
@@ -69,6 +72,9 @@ def single_use_codes_create(*, template_id: int, count: int) -> int:
                 )
                 template.has_single_use_codes, template.updated_at = True, stamp
                 published_terms_changed()  # it leaves the list
+        staff_action_record(
+            actor=actor, action=StaffAction.CODES_CREATE, target=template, amounts={"count": count}
+        )
     return created
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.utils.translation import gettext as _
 
+from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
 from core import clock
 from coupons.errors import (
     ClaimLimitReached,
@@ -53,12 +54,15 @@ def coupon_grant(
     reason: str,
     granted_by_id: int | None,
     on_progress: Callable[[int], None] | None = None,
+    actor: Actor | None = None,
 ) -> GrantResult:
     """Staff issue a template to chosen users, one issue per user through `coupon_issue` (the
     claim's locking, total and per-user limit), allowed before the claim window opens but not
     once the template has ended, nor while it is paused (ClaimPaused; a pause during the run
     stops the rest, reported under `paused`). Idempotent per (template, user, reason). Runs
-    its own transactions; `on_progress(done)` is called after each user."""
+    its own transactions; `on_progress(done)` is called after each user. `actor` must hold
+    coupons.grant_coupons; the run is recorded with its reason and counts per outcome."""
+    staff_action_check(actor=actor, action=StaffAction.COUPONS_GRANT)
     reason = reason.strip() if isinstance(reason, str) else ""
     errors: dict[str, list[str]] = {}
     if not 1 <= len(reason) <= GRANT_REASON_MAX_LENGTH:
@@ -98,6 +102,16 @@ def coupon_grant(
         _grant_one(template_id, user_id, note, known=known, held=held, result=result)
         if on_progress is not None:
             on_progress(done)
+    staff_action_record(
+        actor=actor,
+        action=StaffAction.COUPONS_GRANT,
+        target=template,
+        amounts={
+            "users": len(wanted),
+            "reason": reason,
+            "outcomes": {outcome: len(ids) for outcome, ids in vars(result).items() if ids},
+        },
+    )
     return result
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
+from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
 from core import clock
 from coupons.errors import (
     TemplateInvalid,
@@ -153,8 +154,11 @@ def coupon_template_publish(
     code: str | None = None,
     visibility: str = CouponTemplate.Visibility.PUBLIC,
     audience: str = CouponTemplate.Audience.ALL,
+    actor: Actor | None = None,
 ) -> CouponTemplate:
-    """Create a template after validating its terms. Runs in its own transaction."""
+    """Create a template after validating its terms; `actor` must hold the add permission and
+    is recorded. Runs in its own transaction."""
+    staff_action_check(actor=actor, action=StaffAction.TEMPLATE_PUBLISH)
     terms = template_terms_validate(
         {
             "name": name,
@@ -174,15 +178,26 @@ def coupon_template_publish(
             "audience": audience,
         }
     )
-    with _code_taken_is_invalid():
-        template = CouponTemplate.objects.create(**terms)
+    with transaction.atomic():
+        with _code_taken_is_invalid():
+            template = CouponTemplate.objects.create(**terms)
+        staff_action_record(
+            actor=actor,
+            action=StaffAction.TEMPLATE_PUBLISH,
+            target=template,
+            amounts={"total": template.total, "per_user_limit": template.per_user_limit},
+        )
     transaction.on_commit(lambda: terms_publish_new(template))
     return template
 
 
-def coupon_template_edit(*, template_id: int, changes: dict[str, Any]) -> CouponTemplate:
+def coupon_template_edit(
+    *, template_id: int, changes: dict[str, Any], actor: Actor | None = None
+) -> CouponTemplate:
     """Apply `changes` to a template under its row lock, so the freeze rules see the
-    claimed_count a concurrent claim may just have raised. Runs in its own transaction."""
+    claimed_count a concurrent claim may just have raised; `actor` must hold the change
+    permission, and the changed terms are recorded from/to. Runs in its own transaction."""
+    staff_action_check(actor=actor, action=StaffAction.TEMPLATE_EDIT)
     unknown = set(changes) - set(TEMPLATE_TERMS)
     if unknown:
         raise TemplateInvalid(fields={field: ["Unknown field."] for field in sorted(unknown)})
@@ -192,6 +207,11 @@ def coupon_template_edit(*, template_id: int, changes: dict[str, Any]) -> Coupon
             raise TemplateNotFound()
         merged = {field: getattr(template, field) for field in TEMPLATE_TERMS} | changes
         terms = template_terms_validate(merged, current=template)
+        changed = {
+            field: [getattr(template, field), value]
+            for field, value in terms.items()
+            if getattr(template, field) != value
+        }
         # Fenced out of Redis before the commit, the new terms published after it (SPEC
         # section 15: a change that makes room takes effect before it returns).
         with terms_change(template):
@@ -204,6 +224,9 @@ def coupon_template_edit(*, template_id: int, changes: dict[str, Any]) -> Coupon
             for field, value in terms.items():
                 setattr(template, field, value)
             template.updated_at = stamp
+        staff_action_record(
+            actor=actor, action=StaffAction.TEMPLATE_EDIT, target=template, amounts=changed
+        )
     return template
 
 
@@ -222,35 +245,48 @@ def _code_taken_is_invalid() -> Iterator[None]:
         ) from error
 
 
-def coupon_template_delete(*, template_id: int) -> None:
+def coupon_template_delete(*, template_id: int, actor: Actor | None = None) -> None:
     """Delete a template that nobody has claimed. Under the row lock a claim cannot slip in
-    between the check and the delete. Runs in its own transaction."""
+    between the check and the delete; `actor` must hold the delete permission and is
+    recorded. Runs in its own transaction."""
+    staff_action_check(actor=actor, action=StaffAction.TEMPLATE_DELETE)
     with transaction.atomic():
         template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
         if template is None:
             raise TemplateNotFound()
         if template.claimed_count > 0:
             raise TemplateInvalid("A template with claims cannot be deleted.")
+        staff_action_record(
+            actor=actor,
+            action=StaffAction.TEMPLATE_DELETE,
+            target=template,
+            amounts={"total": template.total},
+        )
         with terms_change(template, deleting=True):
             template.delete()
 
 
-def coupon_template_pause(*, template_id: int) -> CouponTemplate:
+def coupon_template_pause(*, template_id: int, actor: Actor | None = None) -> CouponTemplate:
     """Stop issuing a template (claims, codes and grants answer `paused`) without ending it;
     coupons already held stay usable. Idempotent: pausing a paused template keeps its
     paused_at. Under the row lock, so a claim decides either before the pause or after it.
+    `actor` must hold coupons.pause_coupons; a pause that changed something is recorded.
     Runs in its own transaction."""
-    return _paused_set(template_id=template_id, paused=True)
+    staff_action_check(actor=actor, action=StaffAction.TEMPLATE_PAUSE)
+    return _paused_set(template_id=template_id, paused=True, actor=actor)
 
 
-def coupon_template_resume(*, template_id: int) -> CouponTemplate:
+def coupon_template_resume(*, template_id: int, actor: Actor | None = None) -> CouponTemplate:
     """Issue a paused template again; idempotent. Takes effect before it returns: the
     database decides `paused` (the guarded UPDATE reads it), and the claim's cached terms are
-    fenced and published as for an edit (SPEC section 15). Runs in its own transaction."""
-    return _paused_set(template_id=template_id, paused=False)
+    fenced and published as for an edit (SPEC section 15). `actor` must hold
+    coupons.pause_coupons; a resume that changed something is recorded. Runs in its own
+    transaction."""
+    staff_action_check(actor=actor, action=StaffAction.TEMPLATE_RESUME)
+    return _paused_set(template_id=template_id, paused=False, actor=actor)
 
 
-def _paused_set(*, template_id: int, paused: bool) -> CouponTemplate:
+def _paused_set(*, template_id: int, paused: bool, actor: Actor | None) -> CouponTemplate:
     with transaction.atomic():
         template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
         if template is None:
@@ -265,4 +301,6 @@ def _paused_set(*, template_id: int, paused: bool) -> CouponTemplate:
             )
             template.paused_at, template.updated_at = paused_at, stamp
             published_terms_changed()  # the list shows `paused` from the next request
+        action = StaffAction.TEMPLATE_PAUSE if paused else StaffAction.TEMPLATE_RESUME
+        staff_action_record(actor=actor, action=action, target=template)
     return template

@@ -1,5 +1,6 @@
 """Every domain error code has an HTTP status in the one table that maps them."""
 
+import accounts.errors
 import api.errors
 import coupons.errors
 import orders.errors
@@ -13,7 +14,7 @@ def all_subclasses(cls: type) -> set[type]:
 
 def test_every_domain_error_code_is_mapped():
     assert (
-        api.errors and coupons.errors and orders.errors
+        accounts.errors and api.errors and coupons.errors and orders.errors
     )  # imported so that their classes are registered
     codes = {error.code for error in all_subclasses(DomainError) if "code" in vars(error)}
     assert codes  # the apps' errors were found

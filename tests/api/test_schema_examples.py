@@ -16,6 +16,7 @@ from rest_framework_simplejwt.tokens import RefreshToken
 
 from core import clock
 from orders.models import Category
+from tests.support.admin_users import EVERY_STAFF_PERMISSION, staff_with
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, ProductFactory, UserFactory
 
@@ -39,7 +40,7 @@ def documented_examples(schema: dict) -> Iterator[tuple[Operation, str, object]]
 def live_answers() -> dict[Operation, object]:
     """Call every operation once, as an integrator would, on a shop made for the purpose:
     (path template, method, status) -> the JSON answer."""
-    shopper, staff = UserFactory(), UserFactory(is_staff=True)
+    shopper, staff = UserFactory(), staff_with(*EVERY_STAFF_PERMISSION)
     as_shopper, as_staff = bearer_client(shopper), bearer_client(staff)
     kitchen = Category.objects.create(name="Kitchen")
     tea_set = ProductFactory(name="Tea set", price=9900, stock=100, category=kitchen)

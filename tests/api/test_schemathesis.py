@@ -15,6 +15,7 @@ from rest_framework_simplejwt.tokens import AccessToken
 
 from core import clock
 from orders import services
+from tests.support.admin_users import EVERY_STAFF_PERMISSION, staff_with
 from tests.support.factories import (
     CouponTemplateFactory,
     ProductFactory,
@@ -43,7 +44,7 @@ def shop_with_data() -> dict[str, int]:
     """Committed rows for the run to meet: templates in every state, products, a shopper with
     a coupon and orders (pending, paid), and a staff user."""
     now = clock.now()
-    shopper, staff = UserFactory(), UserFactory(is_staff=True)
+    shopper, staff = UserFactory(), staff_with(*EVERY_STAFF_PERMISSION)
     open_template = CouponTemplateFactory(total=1_000, per_user_limit=3)
     CouponTemplateFactory(valid_from=now + timedelta(days=1), valid_until=now + timedelta(days=2))
     CouponTemplateFactory(valid_from=now - timedelta(days=2), valid_until=now - timedelta(days=1))

@@ -218,7 +218,7 @@ def test_the_grant_command_reads_names_and_ids_shows_progress_and_is_safe_to_rer
 
 
 @pytest.mark.django_db
-def test_the_grant_command_refuses_an_ended_template(tmp_path):
+def test_the_grant_command_refuses_an_ended_template(tmp_path, staff):
     now = clock.now()
     template = CouponTemplateFactory(
         valid_from=now - timedelta(days=2), valid_until=now - timedelta(days=1)
@@ -228,7 +228,14 @@ def test_the_grant_command_refuses_an_ended_template(tmp_path):
 
     with pytest.raises(CommandError, match="ended"):
         call_command(
-            "grant_coupons", str(template.pk), "--users-file", str(users_file), "--reason", "x"
+            "grant_coupons",
+            str(template.pk),
+            "--users-file",
+            str(users_file),
+            "--reason",
+            "x",
+            "--as",
+            staff.username,
         )
     assert UserCoupon.objects.count() == 0
     assert CouponTemplate.objects.get().claimed_count == 0

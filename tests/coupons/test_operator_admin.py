@@ -11,6 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from accounts.audit_messages import audit_message
 from coupons import selectors
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import grants as grants_service
@@ -452,7 +453,7 @@ def test_grant_from_the_user_list(admin_site, staff):
         f"Grant of {template.name}: granted: {first.username}; sold out: {second.username}."
     ]
     history = LogEntry.objects.get(object_id=str(template.pk))
-    assert (history.user_id, history.get_change_message()) == (
+    assert (history.user_id, audit_message(history)) == (
         staff.pk,
         "Granted to 2 users, reason “launch”: granted: 1; sold out: 1.",
     )

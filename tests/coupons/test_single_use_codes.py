@@ -197,7 +197,8 @@ def test_the_admin_exports_the_codes_as_csv_to_whoever_may_export(admin_site, cl
     assert lines[1].startswith(f"{template.pk},'=HYPERLINK(1) 新人券,{used.code},'@alice,")
     assert "." not in lines[1].split(",")[4]  # no microseconds
 
-    # Exporting needs coupons.export_coupons, like the coupons CSV: viewing is not enough.
+    # Exporting needs coupons.export_coupons, like the coupons CSV, and coupons.manage_codes
+    # (codes are bearer secrets): viewing is not enough, nor is either alone.
     viewer = UserFactory(is_staff=True)
     client.force_login(viewer)
     export = {"action": "export_single_use_codes", "_selected_action": [template.pk]}
@@ -207,6 +208,8 @@ def test_the_admin_exports_the_codes_as_csv_to_whoever_may_export(admin_site, cl
     assert refused.status_code == 200  # the list again: no such action for this user
     assert not refused.streaming
     viewer.user_permissions.add(Permission.objects.get(codename="export_coupons"))
+    assert not client.post("/admin/coupons/coupontemplate/", export).streaming
+    viewer.user_permissions.add(Permission.objects.get(codename="manage_codes"))
     allowed = client.post("/admin/coupons/coupontemplate/", export)
     assert allowed.status_code == 200
     assert len(b"".join(allowed.streaming_content).decode().splitlines()) == 4

@@ -3,7 +3,13 @@
 from django.contrib.auth.models import Permission
 from django.db.models import Q
 
+from accounts.staff_actions import PERMISSIONS_NEEDED
 from tests.support.factories import UserFactory
+
+# Every permission a staff action needs (accounts/staff_actions.py): an operator who may do all.
+EVERY_STAFF_PERMISSION = tuple(
+    sorted({permission for needed in PERMISSIONS_NEEDED.values() for permission in needed})
+)
 
 # Everything an operator can look at, and nothing they can change.
 VIEW_ONLY = (

@@ -4,7 +4,11 @@ same issuing core) as the admin API.
 Safe to re-run: a grant is idempotent per (template, user, reason), held by a unique index,
 so running the same command again (after a crash, or twice by mistake) issues nothing twice;
 the users already served are reported as "already granted". A new grant for another reason
-is a new --reason."""
+is a new --reason.
+
+A grant is a staff action: it runs as the staff member named by --as (formerly --granted-by),
+who must hold coupons.grant_coupons, and is recorded in the template's history under their
+name like a grant from the admin or the API (accounts/staff_actions.py)."""
 
 from dataclasses import asdict
 from pathlib import Path
@@ -12,6 +16,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.staff_actions import StaffAction, staff_may
 from core.domain_errors import DomainError
 from coupons import selectors
 from coupons.services import grants
@@ -34,7 +39,15 @@ class Command(BaseCommand):
             help="Why (recorded on each coupon). Re-running with the same reason grants "
             "nothing twice.",
         )
-        parser.add_argument("--granted-by", help="username of the staff member granting")
+        parser.add_argument(
+            "--as",
+            "--granted-by",
+            dest="acting_username",
+            required=True,
+            metavar="USERNAME",
+            help="the staff member granting (needs coupons.grant_coupons); recorded as the "
+            "granter and in the template's history",
+        )
 
     def handle(
         self,
@@ -42,11 +55,11 @@ class Command(BaseCommand):
         template_id: int,
         users_file: Path,
         reason: str,
-        granted_by: str | None = None,
+        acting_username: str,
         **options: object,
     ) -> None:
+        actor = self.acting_staff(acting_username)
         entries = self.read_entries(users_file)
-        granted_by_id = self.staff_id(granted_by) if granted_by else None
         lookup = selectors.users_by_name_or_id(entries)
         user_ids, unknown_names = lookup.user_ids, lookup.unknown_usernames
         self.stdout.write(
@@ -67,8 +80,9 @@ class Command(BaseCommand):
                     template_id=template_id,
                     user_ids=batch,
                     reason=reason,
-                    granted_by_id=granted_by_id,
+                    granted_by_id=actor.pk,
                     on_progress=progress,
+                    actor=actor,
                 )
             except DomainError as error:
                 raise CommandError(f"{error.detail} {error.fields or ''}".strip()) from error
@@ -89,8 +103,10 @@ class Command(BaseCommand):
             raise CommandError(f"Cannot read {users_file}: {error}") from error
         return [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
 
-    def staff_id(self, username: str) -> int:
+    def acting_staff(self, username: str):
         staff = get_user_model().objects.filter(username=username, is_staff=True).first()
         if staff is None:
             raise CommandError(f"No staff user named {username!r}.")
-        return staff.pk
+        if not staff_may(staff, StaffAction.COUPONS_GRANT):
+            raise CommandError(f"{username!r} does not have the permission coupons.grant_coupons.")
+        return staff

@@ -1,0 +1,123 @@
+"""A recorded staff action in the reader's language (accounts/staff_actions.py records it as
+its action and amounts, not as text, so the history reads in whichever language the admin is
+shown in). Entries the Django admin wrote itself read as Django renders them."""
+
+from typing import Any
+
+from django.contrib.admin.models import LogEntry
+from django.core.exceptions import FieldDoesNotExist
+from django.utils.functional import Promise
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from accounts.staff_actions import StaffAction, recorded_action
+from core.money import format_money
+
+ACTION_LABELS: dict[StaffAction, Promise] = {
+    StaffAction.TEMPLATE_PUBLISH: gettext_lazy("Publish a coupon template"),
+    StaffAction.TEMPLATE_EDIT: gettext_lazy("Edit a coupon template"),
+    StaffAction.TEMPLATE_DELETE: gettext_lazy("Delete a coupon template"),
+    StaffAction.TEMPLATE_PAUSE: gettext_lazy("Pause a coupon template"),
+    StaffAction.TEMPLATE_RESUME: gettext_lazy("Resume a coupon template"),
+    StaffAction.COUPONS_GRANT: gettext_lazy("Grant coupons"),
+    StaffAction.COUPONS_EXPORT: gettext_lazy("Export coupons"),
+    StaffAction.CODES_CREATE: gettext_lazy("Create single-use codes"),
+    StaffAction.CODES_EXPORT: gettext_lazy("Export single-use codes"),
+    StaffAction.STOCK_ADJUST: gettext_lazy("Adjust stock"),
+    StaffAction.ORDER_CANCEL: gettext_lazy("Cancel an order"),
+}
+
+GRANT_OUTCOMES = {
+    "granted": gettext_lazy("granted"),
+    "limit_reached": gettext_lazy("per-user limit reached"),
+    "sold_out": gettext_lazy("sold out"),
+    "unknown_user": gettext_lazy("unknown user"),
+    "already_granted": gettext_lazy("already granted for this reason"),
+    "ended": gettext_lazy("ended"),
+    "paused": gettext_lazy("paused"),
+    "not_eligible": gettext_lazy("not a new customer"),
+}
+
+
+def audit_message(entry: LogEntry) -> str:
+    """What `entry` records, as a sentence with its amounts."""
+    recorded = recorded_action(entry)
+    if recorded is None:
+        return str(entry.get_change_message())
+    action, amounts = recorded
+    try:
+        return _sentence(entry, action, amounts)
+    except (KeyError, TypeError, ValueError):  # an entry written by an older version
+        return str(ACTION_LABELS.get(action, action.value))
+
+
+def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> str:
+    match action:
+        case StaffAction.TEMPLATE_PUBLISH:
+            return _("Published: total %(total)s, per-user limit %(limit)s.") % {
+                "total": amounts["total"],
+                "limit": amounts["per_user_limit"],
+            }
+        case StaffAction.TEMPLATE_EDIT:
+            if not amounts:
+                return _("Saved without changes.")
+            changes = "; ".join(
+                _("%(field)s from %(old)s to %(new)s")
+                % {"field": _field_name(entry, field), "old": _shown(old), "new": _shown(new)}
+                for field, (old, new) in amounts.items()
+            )
+            return _("Changed %(changes)s.") % {"changes": changes}
+        case StaffAction.TEMPLATE_DELETE:
+            return _("Deleted (total %(total)s, nothing claimed).") % {"total": amounts["total"]}
+        case StaffAction.TEMPLATE_PAUSE:
+            return _("Paused: nothing is issued until resumed.")
+        case StaffAction.TEMPLATE_RESUME:
+            return _("Resumed issuing.")
+        case StaffAction.COUPONS_GRANT:
+            outcomes = "; ".join(
+                f"{GRANT_OUTCOMES.get(outcome, outcome)}: {count}"
+                for outcome, count in amounts["outcomes"].items()
+            )
+            return _("Granted to %(count)d users, reason “%(reason)s”: %(counts)s.") % {
+                "count": amounts["users"],
+                "reason": amounts["reason"],
+                "counts": outcomes,
+            }
+        case StaffAction.COUPONS_EXPORT:
+            return _("Exported %(count)s coupons (CSV).") % {"count": amounts["count"]}
+        case StaffAction.CODES_CREATE:
+            return _("Created %(count)s single-use codes.") % {"count": amounts["count"]}
+        case StaffAction.CODES_EXPORT:
+            return _("Exported %(count)s single-use codes (CSV).") % {"count": amounts["count"]}
+        case StaffAction.STOCK_ADJUST:
+            return _("Stock adjusted by %(change)s, to %(stock)s.") % {
+                "change": f"{int(amounts['change']):+d}",
+                "stock": amounts["stock"],
+            }
+        case StaffAction.ORDER_CANCEL:
+            coupon = (
+                _("coupon returned") if amounts["coupon_returned"] else _("no coupon to return")
+            )
+            return _("Cancelled by staff (%(pay)s to pay): stock returned, %(coupon)s.") % {
+                "pay": format_money(amounts["pay_amount"]),
+                "coupon": coupon,
+            }
+    return str(ACTION_LABELS.get(action, action.value))
+
+
+def _field_name(entry: LogEntry, field: str) -> str:
+    model = entry.content_type.model_class() if entry.content_type is not None else None
+    if model is None:
+        return field
+    try:
+        return str(getattr(model._meta.get_field(field), "verbose_name", field))
+    except FieldDoesNotExist:
+        return field
+
+
+def _shown(value: Any) -> str:
+    if value is None or value == "" or value == []:
+        return "–"
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return str(value)

@@ -1,0 +1,165 @@
+"""Staff actions (issue 21): the one table of which Django permissions each staff operation
+needs, asked by every door (the Django admin, the admin API, the commands acting for a user)
+and once more by the service; and the one audit trail, a `django.contrib.admin` LogEntry per
+action, written by the service in the action's own transaction, so each door is recorded
+exactly once (docs/decisions/0600-one-permission-table-and-one-audit-trail.md).
+
+An `actor` of None is not a staff member: seed data, jobs, benchmarks and tests that call a
+service directly. Nothing is checked or recorded for it; every door passes the signed-in user.
+"""
+
+import json
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any, Protocol
+
+from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
+from django.contrib.contenttypes.models import ContentType
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import Model
+from rest_framework.permissions import IsAdminUser
+
+from accounts.errors import StaffActionRefused
+
+
+class Actor(Protocol):
+    """The staff member acting (Django's user, or any with these)."""
+
+    @property
+    def pk(self) -> Any: ...
+
+    @property
+    def is_active(self) -> bool: ...
+
+    @property
+    def is_staff(self) -> bool: ...
+
+    def has_perms(self, perm_list: Any, obj: Any = None) -> bool: ...
+
+
+class StaffAction(StrEnum):
+    TEMPLATE_VIEW = "template_view"
+    TEMPLATE_PUBLISH = "template_publish"
+    TEMPLATE_EDIT = "template_edit"
+    TEMPLATE_DELETE = "template_delete"
+    TEMPLATE_PAUSE = "template_pause"
+    TEMPLATE_RESUME = "template_resume"
+    COUPONS_GRANT = "coupons_grant"
+    COUPONS_EXPORT = "coupons_export"
+    CODES_CREATE = "codes_create"
+    CODES_LIST = "codes_list"
+    CODES_EXPORT = "codes_export"
+    STOCK_ADJUST = "stock_adjust"
+    ORDER_CANCEL = "order_cancel"
+
+
+VIEW_TEMPLATES = "coupons.view_coupontemplate"
+PAUSE_COUPONS = "coupons.pause_coupons"
+MANAGE_CODES = "coupons.manage_codes"
+GRANT_COUPONS = "coupons.grant_coupons"
+EXPORT_COUPONS = "coupons.export_coupons"
+ADJUST_STOCK = "orders.adjust_stock"
+CANCEL_ORDER = "orders.cancel_order"
+
+# The one place that says which operation needs which permissions (all of them). Codes are
+# bearer secrets: downloading them is both managing codes and an export.
+PERMISSIONS_NEEDED: dict[StaffAction, tuple[str, ...]] = {
+    StaffAction.TEMPLATE_VIEW: (VIEW_TEMPLATES,),
+    StaffAction.TEMPLATE_PUBLISH: ("coupons.add_coupontemplate",),
+    StaffAction.TEMPLATE_EDIT: ("coupons.change_coupontemplate",),
+    StaffAction.TEMPLATE_DELETE: ("coupons.delete_coupontemplate",),
+    StaffAction.TEMPLATE_PAUSE: (PAUSE_COUPONS,),
+    StaffAction.TEMPLATE_RESUME: (PAUSE_COUPONS,),
+    StaffAction.COUPONS_GRANT: (GRANT_COUPONS,),
+    StaffAction.COUPONS_EXPORT: (EXPORT_COUPONS,),
+    StaffAction.CODES_CREATE: (MANAGE_CODES,),
+    StaffAction.CODES_LIST: (MANAGE_CODES,),
+    StaffAction.CODES_EXPORT: (MANAGE_CODES, EXPORT_COUPONS),
+    StaffAction.STOCK_ADJUST: (ADJUST_STOCK,),
+    StaffAction.ORDER_CANCEL: (CANCEL_ORDER,),
+}
+
+# Django's admin lets whoever may change a model view it too; the table says the same.
+ALSO_ENOUGH: dict[StaffAction, tuple[str, ...]] = {
+    StaffAction.TEMPLATE_VIEW: ("coupons.change_coupontemplate",),
+}
+
+# Reads are not recorded; every change and every download is.
+NOT_RECORDED = frozenset({StaffAction.TEMPLATE_VIEW, StaffAction.CODES_LIST})
+ACTION_FLAGS = {StaffAction.TEMPLATE_PUBLISH: ADDITION, StaffAction.TEMPLATE_DELETE: DELETION}
+# A recorded action's change_message starts with this, then the action's value and '"'.
+MESSAGE_PREFIX = '{"staff_action": "'
+
+
+def staff_may(user: Actor | None, action: StaffAction) -> bool:
+    """Whether `user` is active staff holding every permission `action` needs, or the one
+    that is also enough (a superuser holds all of them)."""
+    if user is None or not (user.is_active and user.is_staff):
+        return False
+    return user.has_perms(PERMISSIONS_NEEDED[action]) or (
+        action in ALSO_ENOUGH and user.has_perms(ALSO_ENOUGH[action])
+    )
+
+
+def staff_action_check(*, actor: Actor | None, action: StaffAction) -> None:
+    """Raise StaffActionRefused (403) unless `actor` may do `action`; None is not staff and
+    passes (see the module's docstring). Changes nothing."""
+    if actor is not None and not staff_may(actor, action):
+        raise StaffActionRefused()
+
+
+def staff_action_record(
+    *,
+    actor: Actor | None,
+    action: StaffAction,
+    target: Model,
+    amounts: Mapping[str, Any] | None = None,
+) -> LogEntry | None:
+    """Record `action` by `actor` on `target` with its amounts as one LogEntry (who, when,
+    what, how much), shown in the object's admin history and the admin's log page. Call it
+    inside the action's transaction (before a delete: it reads the target's pk); nothing is
+    recorded for actor None."""
+    if actor is None or action in NOT_RECORDED:
+        return None
+    message = json.dumps(
+        {"staff_action": action.value, "amounts": dict(amounts or {})},
+        cls=DjangoJSONEncoder,
+        ensure_ascii=False,
+    )
+    return LogEntry.objects.create(
+        user_id=actor.pk,
+        content_type=ContentType.objects.get_for_model(target),
+        object_id=str(target.pk),
+        object_repr=str(target)[:200],
+        action_flag=ACTION_FLAGS.get(action, CHANGE),
+        change_message=message,
+    )
+
+
+def recorded_action(entry: LogEntry) -> tuple[StaffAction, dict[str, Any]] | None:
+    """The action and amounts a LogEntry records, or None for the admin's own entries."""
+    if not entry.change_message.startswith(MESSAGE_PREFIX):
+        return None
+    try:
+        data = json.loads(entry.change_message)
+        return StaffAction(data["staff_action"]), dict(data["amounts"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+class StaffActionPermission(IsAdminUser):
+    """DRF's side of the table (an IsAdminUser, so the schema documents its 403): active
+    staff holding the permissions of the view's action for the request's method, named on
+    the view as `staff_actions = {"GET": StaffAction.TEMPLATE_VIEW, ...}`; HEAD and OPTIONS
+    ask GET's. A method the view does not handle passes, so that it is answered 405; one it
+    handles without an action listed is refused."""
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        if not (user and user.is_authenticated and user.is_staff):
+            return False
+        method = "GET" if request.method in ("HEAD", "OPTIONS") else request.method
+        action = getattr(view, "staff_actions", {}).get(method)
+        if action is None:
+            return not hasattr(view, method.lower())
+        return staff_may(user, action)
