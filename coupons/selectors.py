@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce, TruncHour
 
+from core.limits import is_id_text
 from coupons.coupon_status import CouponStatus
 from coupons.customers import customer_history
 from coupons.errors import TemplateNotFound
@@ -152,16 +153,13 @@ def users_by_name_or_id(entries: list[str]) -> UserLookup:
     """Resolve grant lists typed by staff: a line of ASCII digits is a user id, anything else
     a username (looked up in one query)."""
 
-    def is_id(entry: str) -> bool:
-        return entry.isascii() and entry.isdigit() and len(entry) <= 18
-
-    names = [entry for entry in entries if not is_id(entry)]
+    names = [entry for entry in entries if not is_id_text(entry)]
     id_by_name = dict(
         get_user_model().objects.filter(username__in=names).values_list("username", "pk")
     )
     user_ids, unknown = [], []
     for entry in entries:
-        if is_id(entry):
+        if is_id_text(entry):
             user_ids.append(int(entry))
         elif entry in id_by_name:
             user_ids.append(id_by_name[entry])

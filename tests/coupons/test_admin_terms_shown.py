@@ -166,6 +166,31 @@ def test_scope_picks_posted_after_a_claim_froze_them_are_refused_not_dropped(adm
     assert template.scope_ids == [tea.pk]
 
 
+def test_a_frozen_scope_pick_of_thousands_of_digits_is_refused_not_a_500(admin_site):
+    tea = Category.objects.create(name="Tea")
+    template = CouponTemplateFactory(scope="categories", scope_ids=[tea.pk], claimed_count=1)
+    start, end = template.valid_from, template.valid_until
+    page = {
+        "name": template.name,
+        "total": "100",
+        "per_user_limit": "1",
+        "valid_from_0": start.strftime("%Y-%m-%d"),
+        "valid_from_1": start.strftime("%H:%M:%S"),
+        "valid_until_0": end.strftime("%Y-%m-%d"),
+        "valid_until_1": end.strftime("%H:%M:%S"),
+        "visibility": "public",
+        "scope": "categories",
+        "scope_categories": ["9" * 5000],  # int() refuses more than 4300 digits
+    }
+
+    response = admin_site.post(f"{LIST_URL}{template.pk}/change/", page)
+
+    assert response.status_code == 200
+    assert "can no longer change" in str(response.context["adminform"].form.non_field_errors())
+    template.refresh_from_db()
+    assert template.scope_ids == [tea.pk]
+
+
 def test_85_typed_for_85zhe_is_refused_until_confirmed(admin_site):
     from tests.support.admin_forms import form_data
 
