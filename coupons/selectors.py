@@ -14,8 +14,9 @@ from coupons.coupon_status import CouponStatus
 from coupons.customers import customer_history
 from coupons.errors import TemplateNotFound
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.rules import ClaimState, TemplateFacts, claim_state
+from coupons.rules import ClaimState, claim_state
 from coupons.single_use_codes import SingleUseCode
+from coupons.terms import template_facts
 
 
 class FunnelCounts(TypedDict):
@@ -72,18 +73,6 @@ def templates_for_shopper(*, user_id: int) -> "QuerySet[ShopperTemplate]":
         )
         .annotate(claimed_by_me=claimed_by_me)
         .order_by("-id")
-    )
-
-
-def template_facts(template: CouponTemplate) -> TemplateFacts:
-    return TemplateFacts(
-        total=template.total,
-        claimed_count=template.claimed_count,
-        per_user_limit=template.per_user_limit,
-        valid_from=template.valid_from,
-        valid_until=template.valid_until,
-        paused=template.paused_at is not None,
-        new_customers_only=template.audience == CouponTemplate.Audience.NEW_CUSTOMERS,
     )
 
 

@@ -19,7 +19,7 @@ docs/decisions/0220-shopper-list-cache.md has the alternatives and the numbers."
 
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -33,7 +33,7 @@ from coupons.customers import customer_history
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.published_terms import PublishedTermsVersion
 from coupons.rules import ClaimState, TemplateFacts, claim_state
-from coupons.terms import SHOPPER_TERMS
+from coupons.terms import SHOPPER_TERMS, template_facts
 
 _DATETIME_TERMS = frozenset({"valid_from", "valid_until"})
 _datetime = serializers.DateTimeField()  # DRF's own rendering, as the serializer's field
@@ -42,16 +42,12 @@ _json = JSONRenderer()  # the API's renderer: the kept JSON is byte for byte wha
 
 @dataclass(frozen=True)
 class ListedTemplate:
-    """A public template's terms as loaded: the facts the claim rule needs, and the API's
-    rendering of the terms (id first), ready to be copied into each answer."""
+    """A public template's terms as loaded: the facts the claim rule needs (their
+    claimed_count as loaded; each request reads its own), and the API's rendering of the terms
+    (id first), ready to be copied into each answer."""
 
     id: int
-    total: int
-    per_user_limit: int
-    valid_from: datetime
-    valid_until: datetime
-    paused: bool
-    new_customers_only: bool  # audience `new_customers`: the caller's paid orders decide
+    facts: TemplateFacts
     rendered: dict[str, Any]
     json_head: bytes  # `rendered` as the API's JSON, without its closing brace
 
@@ -127,7 +123,7 @@ def shopper_page(
     # The audience's fact, looked up (one more statement) only for a page that asks for it.
     has_paid_order = (
         customer_history().has_paid_order(user_id=user_id)
-        if any(template.new_customers_only for template in page)
+        if any(template.facts.new_customers_only for template in page)
         else None
     )
     return [
@@ -235,12 +231,7 @@ def _listed(row: dict[str, Any]) -> ListedTemplate:
         rendered[term] = _datetime.to_representation(value) if term in _DATETIME_TERMS else value
     return ListedTemplate(
         id=row["id"],
-        total=row["total"],
-        per_user_limit=row["per_user_limit"],
-        valid_from=row["valid_from"],
-        valid_until=row["valid_until"],
-        paused=row["paused_at"] is not None,
-        new_customers_only=row["audience"] == CouponTemplate.Audience.NEW_CUSTOMERS,
+        facts=template_facts(row),
         rendered=rendered,
         json_head=_json.render(rendered)[:-1],
     )
@@ -253,15 +244,7 @@ def _item(
     now: datetime,
     has_paid_order: bool | None,
 ) -> ListedItem:
-    facts = TemplateFacts(
-        total=template.total,
-        claimed_count=counts.claimed_count,
-        per_user_limit=template.per_user_limit,
-        valid_from=template.valid_from,
-        valid_until=template.valid_until,
-        paused=template.paused,
-        new_customers_only=template.new_customers_only,
-    )
+    facts = replace(template.facts, claimed_count=counts.claimed_count)
     state = claim_state(
         facts, now=now, user_claims=counts.claimed_by_me, has_paid_order=has_paid_order
     )
