@@ -67,7 +67,7 @@ def create_templates(prefix: str, count: int, *, total: int, per_user_limit: int
         ],
         batch_size=1000,
     )
-    # bulk_create sends no post_save: the shopper list's kept terms are told here.
+    # As the template services do: the shopper list's kept terms are told here.
     published_terms_changed()
     if any(template.pk is None for template in templates):
         return list(

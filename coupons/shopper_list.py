@@ -4,18 +4,18 @@ request beyond authentication, and no Redis.
 The published terms of every public template (name, type, value, window, total, limit ...)
 are kept in this process, already rendered, under the version held in the one row of
 PublishedTermsVersion. That row gets a fresh random version in the same transaction as every
-publish, edit and delete (the receivers below; `published_terms_changed` for writes that do
-not go through `CouponTemplate.save()` / `.delete()`, such as pause and resume, SPEC section
-18). Each request then sends one statement: the version, and for the templates of its page
-their `claimed_count` and the caller's own count. When the version is not the one the terms
-were loaded under (or a template of the page is gone), the terms are read again, with the
-version, in one statement, and the page is answered from that read.
+publish, edit, delete, pause and resume (SPEC section 18): each service calls
+`published_terms_changed` in its transaction. Each request then sends one statement: the
+version, and for the templates of its page their `claimed_count` and the caller's own count.
+When the version is not the one the terms were loaded under (or a template of the page is
+gone), the terms are read again, with the version, in one statement, and the page is
+answered from that read.
 
 So, per SPEC section 15: an edit is seen by the first request that starts after it committed,
 in every process, whatever Redis does (the version lives in the database and is read in the
 request's own statement); `claimed_count`, `sold_out` and `claimed_by_me` are read at request
 time, not cached; `not_started` / `ended` are decided with the request's `now`.
-docs/decisions/0220-shopper-list-cache.md has the alternatives and the numbers."""
+docs/decisions/0220-shopper-list-terms-in-memory.md has the alternatives and the numbers."""
 
 import secrets
 from collections.abc import Callable, Sequence
@@ -143,9 +143,8 @@ def page_json(envelope: dict[str, Any], items: list[ListedItem]) -> bytes:
 
 def published_terms_changed() -> None:
     """Give the published terms a new version, so that every process reads them again on its
-    next list request. Call it in the transaction of any write that changes what the list
-    shows of a template other than through `CouponTemplate.save()` / `.delete()` (which call
-    it by signal): `QuerySet.update()` of terms, `bulk_create`, pause and resume."""
+    next list request. Call it in the transaction of every write that changes what the list
+    shows of a template (no signal does it): the template services, `bulk_create`."""
     global _published
     version = secrets.randbits(62)  # random, not +1: a deleted row must not reuse a version
     if not PublishedTermsVersion.objects.filter(pk=PublishedTermsVersion.ROW_ID).update(
@@ -155,12 +154,6 @@ def published_terms_changed() -> None:
             pk=PublishedTermsVersion.ROW_ID, defaults={"version": version}
         )
     _published = None
-
-
-def template_saved_or_deleted(sender, instance: CouponTemplate, raw: bool = False, **kwargs):
-    """post_save / post_delete receiver (connected in CouponsConfig.ready)."""
-    if not raw:
-        published_terms_changed()
 
 
 def _page_counts(

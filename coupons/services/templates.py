@@ -176,6 +176,7 @@ def coupon_template_publish(
     )
     with _code_taken_is_invalid():
         template = CouponTemplate.objects.create(**terms)
+        published_terms_changed()
     transaction.on_commit(lambda: terms_publish_new(template))
     return template
 
@@ -198,9 +199,7 @@ def coupon_template_edit(*, template_id: int, changes: dict[str, Any]) -> Coupon
             stamp = next_version(template.updated_at)  # the terms' version grows
             with _code_taken_is_invalid():
                 CouponTemplate.objects.filter(pk=template_id).update(**terms, updated_at=stamp)
-            # update() sends no post_save: the shopper list's kept terms are told here, in
-            # this transaction (coupons/shopper_list.py).
-            published_terms_changed()
+            published_terms_changed()  # the shopper list's kept terms, in this transaction
             for field, value in terms.items():
                 setattr(template, field, value)
             template.updated_at = stamp
@@ -233,6 +232,7 @@ def coupon_template_delete(*, template_id: int) -> None:
             raise TemplateInvalid("A template with claims cannot be deleted.")
         with terms_change(template, deleting=True):
             template.delete()
+            published_terms_changed()
 
 
 def coupon_template_pause(*, template_id: int) -> CouponTemplate:
