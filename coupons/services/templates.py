@@ -21,9 +21,9 @@ from coupons.models import (
     NAME_MAX_LENGTH,
     CouponTemplate,
 )
-from coupons.services.template_scope_and_code import code_validate, one_of, scope_validate
 from coupons.services.terms_cache import next_version, terms_change, terms_publish_new
 from coupons.shopper_list import published_terms_changed
+from coupons.template_scope_and_code import code_validate, one_of, scope_validate
 from coupons.terms import TEMPLATE_TERMS
 
 # Coupons already in users' hands would silently change value if these changed. The claim
@@ -70,10 +70,7 @@ def template_terms_validate(
             )
 
     if clean.get("type") not in CouponTemplate.Type.values:
-        fail(
-            "type",
-            one_of(CouponTemplate.Type.values),
-        )
+        fail("type", one_of(CouponTemplate.Type.values))
     if clean.get("type") == CouponTemplate.Type.PERCENT:
         check_int("value", 1, MAX_PERCENT)  # the percent off
     else:
@@ -90,17 +87,9 @@ def template_terms_validate(
     scope_validate(clean, fail, current=current)
     code_validate(clean, fail, current=current)
     if clean.get("visibility") not in CouponTemplate.Visibility.values:
-        fail(
-            "visibility",
-            _("Must be one of: %(values)s.")
-            % {"values": ", ".join(CouponTemplate.Visibility.values)},
-        )
+        fail("visibility", one_of(CouponTemplate.Visibility.values))
     if clean.get("audience") not in CouponTemplate.Audience.values:
-        fail(
-            "audience",
-            _("Must be one of: %(values)s.")
-            % {"values": ", ".join(CouponTemplate.Audience.values)},
-        )
+        fail("audience", one_of(CouponTemplate.Audience.values))
     if "value" not in errors and "min_amount" not in errors:
         if clean.get("type") == CouponTemplate.Type.DIRECT and clean["min_amount"] != 0:
             fail("min_amount", _("Must be 0 for a direct coupon."))
