@@ -11,7 +11,6 @@ from django.db.models.functions import Coalesce, TruncHour
 
 from core.limits import is_id_text
 from coupons.coupon_status import CouponStatus
-from coupons.customers import customer_history
 from coupons.errors import TemplateNotFound
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.rules import ClaimState, claim_state
@@ -91,14 +90,6 @@ def shopper_state(
         user_claims=claimed_by_me,
         has_paid_order=has_paid_order,
     )
-
-
-def caller_has_paid_order(templates: list[CouponTemplate], *, user_id: int) -> bool | None:
-    """The audience's fact for a page of templates: looked up (one query) only when one of
-    them is for new customers."""
-    if any(t.audience == CouponTemplate.Audience.NEW_CUSTOMERS for t in templates):
-        return customer_history().has_paid_order(user_id=user_id)
-    return None
 
 
 def single_use_codes_of(*, template_id: int) -> QuerySet[SingleUseCode]:
