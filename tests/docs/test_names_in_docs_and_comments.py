@@ -159,3 +159,34 @@ def test_a_missing_path_or_record_in_a_comment_is_caught():
         "docs/decisions/0998-gone.md",
     ]
     assert decisions_named(comments) - record_numbers() == {"0998", "0999"}
+
+
+# A path of one machine (a checkout, a home, a scratch folder), not of the repository.
+MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:work|root|home|tmp|Users|mnt|srv)/[\w.-]+")
+
+
+def machine_paths(text: str) -> list[str]:
+    return MACHINE_PATH.findall(text)
+
+
+def test_no_doc_names_a_path_of_one_machine():
+    docs = [path for path in sorted(ROOT.rglob("*.md")) if not _hidden_or_runtime(path)]
+
+    assert len(docs) > 50
+    found = {
+        path.relative_to(ROOT).as_posix(): machine_paths(path.read_text())
+        for path in docs
+        if machine_paths(path.read_text())
+    }
+    assert found == {}
+
+
+def test_a_machine_path_is_caught():
+    text = "run in /work/main, or `tar -C /tmp/before`; not /api/coupons or docs/tmp/x.md"
+
+    assert machine_paths(text) == ["/work/main", "/tmp/before"]
+
+
+def _hidden_or_runtime(path: Path) -> bool:
+    relative = path.relative_to(ROOT).as_posix()
+    return relative.startswith((".", "var/")) or "/." in relative or "node_modules" in relative
