@@ -34,21 +34,11 @@ CLAIM_PATH_TERMS = (
     *(term for term in TEMPLATE_TERMS if term != "code"),
     "has_single_use_codes",
 )
-# The columns the claim rule decides on (coupons.rules.TemplateFacts, read by `template_facts`).
-RULE_COLUMNS = (
-    "total",
-    "claimed_count",
-    "per_user_limit",
-    "valid_from",
-    "valid_until",
-    "paused_at",
-    "audience",
-)
 
 
 def template_facts(columns: Mapping[str, Any] | CouponTemplate) -> TemplateFacts:
     """The claim rule's facts of a template: from a row by column name (`.values()`, a raw
-    query zipped with its columns) or from a CouponTemplate's attributes (RULE_COLUMNS)."""
+    query zipped with its columns) or from a CouponTemplate's attributes."""
     if isinstance(columns, Mapping):
         column = columns.__getitem__
     else:

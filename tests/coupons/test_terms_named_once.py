@@ -9,7 +9,7 @@ from coupons.models import CouponTemplate
 from coupons.rules import TemplateFacts
 from coupons.services.claim_sql import TEMPLATE_FACT_COLUMNS, TEMPLATE_SUMMARY_COLUMNS
 from coupons.services.terms_cache import ROW_COLUMNS, cached_terms, template_from_row
-from coupons.terms import CLAIM_PATH_TERMS, RULE_COLUMNS, TEMPLATE_TERMS, template_facts
+from coupons.terms import CLAIM_PATH_TERMS, TEMPLATE_TERMS, template_facts
 from tests.support.factories import CouponTemplateFactory
 
 
@@ -18,7 +18,6 @@ def test_the_claim_path_reads_and_keeps_the_same_terms():
 
     assert ROW_COLUMNS == CLAIM_PATH_TERMS
     assert set(CLAIM_PATH_TERMS) <= read_by_the_facts_query
-    assert set(RULE_COLUMNS) <= read_by_the_facts_query
     assert set(CLAIM_PATH_TERMS) == set(TEMPLATE_TERMS) - {"code"} | {"has_single_use_codes"}
 
 
@@ -31,7 +30,7 @@ def test_the_rule_s_facts_are_the_same_from_a_row_a_template_and_the_cached_term
         audience="new_customers",
         paused_at=datetime(2026, 6, 1, tzinfo=UTC),
     )
-    row = CouponTemplate.objects.values(*RULE_COLUMNS).get(pk=template.pk)
+    row = CouponTemplate.objects.values(*TEMPLATE_FACT_COLUMNS).get(pk=template.pk)
     cached = cached_terms(template)
 
     from_row, from_template = template_facts(row), template_facts(template)
