@@ -1,4 +1,4 @@
-"""Every repository path that docs/DESIGN.md, docs/operations.md or a comment in the code names
+"""Every repository path that docs/DESIGN.md, docs/operations.md, a README or a code comment names
 exists, and every decision record that they or another record name: a renamed module, a moved
 test or a merged record that leaves a reference behind fails here. (A record may name paths
 of its time, such as the module it split, so its paths are not checked.)"""
@@ -16,10 +16,11 @@ TOP_LEVEL = sorted(entry.name for entry in ROOT.iterdir() if not entry.name.star
 # A path word: starts at a top-level folder of the repository (`coupons/rules.py`,
 # `tests/api/`, `bench/results/<stamp>.json`), not inside a URL or another path.
 TOP_LEVEL_ALTERNATIVES = "|".join(map(re.escape, TOP_LEVEL))
-PATH_WORD = re.compile(rf"(?<![\w./:@-])((?:{TOP_LEVEL_ALTERNATIVES})/[\w./<>*-]*[\w*>/])")
+PATH_WORD = re.compile(rf"(?<![\w./:@-])((?:{TOP_LEVEL_ALTERNATIVES})/(?:<[^<>\n]*>|[\w./*-])*)")
 # "decision 0200", "decisions 0005, 0200 and 0302", "decisions 0030-0033".
 DECISION_MENTION = re.compile(r"\b[Dd]ecisions?\s+(0\d{3}(?:\s*(?:,|and|-|–|/)\s*0\d{3})*)")
 RECORD_NAME = re.compile(r"\b(0\d{3})-[a-z0-9-]+\.md\b")
+READMES = [ROOT / "bench" / "README.md"]
 RUNTIME_FOLDERS = ("var/",)  # made by `make run` and the tests, git-ignored
 # Files that are not the project's own text (tests/docs names missing paths on purpose).
 SKIPPED = ("tests/docs/", "locale/", "docs/SPEC.md", "docs/measurements/", ".")
@@ -38,7 +39,7 @@ def path_exists(path: str) -> bool:
 
 
 def paths_named(text: str) -> list[str]:
-    return [match.group(1) for match in PATH_WORD.finditer(text)]
+    return [match.group(1).rstrip(".-") for match in PATH_WORD.finditer(text)]
 
 
 def decisions_named(text: str) -> set[str]:
@@ -98,7 +99,7 @@ def record_numbers() -> set[str]:
 
 def test_every_path_the_docs_and_the_comments_name_exists():
     named: dict[str, list[str]] = {}
-    for doc in [DOCS / "DESIGN.md", DOCS / "operations.md"]:
+    for doc in [DOCS / "DESIGN.md", DOCS / "operations.md", ROOT / "README.md", *READMES]:
         named[doc.relative_to(ROOT).as_posix()] = paths_named(doc.read_text())
     for path in code_files():
         named[path.relative_to(ROOT).as_posix()] = paths_named(comments_of(path))
@@ -110,7 +111,9 @@ def test_every_path_the_docs_and_the_comments_name_exists():
 
 def test_every_decision_the_docs_and_the_comments_name_is_a_record():
     named: dict[str, set[str]] = {}
-    for doc in [DOCS / "DESIGN.md", DOCS / "operations.md", *sorted(DECISIONS.glob("*.md"))]:
+    for doc in [DOCS / "DESIGN.md", DOCS / "operations.md", ROOT / "README.md", *READMES]:
+        named[doc.relative_to(ROOT).as_posix()] = decisions_named(doc.read_text())
+    for doc in sorted(DECISIONS.glob("*.md")):
         named[doc.relative_to(ROOT).as_posix()] = decisions_named(doc.read_text())
     # DESIGN also cites records by bare number: "(0017, 0304)", "0030-0033".
     named["docs/DESIGN.md"] |= set(re.findall(r"\b0\d{3}\b", (DOCS / "DESIGN.md").read_text()))
@@ -142,7 +145,7 @@ def test_one_record_per_number():
 
 def test_a_missing_path_or_record_in_a_comment_is_caught():
     source = (
-        '"""See coupons/rules.py and coupons/no_such_module.py."""\n'
+        '"""See coupons/rules.py, bench/results/<UTC stamp>.json, coupons/no_such_module.py"""\n'
         "# decisions 0200 and 0999; docs/decisions/0998-gone.md; https://x.org/coupons/a.py\n"
         "URL = 'coupons/not_a_comment.py'\n"
     )
@@ -150,6 +153,7 @@ def test_a_missing_path_or_record_in_a_comment_is_caught():
     comments = python_comments(source)
 
     assert sorted(paths_named(comments)) == [
+        "bench/results/<UTC stamp>.json",
         "coupons/no_such_module.py",
         "coupons/rules.py",
         "docs/decisions/0998-gone.md",
