@@ -46,6 +46,7 @@ def create_template(
         valid_until=now + timedelta(days=30),
         claimed_count=claimed_count,
     )
+    published_terms_changed()  # as coupon_template_publish does: the shopper list is told
     return template.pk
 
 
