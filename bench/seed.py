@@ -46,6 +46,7 @@ def create_template(
         valid_until=now + timedelta(days=30),
         claimed_count=claimed_count,
     )
+    published_terms_changed()  # as coupon_template_publish does: the shopper list is told
     return template.pk
 
 
@@ -67,7 +68,7 @@ def create_templates(prefix: str, count: int, *, total: int, per_user_limit: int
         ],
         batch_size=1000,
     )
-    # bulk_create sends no post_save: the shopper list's kept terms are told here.
+    # As the template services do: the shopper list's kept terms are told here.
     published_terms_changed()
     if any(template.pk is None for template in templates):
         return list(

@@ -1,7 +1,7 @@
 """What coupons may know of the shop's catalog, without importing it.
 
 A template's scope holds plain category or product ids; `coupons` must not import `orders`
-(tests/orders/test_boundaries.py). The catalog is injected instead: the setting
+(the layers contract in pyproject.toml). The catalog is injected instead: the setting
 COUPON_SCOPE_CATALOG names a callable (the orders app provides `orders.catalog.OrdersCatalog`)
 that returns an object answering `names()`. With the setting empty, ids are not checked
 against a catalog (only their form is)."""

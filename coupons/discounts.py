@@ -12,10 +12,6 @@ DIRECT = "direct"
 THRESHOLD = "threshold"
 PERCENT = "percent"
 
-SCOPE_ALL = "all"
-SCOPE_CATEGORIES = "categories"
-SCOPE_PRODUCTS = "products"
-
 
 @dataclass(frozen=True)
 class DiscountTerms:

@@ -73,7 +73,6 @@ TEMPLATE_CHECKS: tuple[TemplateCheck, ...] = (
         lambda now: Q(claimed_count__gte=F("total")),
     ),
 )
-WINDOW_STATES = frozenset({ClaimState.NOT_STARTED, ClaimState.ENDED})
 
 
 def claim_state(

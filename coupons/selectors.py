@@ -9,12 +9,13 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce, TruncHour
 
+from core.limits import is_id_text
 from coupons.coupon_status import CouponStatus
-from coupons.customers import customer_history
 from coupons.errors import TemplateNotFound
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.rules import ClaimState, TemplateFacts, claim_state
+from coupons.rules import ClaimState, claim_state
 from coupons.single_use_codes import SingleUseCode
+from coupons.terms import template_facts
 
 
 class FunnelCounts(TypedDict):
@@ -74,18 +75,6 @@ def templates_for_shopper(*, user_id: int) -> "QuerySet[ShopperTemplate]":
     )
 
 
-def template_facts(template: CouponTemplate) -> TemplateFacts:
-    return TemplateFacts(
-        total=template.total,
-        claimed_count=template.claimed_count,
-        per_user_limit=template.per_user_limit,
-        valid_from=template.valid_from,
-        valid_until=template.valid_until,
-        paused=template.paused_at is not None,
-        new_customers_only=template.audience == CouponTemplate.Audience.NEW_CUSTOMERS,
-    )
-
-
 def template_state(template: CouponTemplate, *, now: datetime) -> ClaimState:
     """Everyone's view (the claim rule without a user): not_started, ended, sold_out, active."""
     return claim_state(template_facts(template), now=now, user_claims=None)
@@ -101,14 +90,6 @@ def shopper_state(
         user_claims=claimed_by_me,
         has_paid_order=has_paid_order,
     )
-
-
-def caller_has_paid_order(templates: list[CouponTemplate], *, user_id: int) -> bool | None:
-    """The audience's fact for a page of templates: looked up (one query) only when one of
-    them is for new customers."""
-    if any(t.audience == CouponTemplate.Audience.NEW_CUSTOMERS for t in templates):
-        return customer_history().has_paid_order(user_id=user_id)
-    return None
 
 
 def single_use_codes_of(*, template_id: int) -> QuerySet[SingleUseCode]:
@@ -152,16 +133,13 @@ def users_by_name_or_id(entries: list[str]) -> UserLookup:
     """Resolve grant lists typed by staff: a line of ASCII digits is a user id, anything else
     a username (looked up in one query)."""
 
-    def is_id(entry: str) -> bool:
-        return entry.isascii() and entry.isdigit() and len(entry) <= 18
-
-    names = [entry for entry in entries if not is_id(entry)]
+    names = [entry for entry in entries if not is_id_text(entry)]
     id_by_name = dict(
         get_user_model().objects.filter(username__in=names).values_list("username", "pk")
     )
     user_ids, unknown = [], []
     for entry in entries:
-        if is_id(entry):
+        if is_id_text(entry):
             user_ids.append(int(entry))
         elif entry in id_by_name:
             user_ids.append(id_by_name[entry])

@@ -4,22 +4,22 @@ request beyond authentication, and no Redis.
 The published terms of every public template (name, type, value, window, total, limit ...)
 are kept in this process, already rendered, under the version held in the one row of
 PublishedTermsVersion. That row gets a fresh random version in the same transaction as every
-publish, edit and delete (the receivers below; `published_terms_changed` for writes that do
-not go through `CouponTemplate.save()` / `.delete()`, such as pause and resume, SPEC section
-18). Each request then sends one statement: the version, and for the templates of its page
-their `claimed_count` and the caller's own count. When the version is not the one the terms
-were loaded under (or a template of the page is gone), the terms are read again, with the
-version, in one statement, and the page is answered from that read.
+publish, edit, delete, pause and resume (SPEC section 18): each service calls
+`published_terms_changed` in its transaction. Each request then sends one statement: the
+version, and for the templates of its page their `claimed_count` and the caller's own count.
+When the version is not the one the terms were loaded under (or a template of the page is
+gone), the terms are read again, with the version, in one statement, and the page is
+answered from that read.
 
 So, per SPEC section 15: an edit is seen by the first request that starts after it committed,
 in every process, whatever Redis does (the version lives in the database and is read in the
 request's own statement); `claimed_count`, `sold_out` and `claimed_by_me` are read at request
 time, not cached; `not_started` / `ended` are decided with the request's `now`.
-docs/decisions/0220-shopper-list-cache.md has the alternatives and the numbers."""
+docs/decisions/0220-shopper-list-terms-in-memory.md has the alternatives and the numbers."""
 
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -33,7 +33,7 @@ from coupons.customers import customer_history
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.published_terms import PublishedTermsVersion
 from coupons.rules import ClaimState, TemplateFacts, claim_state
-from coupons.terms import SHOPPER_TERMS
+from coupons.terms import SHOPPER_TERMS, template_facts
 
 _DATETIME_TERMS = frozenset({"valid_from", "valid_until"})
 _datetime = serializers.DateTimeField()  # DRF's own rendering, as the serializer's field
@@ -42,16 +42,12 @@ _json = JSONRenderer()  # the API's renderer: the kept JSON is byte for byte wha
 
 @dataclass(frozen=True)
 class ListedTemplate:
-    """A public template's terms as loaded: the facts the claim rule needs, and the API's
-    rendering of the terms (id first), ready to be copied into each answer."""
+    """A public template's terms as loaded: the facts the claim rule needs (their
+    claimed_count as loaded; each request reads its own), and the API's rendering of the terms
+    (id first), ready to be copied into each answer."""
 
     id: int
-    total: int
-    per_user_limit: int
-    valid_from: datetime
-    valid_until: datetime
-    paused: bool
-    new_customers_only: bool  # audience `new_customers`: the caller's paid orders decide
+    facts: TemplateFacts
     rendered: dict[str, Any]
     json_head: bytes  # `rendered` as the API's JSON, without its closing brace
 
@@ -127,7 +123,7 @@ def shopper_page(
     # The audience's fact, looked up (one more statement) only for a page that asks for it.
     has_paid_order = (
         customer_history().has_paid_order(user_id=user_id)
-        if any(template.new_customers_only for template in page)
+        if any(template.facts.new_customers_only for template in page)
         else None
     )
     return [
@@ -147,9 +143,8 @@ def page_json(envelope: dict[str, Any], items: list[ListedItem]) -> bytes:
 
 def published_terms_changed() -> None:
     """Give the published terms a new version, so that every process reads them again on its
-    next list request. Call it in the transaction of any write that changes what the list
-    shows of a template other than through `CouponTemplate.save()` / `.delete()` (which call
-    it by signal): `QuerySet.update()` of terms, `bulk_create`, pause and resume."""
+    next list request. Call it in the transaction of every write that changes what the list
+    shows of a template (no signal does it): the template services, `bulk_create`."""
     global _published
     version = secrets.randbits(62)  # random, not +1: a deleted row must not reuse a version
     if not PublishedTermsVersion.objects.filter(pk=PublishedTermsVersion.ROW_ID).update(
@@ -159,12 +154,6 @@ def published_terms_changed() -> None:
             pk=PublishedTermsVersion.ROW_ID, defaults={"version": version}
         )
     _published = None
-
-
-def template_saved_or_deleted(sender, instance: CouponTemplate, raw: bool = False, **kwargs):
-    """post_save / post_delete receiver (connected in CouponsConfig.ready)."""
-    if not raw:
-        published_terms_changed()
 
 
 def _page_counts(
@@ -235,12 +224,7 @@ def _listed(row: dict[str, Any]) -> ListedTemplate:
         rendered[term] = _datetime.to_representation(value) if term in _DATETIME_TERMS else value
     return ListedTemplate(
         id=row["id"],
-        total=row["total"],
-        per_user_limit=row["per_user_limit"],
-        valid_from=row["valid_from"],
-        valid_until=row["valid_until"],
-        paused=row["paused_at"] is not None,
-        new_customers_only=row["audience"] == CouponTemplate.Audience.NEW_CUSTOMERS,
+        facts=template_facts(row),
         rendered=rendered,
         json_head=_json.render(rendered)[:-1],
     )
@@ -253,15 +237,7 @@ def _item(
     now: datetime,
     has_paid_order: bool | None,
 ) -> ListedItem:
-    facts = TemplateFacts(
-        total=template.total,
-        claimed_count=counts.claimed_count,
-        per_user_limit=template.per_user_limit,
-        valid_from=template.valid_from,
-        valid_until=template.valid_until,
-        paused=template.paused,
-        new_customers_only=template.new_customers_only,
-    )
+    facts = replace(template.facts, claimed_count=counts.claimed_count)
     state = claim_state(
         facts, now=now, user_claims=counts.claimed_by_me, has_paid_order=has_paid_order
     )

@@ -19,6 +19,7 @@ from accounts.audit_admin import StaffHistoryAdmin
 from accounts.staff_actions import StaffAction, staff_may
 from core.admin_fields import MoneyField, RefusalAsFormErrorAdmin, RefusedOnSave
 from core.domain_errors import DomainError
+from core.limits import is_id_text
 from core.money import format_money
 from coupons import ports
 from orders import services
@@ -177,7 +178,7 @@ class CouponTemplateFilter(admin.SimpleListFilter):
 
     def lookups(self, request, model_admin):
         selected = self.value()
-        selected_id = int(selected) if selected and selected.isdigit() else None
+        selected_id = int(selected) if selected and is_id_text(selected) else None
         names = ports.template_names(limit=self.listed, template_id=selected_id)
         return [(str(name.template_id), name.name) for name in names]
 
@@ -185,7 +186,7 @@ class CouponTemplateFilter(admin.SimpleListFilter):
         value = self.value()
         if value is None:
             return queryset
-        if not (value.isascii() and value.isdigit() and len(value) <= 18):
+        if not is_id_text(value):
             raise IncorrectLookupParameters(value)
         return queryset.filter(coupon__template_id=int(value))
 

@@ -7,6 +7,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from core.limits import MAX_ID
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"
 
@@ -308,7 +310,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"persistAuthorization": True, "displayOperationId": True},
     # Ids in paths (api.converters.IdConverter): integers in the schema, as in the URL regex.
     "PATH_CONVERTER_OVERRIDES": {
-        "id": {"type": "integer", "format": "int64", "minimum": 0, "maximum": 10**18 - 1}
+        "id": {"type": "integer", "format": "int64", "minimum": 0, "maximum": MAX_ID}
     },
     "ENUM_NAME_OVERRIDES": {
         "OrderStatusEnum": "orders.models.Order.Status",

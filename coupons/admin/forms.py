@@ -8,6 +8,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from core.admin_fields import MoneyField
+from core.limits import is_id_text
 from core.money import MoneyInvalid, format_cents, parse_money
 from coupons.admin.display import zhe
 from coupons.catalog import scope_catalog
@@ -27,7 +28,7 @@ class IdListField(forms.CharField):
     def to_python(self, value):
         text = super().to_python(value) or ""
         parts = [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
-        if not all(part.isascii() and part.isdigit() and len(part) <= 18 for part in parts):
+        if not all(is_id_text(part) for part in parts):
             raise forms.ValidationError(_("Ids separated by commas, e.g. 3, 7, 12."))
         return [int(part) for part in parts]
 
@@ -254,7 +255,7 @@ class CouponTemplateForm(forms.ModelForm):
         if picker is None or picker not in self.data:
             return None
         picked = self.data.getlist(picker) if hasattr(self.data, "getlist") else []
-        if not all(text.isascii() and text.isdigit() for text in picked):
+        if not all(is_id_text(text) for text in picked):
             return []
         return sorted({int(text) for text in picked})
 

@@ -20,8 +20,8 @@ from coupons.single_use_codes import (
     SingleUseCode,
 )
 
-# One INSERT per batch: measured at 100,000 codes in docs/measurements/2026-11-30-single-use-
-# codes.md; larger batches gained little and make one statement's packet larger.
+# One INSERT per batch: measured at 100,000 codes (larger batches gained little and make one
+# statement's packet larger): docs/measurements/2026-11-30-single-use-codes.md.
 CODES_PER_INSERT = 5_000
 # A batch that meets an existing code is made again; at 2**59 possible codes a second
 # collision in one batch means something other than chance.

@@ -22,9 +22,9 @@ from coupons.models import (
     NAME_MAX_LENGTH,
     CouponTemplate,
 )
-from coupons.services.template_scope_and_code import code_validate, one_of, scope_validate
 from coupons.services.terms_cache import next_version, terms_change, terms_publish_new
 from coupons.shopper_list import published_terms_changed
+from coupons.template_scope_and_code import code_validate, one_of, scope_validate
 from coupons.terms import TEMPLATE_TERMS
 
 # Coupons already in users' hands would silently change value if these changed. The claim
@@ -71,10 +71,7 @@ def template_terms_validate(
             )
 
     if clean.get("type") not in CouponTemplate.Type.values:
-        fail(
-            "type",
-            one_of(CouponTemplate.Type.values),
-        )
+        fail("type", one_of(CouponTemplate.Type.values))
     if clean.get("type") == CouponTemplate.Type.PERCENT:
         check_int("value", 1, MAX_PERCENT)  # the percent off
     else:
@@ -91,17 +88,9 @@ def template_terms_validate(
     scope_validate(clean, fail, current=current)
     code_validate(clean, fail, current=current)
     if clean.get("visibility") not in CouponTemplate.Visibility.values:
-        fail(
-            "visibility",
-            _("Must be one of: %(values)s.")
-            % {"values": ", ".join(CouponTemplate.Visibility.values)},
-        )
+        fail("visibility", one_of(CouponTemplate.Visibility.values))
     if clean.get("audience") not in CouponTemplate.Audience.values:
-        fail(
-            "audience",
-            _("Must be one of: %(values)s.")
-            % {"values": ", ".join(CouponTemplate.Audience.values)},
-        )
+        fail("audience", one_of(CouponTemplate.Audience.values))
     if "value" not in errors and "min_amount" not in errors:
         if clean.get("type") == CouponTemplate.Type.DIRECT and clean["min_amount"] != 0:
             fail("min_amount", _("Must be 0 for a direct coupon."))
@@ -181,6 +170,7 @@ def coupon_template_publish(
     with transaction.atomic():
         with _code_taken_is_invalid():
             template = CouponTemplate.objects.create(**terms)
+            published_terms_changed()
         staff_action_record(
             actor=actor,
             action=StaffAction.TEMPLATE_PUBLISH,
@@ -218,9 +208,7 @@ def coupon_template_edit(
             stamp = next_version(template.updated_at)  # the terms' version grows
             with _code_taken_is_invalid():
                 CouponTemplate.objects.filter(pk=template_id).update(**terms, updated_at=stamp)
-            # update() sends no post_save: the shopper list's kept terms are told here, in
-            # this transaction (coupons/shopper_list.py).
-            published_terms_changed()
+            published_terms_changed()  # the shopper list's kept terms, in this transaction
             for field, value in terms.items():
                 setattr(template, field, value)
             template.updated_at = stamp
@@ -264,6 +252,7 @@ def coupon_template_delete(*, template_id: int, actor: Actor | None = None) -> N
         )
         with terms_change(template, deleting=True):
             template.delete()
+            published_terms_changed()
 
 
 def coupon_template_pause(*, template_id: int, actor: Actor | None = None) -> CouponTemplate:

@@ -21,30 +21,13 @@ from coupons.counter import epoch_ms
 from coupons.counter_results import CachedTerms
 from coupons.counter_setup import coupon_counter
 from coupons.models import CouponTemplate
+from coupons.terms import CLAIM_PATH_TERMS, template_facts
 
 logger = logging.getLogger(__name__)
 
-# What the claim path needs of a template without reading it: the rule's terms, what the
-# issue stamps on the coupon, and the 201's template summary. A term the claim path starts
-# to use is added here (and to the claim's facts query).
-ROW_COLUMNS = (
-    "total",
-    "per_user_limit",
-    "valid_from",
-    "valid_until",
-    "name",
-    "type",
-    "value",
-    "min_amount",
-    "max_discount",
-    "scope",
-    "scope_ids",
-    "visibility",
-    "valid_days",
-    # SPEC section 18: the decision checks the audience it read and the reach by id.
-    "audience",
-    "has_single_use_codes",
-)
+# What the claim path needs of a template without reading it (coupons/terms.py); a term the
+# claim path starts to use is added there (and to the claim's facts query).
+ROW_COLUMNS = CLAIM_PATH_TERMS
 DATETIME_COLUMNS = frozenset({"valid_from", "valid_until"})
 # Clocks of app nodes and Redis may be this far apart: a change that could not reach Redis
 # waits this much longer than the lease.
@@ -65,16 +48,17 @@ def cached_terms(template: CouponTemplate) -> CachedTerms:
     for column in ROW_COLUMNS:
         value = getattr(template, column)
         row[column] = epoch_ms(value) if column in DATETIME_COLUMNS else value
+    facts = template_facts(template)
     return CachedTerms(
         template_id=template.pk,
         version=version_of(template.updated_at),
-        total=template.total,
-        per_user_limit=template.per_user_limit,
-        valid_from=template.valid_from,
-        valid_until=template.valid_until,
+        total=facts.total,
+        per_user_limit=facts.per_user_limit,
+        valid_from=facts.valid_from,
+        valid_until=facts.valid_until,
         row=row,
-        paused=template.paused_at is not None,
-        new_customers_only=template.audience == CouponTemplate.Audience.NEW_CUSTOMERS,
+        paused=facts.paused,
+        new_customers_only=facts.new_customers_only,
     )
 
 

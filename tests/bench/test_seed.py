@@ -57,7 +57,7 @@ def test_bulk_seeding_writes_valid_coupons_and_matching_counts():
 
 @pytest.mark.django_db
 def test_templates_seeded_in_bulk_are_listed_by_the_next_list_request(user, shopper_client):
-    """bulk_create sends no post_save: the seed tells the shopper list's kept terms itself,
+    """The seed writes templates with bulk_create and tells the shopper list's kept terms itself,
     or the bench's list row would be served the terms of before the seed."""
     CouponTemplateFactory()
     assert shopper_client.get("/api/coupons").json()["count"] == 1  # the terms now kept
@@ -65,3 +65,14 @@ def test_templates_seeded_in_bulk_are_listed_by_the_next_list_request(user, shop
     seed.create_templates("list", 3, total=100, per_user_limit=1)
 
     assert shopper_client.get("/api/coupons").json()["count"] == 4
+
+
+@pytest.mark.django_db
+def test_a_template_seeded_alone_is_listed_by_the_next_list_request(user, shopper_client):
+    """create_template writes with the ORM, outside the services: it tells the list too."""
+    CouponTemplateFactory()
+    assert shopper_client.get("/api/coupons").json()["count"] == 1  # the terms now kept
+
+    seed.create_template("storm", total=100)
+
+    assert shopper_client.get("/api/coupons").json()["count"] == 2

@@ -28,6 +28,22 @@ def input_value(page: str, name: str) -> str:
     return match.group(1)
 
 
+def frozen_page(template: CouponTemplate) -> dict[str, str]:
+    """What a claimed template's change page posts, its frozen terms left out."""
+    start, end = template.valid_from, template.valid_until
+    return {
+        "name": template.name,
+        "total": "100",
+        "per_user_limit": "1",
+        "valid_from_0": start.strftime("%Y-%m-%d"),
+        "valid_from_1": start.strftime("%H:%M:%S"),
+        "valid_until_0": end.strftime("%Y-%m-%d"),
+        "valid_until_1": end.strftime("%H:%M:%S"),
+        "visibility": "public",
+        "scope": "categories",
+    }
+
+
 def test_saving_a_template_unchanged_keeps_its_seconds_and_logs_no_change(
     admin_site, settings, frozen_now
 ):
@@ -144,18 +160,7 @@ def test_scope_picks_posted_after_a_claim_froze_them_are_refused_not_dropped(adm
     tea, coffee = Category.objects.create(name="Tea"), Category.objects.create(name="Coffee")
     template = CouponTemplateFactory(scope="categories", scope_ids=[tea.pk], claimed_count=1)
     url = f"{LIST_URL}{template.pk}/change/"
-    start, end = template.valid_from, template.valid_until
-    page = {
-        "name": template.name,
-        "total": "100",
-        "per_user_limit": "1",
-        "valid_from_0": start.strftime("%Y-%m-%d"),
-        "valid_from_1": start.strftime("%H:%M:%S"),
-        "valid_until_0": end.strftime("%Y-%m-%d"),
-        "valid_until_1": end.strftime("%H:%M:%S"),
-        "visibility": "public",
-        "scope": "categories",
-    }
+    page = frozen_page(template)
 
     same = admin_site.post(url, page | {"scope_categories": [tea.pk]})
     changed = admin_site.post(url, page | {"scope_categories": [tea.pk, coffee.pk]})
@@ -163,6 +168,19 @@ def test_scope_picks_posted_after_a_claim_froze_them_are_refused_not_dropped(adm
     assert same.status_code == 302
     assert changed.status_code == 200
     assert "can no longer change" in str(changed.context["adminform"].form.non_field_errors())
+    template.refresh_from_db()
+    assert template.scope_ids == [tea.pk]
+
+
+def test_a_frozen_scope_pick_of_thousands_of_digits_is_refused_not_a_500(admin_site):
+    tea = Category.objects.create(name="Tea")
+    template = CouponTemplateFactory(scope="categories", scope_ids=[tea.pk], claimed_count=1)
+    page = frozen_page(template) | {"scope_categories": ["9" * 5000]}  # int() takes 4300
+
+    response = admin_site.post(f"{LIST_URL}{template.pk}/change/", page)
+
+    assert response.status_code == 200
+    assert "can no longer change" in str(response.context["adminform"].form.non_field_errors())
     template.refresh_from_db()
     assert template.scope_ids == [tea.pk]
 

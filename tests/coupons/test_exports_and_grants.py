@@ -8,8 +8,6 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
-from django.db.models.signals import post_save
-from factory.django import mute_signals
 
 from core import clock
 from coupons.grant_reasons import reason_key
@@ -129,18 +127,16 @@ def test_the_migration_keys_stored_reasons_and_keeps_every_coupon():
     # different then and are one reason now
     executor = MigrationExecutor(connection)
     before = executor.migrate([("coupons", "0004_verbose_names")])
-    # The template as the schema then had it (today's model names columns added since), and
-    # no shopper-list signal: that schema has no published-terms table either.
-    with mute_signals(post_save):
-        template = before.apps.get_model("coupons", "CouponTemplate").objects.create(
-            name="Before the key",
-            type="direct",
-            value=500,
-            total=10,
-            per_user_limit=5,
-            valid_from=clock.now() - timedelta(days=1),
-            valid_until=clock.now() + timedelta(days=1),
-        )
+    # The template as the schema then had it (today's model names columns added since).
+    template = before.apps.get_model("coupons", "CouponTemplate").objects.create(
+        name="Before the key",
+        type="direct",
+        value=500,
+        total=10,
+        per_user_limit=5,
+        valid_from=clock.now() - timedelta(days=1),
+        valid_until=clock.now() + timedelta(days=1),
+    )
     user = UserFactory()
     with connection.cursor() as cursor:
         for slot, reason in ((1, "Ⱥpology"), (2, "ⱥpology"), (3, "Birthday")):

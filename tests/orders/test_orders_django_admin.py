@@ -155,7 +155,7 @@ def test_orders_list_shows_money_coupon_and_filters_by_template(admin_site, user
     assert '<td class="field-pay">¥15.00</td>' in page
 
 
-@pytest.mark.parametrize("value", ["abc", "１２", "9" * 40])
+@pytest.mark.parametrize("value", ["abc", "１２", "9" * 40, "²"])
 def test_a_bad_template_filter_value_is_the_admin_s_own_error_not_json(admin_site, value):
     from tests.support.factories import CouponTemplateFactory
 

@@ -5,6 +5,7 @@ from django.contrib.auth import get_user_model
 
 from core import clock
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.shopper_list import published_terms_changed
 from orders.models import Order, Product
 
 
@@ -30,6 +31,14 @@ class CouponTemplateFactory(factory.django.DjangoModelFactory):
     per_user_limit = 1
     valid_from = factory.LazyFunction(lambda: clock.now() - timedelta(days=1))
     valid_until = factory.LazyFunction(lambda: clock.now() + timedelta(days=1))
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        """Saved as coupon_template_publish saves: the shopper list is told in its
+        transaction."""
+        template = super()._create(model_class, *args, **kwargs)
+        published_terms_changed()
+        return template
 
 
 class UserCouponFactory(factory.django.DjangoModelFactory):

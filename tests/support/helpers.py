@@ -35,18 +35,6 @@ def redis_counts(template_id: int, user_id: int) -> list[int | None]:
     return [stored.claimed, stored.user]
 
 
-def statement_waits(like: str) -> bool:
-    """Whether a statement matching the SQL LIKE pattern is running on the database now (an
-    idle lock holder leaves only a waiting statement to find)."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE %s", [like]
-        )
-        return cursor.fetchone()[0] > 0
-
-
 SESSION_STATUS_SQL = (
     "SHOW SESSION STATUS WHERE Variable_name = 'Questions' OR Variable_name LIKE 'Com\\_%%'"
 )

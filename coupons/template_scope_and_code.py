@@ -1,5 +1,6 @@
-"""The checks of a template's scope and code (coupons/services/templates.py's rules on its
-terms): the scope against the injected catalog, the code's form and uniqueness."""
+"""The checks of a template's scope and code, for the rules on its terms in
+coupons/services/templates.py (machinery beside the service, not a service): the scope against
+the injected catalog, the code's form and uniqueness."""
 
 import re
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from coupons.models import CODE_PATTERN, MAX_AMOUNT, MAX_SCOPE_IDS, CouponTempla
 
 
 def one_of(values: list[str]) -> str:
+    """The message for a value that is not one of `values`."""
     return _("Must be one of: %(values)s.") % {"values": ", ".join(values)}
 
 
@@ -23,10 +25,7 @@ def scope_validate(
     template are looked up: one whose product was removed since must not block other edits."""
     scope, ids = clean.get("scope"), clean.get("scope_ids")
     if scope not in CouponTemplate.Scope.values:
-        fail(
-            "scope",
-            one_of(CouponTemplate.Scope.values),
-        )
+        fail("scope", one_of(CouponTemplate.Scope.values))
         return
     if not isinstance(ids, list) or not all(
         isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_AMOUNT for i in ids
