@@ -1,0 +1,107 @@
+"""Issue 21: a grant of a new-customers template to a user who has paid, or one paused during
+the run, reports `not_eligible` / `paused` from every door (the admin answered 500 with a
+KeyError after granting the others), and the run is recorded in the template's history."""
+
+from io import StringIO
+
+import pytest
+from django.contrib.admin.models import LogEntry
+from django.contrib.messages import get_messages
+from django.core.management import call_command
+from django.utils import translation
+
+from accounts.audit_messages import GRANT_OUTCOMES
+from accounts.staff_actions import recorded_action
+from coupons.models import UserCoupon
+from coupons.services import grants, templates
+from tests.support.factories import CouponTemplateFactory, PaidOrderFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+LIST_URL = "/admin/coupons/coupontemplate/"
+
+
+def grant_runs(template) -> list[dict]:
+    entries = LogEntry.objects.filter(object_id=str(template.pk)).order_by("pk")
+    return [recorded[1] for entry in entries if (recorded := recorded_action(entry))]
+
+
+def admin_grant(admin_site, template, users: str):
+    return admin_site.post(
+        f"{LIST_URL}{template.pk}/grant/",
+        {"users": users, "reason": "welcome", "action": "grant_to_users", "apply": "1"},
+    )
+
+
+def test_the_admin_reports_users_who_have_paid_as_not_eligible(admin_site):
+    template = CouponTemplateFactory(audience="new_customers")
+    newcomer, payer = UserFactory(username="newcomer"), UserFactory(username="payer")
+    PaidOrderFactory(user=payer)
+
+    response = admin_grant(admin_site, template, "newcomer\npayer")
+
+    assert response.status_code == 302
+    [message] = [str(m) for m in get_messages(response.wsgi_request)]
+    assert f"{GRANT_OUTCOMES['not_eligible']}: payer" in message
+    assert list(UserCoupon.objects.values_list("user_id", flat=True)) == [newcomer.pk]
+    [run] = grant_runs(template)
+    assert run["outcomes"] == {"granted": 1, "not_eligible": 1}
+
+
+def test_the_admin_reports_users_left_when_the_template_was_paused_mid_run(
+    admin_site, staff, monkeypatch
+):
+    template = CouponTemplateFactory(total=10)
+    first, second = UserFactory(username="first"), UserFactory(username="second")
+    real_issue = grants.coupon_issue
+
+    def issue_then_pause(**kwargs):  # a colleague pauses the template after the first user
+        coupon = real_issue(**kwargs)
+        templates.coupon_template_pause(template_id=template.pk, actor=staff)
+        return coupon
+
+    monkeypatch.setattr(grants, "coupon_issue", issue_then_pause)
+
+    response = admin_grant(admin_site, template, "first\nsecond")
+
+    assert response.status_code == 302
+    [message] = [str(m) for m in get_messages(response.wsgi_request)]
+    assert f"{GRANT_OUTCOMES['paused']}: second" in message
+    assert list(UserCoupon.objects.values_list("user_id", flat=True)) == [first.pk]
+    assert grant_runs(template)[-1]["outcomes"] == {"granted": 1, "paused": 1}
+
+
+def test_every_grant_outcome_has_a_label_in_chinese():
+    outcomes = set(grants.GrantResult.__dataclass_fields__)
+    assert outcomes == set(GRANT_OUTCOMES)
+    with translation.override("en"):
+        english = {outcome: str(label) for outcome, label in GRANT_OUTCOMES.items()}
+    with translation.override("zh-hans"):
+        chinese = {outcome: str(label) for outcome, label in GRANT_OUTCOMES.items()}
+    assert all(chinese[outcome] != english[outcome] for outcome in outcomes)
+
+
+def test_the_grant_command_reports_not_eligible_and_records_the_run(tmp_path, staff):
+    template = CouponTemplateFactory(audience="new_customers")
+    newcomer, payer = UserFactory(), UserFactory()
+    PaidOrderFactory(user=payer)
+    users_file = tmp_path / "users.txt"
+    users_file.write_text(f"{newcomer.pk}\n{payer.pk}\n")
+    out = StringIO()
+
+    call_command(
+        "grant_coupons",
+        str(template.pk),
+        "--users-file",
+        str(users_file),
+        "--reason",
+        "welcome",
+        "--as",
+        staff.username,
+        stdout=out,
+    )
+
+    assert f"not_eligible: {payer.pk}" in out.getvalue()
+    assert "granted 1" in out.getvalue() and "not_eligible 1" in out.getvalue()
+    [run] = grant_runs(template)
+    assert run["outcomes"] == {"granted": 1, "not_eligible": 1}
