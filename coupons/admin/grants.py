@@ -19,6 +19,7 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from accounts.audit_messages import GRANT_OUTCOMES
 from accounts.staff_actions import StaffAction, staff_may
 from core.domain_errors import DomainError
 from coupons import selectors
@@ -26,15 +27,6 @@ from coupons.models import GRANT_REASON_MAX_LENGTH, CouponTemplate
 from coupons.services import grants
 
 USERNAMES_SHOWN = 50  # per outcome in the result message; the rest are counted
-
-OUTCOME_LABELS = {
-    "granted": gettext_lazy("granted"),
-    "limit_reached": gettext_lazy("per-user limit reached"),
-    "sold_out": gettext_lazy("sold out"),
-    "unknown_user": gettext_lazy("unknown user"),
-    "already_granted": gettext_lazy("already granted for this reason"),
-    "ended": gettext_lazy("ended"),
-}
 
 
 def may_grant(request: HttpRequest) -> bool:
@@ -105,7 +97,7 @@ def grant_from_form(
     outcomes = {outcome: ids for outcome, ids in asdict(result).items() if ids}
     names = usernames_of([user_id for ids in outcomes.values() for user_id in ids])
     return [
-        f"{OUTCOME_LABELS[outcome]}: {names_text(ids, names)}" for outcome, ids in outcomes.items()
+        f"{GRANT_OUTCOMES[outcome]}: {names_text(ids, names)}" for outcome, ids in outcomes.items()
     ]
 
 
