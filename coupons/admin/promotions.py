@@ -27,9 +27,10 @@ UTF8_BOM = "\ufeff"  # so that Excel opens the file as UTF-8 (template names in 
 
 @admin.action(description=gettext_lazy("Pause: issue nothing until resumed"), permissions=["pause"])
 def pause_templates(modeladmin, request, queryset: QuerySet[CouponTemplate]) -> None:
-    for template_id in queryset.values_list("pk", flat=True):
-        templates.coupon_template_pause(template_id=template_id, actor=request.user)
-    count = queryset.count()
+    # Counted as changed: the queryset, filtered by state, would count afresh after the change.
+    count = templates.coupon_templates_paused_set(
+        template_ids=list(queryset.values_list("pk", flat=True)), paused=True, actor=request.user
+    )
     modeladmin.message_user(
         request,
         ngettext("%(count)d template paused.", "%(count)d templates paused.", count)
@@ -40,9 +41,9 @@ def pause_templates(modeladmin, request, queryset: QuerySet[CouponTemplate]) -> 
 
 @admin.action(description=gettext_lazy("Resume issuing"), permissions=["pause"])
 def resume_templates(modeladmin, request, queryset: QuerySet[CouponTemplate]) -> None:
-    for template_id in queryset.values_list("pk", flat=True):
-        templates.coupon_template_resume(template_id=template_id, actor=request.user)
-    count = queryset.count()
+    count = templates.coupon_templates_paused_set(
+        template_ids=list(queryset.values_list("pk", flat=True)), paused=False, actor=request.user
+    )
     modeladmin.message_user(
         request,
         ngettext("%(count)d template resumed.", "%(count)d templates resumed.", count)

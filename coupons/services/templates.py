@@ -262,7 +262,7 @@ def coupon_template_pause(*, template_id: int, actor: Actor | None = None) -> Co
     `actor` must hold coupons.pause_coupons; a pause that changed something is recorded.
     Runs in its own transaction."""
     staff_action_check(actor=actor, action=StaffAction.TEMPLATE_PAUSE)
-    return _paused_set(template_id=template_id, paused=True, actor=actor)
+    return _paused_set(template_id=template_id, paused=True, actor=actor)[0]
 
 
 def coupon_template_resume(*, template_id: int, actor: Actor | None = None) -> CouponTemplate:
@@ -272,16 +272,36 @@ def coupon_template_resume(*, template_id: int, actor: Actor | None = None) -> C
     coupons.pause_coupons; a resume that changed something is recorded. Runs in its own
     transaction."""
     staff_action_check(actor=actor, action=StaffAction.TEMPLATE_RESUME)
-    return _paused_set(template_id=template_id, paused=False, actor=actor)
+    return _paused_set(template_id=template_id, paused=False, actor=actor)[0]
 
 
-def _paused_set(*, template_id: int, paused: bool, actor: Actor | None) -> CouponTemplate:
+def coupon_templates_paused_set(
+    *, template_ids: list[int], paused: bool, actor: Actor | None = None
+) -> int:
+    """Pause (or resume) each template as coupon_template_pause (resume) does, one
+    transaction each; returns how many changed (the admin's bulk action reports this: a
+    template already in that state, or gone meanwhile, is not counted)."""
+    action = StaffAction.TEMPLATE_PAUSE if paused else StaffAction.TEMPLATE_RESUME
+    staff_action_check(actor=actor, action=action)
+    changed = 0
+    for template_id in template_ids:
+        try:
+            changed += _paused_set(template_id=template_id, paused=paused, actor=actor)[1]
+        except TemplateNotFound:  # deleted since the list was shown
+            continue
+    return changed
+
+
+def _paused_set(
+    *, template_id: int, paused: bool, actor: Actor | None
+) -> tuple[CouponTemplate, bool]:
+    """The template as it now stands, and whether this call changed it."""
     with transaction.atomic():
         template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
         if template is None:
             raise TemplateNotFound()
         if (template.paused_at is not None) == paused:
-            return template
+            return template, False
         with terms_change(template):
             stamp = next_version(template.updated_at)  # the terms' version grows
             paused_at = clock.now() if paused else None
@@ -292,4 +312,4 @@ def _paused_set(*, template_id: int, paused: bool, actor: Actor | None) -> Coupo
             published_terms_changed()  # the list shows `paused` from the next request
         action = StaffAction.TEMPLATE_PAUSE if paused else StaffAction.TEMPLATE_RESUME
         staff_action_record(actor=actor, action=action, target=template)
-    return template
+    return template, True

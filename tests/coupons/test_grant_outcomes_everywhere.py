@@ -52,7 +52,8 @@ def test_the_admin_reports_users_left_when_the_template_was_paused_mid_run(
     admin_site, staff, monkeypatch
 ):
     template = CouponTemplateFactory(total=10)
-    first, second = UserFactory(username="first"), UserFactory(username="second")
+    first = UserFactory(username="first")
+    UserFactory(username="second")
     real_issue = grants.coupon_issue
 
     def issue_then_pause(**kwargs):  # a colleague pauses the template after the first user

@@ -7,6 +7,8 @@ import time
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.contrib.messages import get_messages
+from django.utils.translation import ngettext
 
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import codes, grants, templates
@@ -271,3 +273,36 @@ def test_redis_refuses_a_paused_template_on_the_published_terms_and_forgets_it_o
     with django_capture_on_commit_callbacks(execute=True):
         templates.coupon_template_resume(template_id=template.pk)
     assert isinstance(screen(), CouponMayHaveRoom)
+
+
+@pytest.mark.django_db
+def test_pause_and_resume_from_a_filtered_list_count_the_templates_they_changed(admin_site):
+    """Issue 21: from the list filtered to active templates, pausing two said "0 个模板" (the
+    filtered queryset, counted after the change, held none); a template already in the state
+    is not counted either."""
+    active = [CouponTemplateFactory(), CouponTemplateFactory()]
+    already = CouponTemplateFactory()
+    templates.coupon_template_pause(template_id=already.pk)
+    url = "/admin/coupons/coupontemplate/"
+
+    def action_message(query: str, action: str, selected: list) -> str:
+        response = admin_site.post(
+            url + query, {"action": action, "_selected_action": [t.pk for t in selected]}
+        )
+        return [str(m) for m in get_messages(response.wsgi_request)][-1]  # this action's
+
+    def counted(verb: str, count: int) -> str:
+        return ngettext(f"%(count)d template {verb}.", f"%(count)d templates {verb}.", count) % {
+            "count": count
+        }
+
+    paused = action_message("?state=active", "pause_templates", active)
+    resumed = action_message("?state=paused", "resume_templates", [*active, already])
+    again = action_message("", "resume_templates", active)
+
+    assert (paused, resumed, again) == (
+        counted("paused", 2),
+        counted("resumed", 3),
+        counted("resumed", 0),
+    )
+    assert CouponTemplate.objects.filter(paused_at__isnull=False).count() == 0
