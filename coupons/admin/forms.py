@@ -210,8 +210,8 @@ class CouponTemplateForm(forms.ModelForm):
         if current is None:
             return
         for field in templates.FROZEN_ONCE_CLAIMED:
-            if field in self.fields:
-                continue
+            if field in self.fields or (field == "scope_ids" and self.scope_pickers):
+                continue  # editable here: the pickers stand for scope_ids when shown
             if field == "scope_ids" and field not in self.data:
                 posted = self._posted_scope_picks(current)
             elif field in self.data:
@@ -219,8 +219,7 @@ class CouponTemplateForm(forms.ModelForm):
             else:
                 continue
             if posted is not None and posted != getattr(current, field):
-                model_field = CouponTemplate._meta.get_field(field)
-                label = model_field.verbose_name if hasattr(model_field, "verbose_name") else field
+                label = self._label_of(field, current)
                 self.add_error(
                     None,
                     _(
@@ -229,6 +228,14 @@ class CouponTemplateForm(forms.ModelForm):
                     )
                     % {"field": label},
                 )
+
+    def _label_of(self, field: str, current: CouponTemplate) -> str:
+        """The field as the page names it, in the admin's language (the model's scope_ids has
+        no translated name): a frozen term's form field is gone from this form, not from the
+        class's fields; with a catalog, scope ids are the picker of the template's scope."""
+        if field == "scope_ids" and scope_catalog() is not None:
+            field = SCOPE_PICKERS.get(current.scope, "scope")
+        return str(CouponTemplateForm.base_fields[field].label)
 
     def _refuse_deep_discount_unless_confirmed(self, kind: str | None, cleaned: dict) -> None:
         percent = cleaned.get("value")

@@ -9,10 +9,13 @@ import pytest
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import translation
 
 from accounts.staff_actions import StaffAction, recorded_action
+from coupons.admin.forms import CouponTemplateForm
 from coupons.models import CouponTemplate
 from orders.models import Category, Product
+from tests.support.admin_forms import form_data
 from tests.support.factories import CouponTemplateFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -201,3 +204,39 @@ def test_85_typed_for_85zhe_is_refused_until_confirmed(admin_site):
     ]
     assert (meant.status_code, usual.status_code) == (302, 302)
     assert sorted(CouponTemplate.objects.values_list("value", flat=True)) == [15, 85]
+
+
+def test_the_scope_of_a_template_nobody_claimed_can_be_changed(admin_site):
+    """Issue 21: the scope picks of an unclaimed template were refused as if "a coupon was
+    claimed while you were editing"."""
+    tea, coffee = Category.objects.create(name="Tea"), Category.objects.create(name="Coffee")
+    kettle = Product.objects.create(name="Kettle", price=100, stock=1, category=tea)
+    template = CouponTemplateFactory(scope="categories", scope_ids=[tea.pk])
+    url = f"{LIST_URL}{template.pk}/change/"
+    page = form_data(name=template.name, scope="categories")
+
+    more = admin_site.post(url, page | {"scope_categories": [tea.pk, coffee.pk]})
+    template.refresh_from_db()
+    picks = template.scope_ids
+    products = admin_site.post(url, page | {"scope": "products", "scope_products": [kettle.pk]})
+    template.refresh_from_db()
+
+    assert (more.status_code, products.status_code) == (302, 302)
+    assert picks == sorted([tea.pk, coffee.pk])
+    assert (template.scope, template.scope_ids) == ("products", [kettle.pk])
+
+
+def test_a_scope_frozen_meanwhile_is_named_in_the_admins_language(admin_site):
+    tea, coffee = Category.objects.create(name="Tea"), Category.objects.create(name="Coffee")
+    template = CouponTemplateFactory(scope="categories", scope_ids=[tea.pk], claimed_count=1)
+    page = frozen_page(template) | {"scope_categories": [tea.pk, coffee.pk]}
+
+    response = admin_site.post(
+        f"{LIST_URL}{template.pk}/change/", page, HTTP_ACCEPT_LANGUAGE="zh-hans"
+    )
+
+    [error] = response.context["adminform"].form.non_field_errors()
+    with translation.override("zh-hans"):
+        label = str(CouponTemplateForm.base_fields["scope_categories"].label)
+    assert label != "categories in scope" and f"“{label}”" in error
+    assert "scope" not in error
