@@ -21,6 +21,7 @@ from coupons.counter_results import (
     CachedTerms,
     CouponLimitReached,
     CouponMayHaveRoom,
+    CouponNotClaimableById,
     CouponNotInWindow,
     CouponPaused,
     CouponSoldOut,
@@ -47,7 +48,7 @@ REFUSAL_BY_CODE: dict[int, Refusal] = {
     3: CouponLimitReached(),
     6: CouponPaused(),
 }
-THROTTLED, MAY_HAVE_ROOM, TERMS_MISSING = 4, 0, 5
+THROTTLED, MAY_HAVE_ROOM, TERMS_MISSING, NOT_CLAIMABLE_BY_ID = 4, 0, 5, 7
 
 # Per-user keys live until the claim window ends plus this margin (for app clocks a little
 # apart); after that a claim is refused by the window anyway, so nothing needs them.
@@ -139,6 +140,8 @@ class CouponCounter:
         code = int(reply[0])
         if code == THROTTLED:
             return CouponThrottled()
+        if code == NOT_CLAIMABLE_BY_ID:
+            return CouponNotClaimableById()
         if code in REFUSAL_BY_CODE:
             return REFUSAL_BY_CODE[code]
         user_claims = None if int(reply[2]) < 0 else int(reply[2])
@@ -205,6 +208,7 @@ class CouponCounter:
             self.terms_expire_at_ms(read_at),
             int(terms.paused),
             int(terms.new_customers_only),
+            int(terms.claimable_by_id),
         ]
 
     def terms_expire_at_ms(self, read_at: float) -> int:

@@ -29,6 +29,12 @@ class CouponPaused:
 
 
 @dataclass(frozen=True)
+class CouponNotClaimableById:
+    """A hidden template, or one reached only by single-use codes: a claim by id is told "not
+    found" (as for a missing template), before any refusal that would show it exists."""
+
+
+@dataclass(frozen=True)
 class CouponThrottled:
     """The user claimed this template more often than the claim rate allows."""
 
@@ -52,7 +58,9 @@ class CouponTermsMissing:
 
 
 Refusal = CouponSoldOut | CouponNotInWindow | CouponLimitReached | CouponPaused
-ScreenResult = Refusal | CouponThrottled | CouponMayHaveRoom | CouponTermsMissing
+ScreenResult = (
+    Refusal | CouponNotClaimableById | CouponThrottled | CouponMayHaveRoom | CouponTermsMissing
+)
 # The states of the claim rule each result stands for (tests/coupons/test_rules.py runs the
 # claim script against coupons.rules.claim_state).
 STATES_BY_RESULT: dict[type, frozenset[ClaimState]] = {
@@ -81,6 +89,8 @@ class CachedTerms:
     # The audience is the user's fact, which only the database knows: Redis refuses such a
     # template on its window and pause only (claim.lua).
     new_customers_only: bool = False
+    # Public and not reached only by single-use codes (claim.lua answers "not found" if not).
+    claimable_by_id: bool = True
 
 
 @dataclass(frozen=True)

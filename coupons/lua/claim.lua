@@ -14,6 +14,8 @@
 --
 -- Returns {code, ...}:
 --   {4}                     throttled (counted before anything else)
+--   {7}                     not claimable by id (`byid` 0: hidden, or single-use codes only):
+--                           "not found", before any refusal that would show the template
 --   {2} not in window, {6} paused, {1} sold out, {3} per-user limit reached: refusals on
 --                           confirmed facts, in the claim rule's order (coupons.rules.
 --                           claim_state): window, paused, audience, total, per-user limit.
@@ -36,7 +38,7 @@ end
 
 local user = tonumber(redis.call('GET', KEYS[4]) or '-1')
 local terms = redis.call('HMGET', KEYS[1], 'total', 'limit', 'from', 'until', 'row', 'paused',
-  'newonly')
+  'newonly', 'byid')
 if not terms[1] then
   local lease = redis.call('GET', KEYS[2])
   if not lease then
@@ -46,6 +48,9 @@ if not terms[1] then
   return {5, lease, user}
 end
 
+if terms[8] == '0' then
+  return {7}
+end
 if now < tonumber(terms[3]) or now > tonumber(terms[4]) then
   return {2}
 end

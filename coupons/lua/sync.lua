@@ -12,7 +12,7 @@
 -- ARGV[4] lease token ('' : no terms to write)   ARGV[5] terms version (updated_at, ms)
 -- ARGV[6] total  ARGV[7] per_user_limit  ARGV[8] valid_from (ms)  ARGV[9] valid_until (ms)
 -- ARGV[10] row (JSON)   ARGV[11] when the terms expire (unix ms): the lease of the read
--- ARGV[12] paused (1/0)  ARGV[13] new customers only (1/0)
+-- ARGV[12] paused (1/0)  ARGV[13] new customers only (1/0)  ARGV[14] claimable by id (1/0)
 --
 -- The terms are written only by the claim holding the current lease (a staff change deletes
 -- it, so does a flush), with a version at or above the fence and above the stored one.
@@ -39,6 +39,7 @@ if version < fence or version <= stored then
   return 0
 end
 redis.call('HSET', KEYS[3], 'version', version, 'total', ARGV[6], 'limit', ARGV[7],
-  'from', ARGV[8], 'until', ARGV[9], 'row', ARGV[10], 'paused', ARGV[12], 'newonly', ARGV[13])
+  'from', ARGV[8], 'until', ARGV[9], 'row', ARGV[10], 'paused', ARGV[12], 'newonly', ARGV[13],
+  'byid', ARGV[14])
 redis.call('PEXPIREAT', KEYS[3], tonumber(ARGV[11]))
 return 1

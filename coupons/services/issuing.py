@@ -13,6 +13,7 @@ from core import clock
 from coupons.counter_results import (
     CouponLimitReached,
     CouponMayHaveRoom,
+    CouponNotClaimableById,
     CouponNotInWindow,
     CouponPaused,
     CouponSoldOut,
@@ -89,6 +90,8 @@ def coupon_claim(*, template_id: int, user_id: int) -> UserCoupon:
     )
     if isinstance(screened, CouponThrottled):
         raise ClaimThrottled(retry_after=(window + 1) * rate.period - now_seconds)
+    if isinstance(screened, CouponNotClaimableById):
+        raise TemplateNotFound()  # a hidden template is not found, even when it has ended
     if type(screened) in REJECTION_BY_REFUSAL:
         raise REJECTION_BY_REFUSAL[type(screened)]()
     return _issue(

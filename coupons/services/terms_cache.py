@@ -59,6 +59,8 @@ def cached_terms(template: CouponTemplate) -> CachedTerms:
         row=row,
         paused=facts.paused,
         new_customers_only=facts.new_customers_only,
+        claimable_by_id=template.visibility == CouponTemplate.Visibility.PUBLIC
+        and not template.has_single_use_codes,
     )
 
 

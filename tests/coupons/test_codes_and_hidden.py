@@ -7,6 +7,8 @@ import pytest
 
 from core import clock
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.services import templates
+from coupons.services.terms_cache import terms_publish_new
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
@@ -170,3 +172,41 @@ def test_a_retried_redeem_replays_its_coupon(user, shopper_client):
     assert retry.json() == first.json()
     assert retry.headers["Idempotent-Replayed"] == "true"
     assert UserCoupon.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        pytest.param({"visibility": "hidden", "total": 1, "code": "HID-1"}, id="hidden-sold-out"),
+        pytest.param({"visibility": "hidden", "ended": True}, id="hidden-ended"),
+        pytest.param({"visibility": "hidden", "paused": True}, id="hidden-paused"),
+        pytest.param({"single_use_codes": True, "ended": True}, id="codes-only-ended"),
+    ],
+)
+@pytest.mark.django_db
+def test_a_claim_by_id_of_a_template_it_cannot_reach_is_404_whatever_its_state(
+    shopper_client, staff, setup
+):
+    """Issue 21: with the terms in Redis, a hidden template that had sold out, ended or was
+    paused answered a claim by id 409 (telling it exists), not 404 like a missing one."""
+    now = clock.now()
+    terms = {k: v for k, v in setup.items() if k in ("visibility", "total", "code")}
+    if setup.get("ended"):
+        terms |= {"valid_from": now - timedelta(days=2), "valid_until": now - timedelta(days=1)}
+    template = CouponTemplateFactory(**terms)
+    if setup.get("single_use_codes"):
+        CouponTemplate.objects.filter(pk=template.pk).update(has_single_use_codes=True)
+        template.refresh_from_db()
+    if setup.get("paused"):
+        templates.coupon_template_pause(template_id=template.pk, actor=staff)
+    template.refresh_from_db()
+    terms_publish_new(template)  # as publishing (or any staff change) leaves them
+    if "code" in setup:  # the one coupon goes by its code, and Redis learns it is sold out
+        assert redeem(bearer_client(UserFactory()), setup["code"]).status_code == 201
+    missing = shopper_client.post(f"/api/coupons/{template.pk + 1000}/claim")
+
+    answers = [shopper_client.post(claim_url(template)) for _ in range(2)]
+
+    assert [a.status_code for a in answers] == [404, 404]
+    assert [a.json() for a in answers] == [missing.json()] * 2
+    assert not UserCoupon.objects.filter(source="claim").exists()
