@@ -182,3 +182,4 @@ class CouponOrder:
     created_at: datetime
     admin_url: str
     status_label: str = ""  # the status in the admin's language
+    paid: bool = False  # paid for and not given back: the coupon counts as used

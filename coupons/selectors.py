@@ -5,9 +5,11 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import TYPE_CHECKING, TypeAlias, TypedDict, cast
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce, TruncHour
+from django.utils.module_loading import import_string
 
 from core.limits import is_id_text
 from coupons.coupon_status import CouponStatus
@@ -154,8 +156,10 @@ def users_by_name_or_id(entries: list[str]) -> UserLookup:
 def templates_with_funnel(*, now: datetime) -> "QuerySet[TemplateWithFunnel]":
     """Templates, newest first, with `used_count` and `expired_count`: one correlated subquery
     each on the (template_id, ...) index, so a page costs the same number of queries for 1 or
-    100 rows. Claimed is the template's own `claimed_count` column."""
-    used = coupons_per_template(UserCoupon.objects.filter(status=UserCoupon.Status.USED))
+    100 rows. Claimed is the template's own `claimed_count` column; used counts the coupons of
+    paid orders only (the orders app's subquery: a coupon an unpaid order holds is not used
+    yet, SPEC section 20)."""
+    used = Coalesce(import_string(settings.COUPON_PAID_USES)(), 0)
     # Each coupon's own window decides (valid_days coupons expire one by one).
     expired = coupons_per_template(UserCoupon.objects.with_status(CouponStatus.EXPIRED, now=now))
     return CouponTemplate.objects.annotate(used_count=used, expired_count=expired).order_by("-id")

@@ -184,6 +184,10 @@ class Order(models.Model):
         }
 
 
+# An order paid for and not given back: what a coupon's use counts for (the use rate, 核销率).
+PAID_STATUSES = (Order.Status.PAID, Order.Status.SHIPPED, Order.Status.COMPLETED)
+
+
 class OrderItem(models.Model):
     # The unique (order, product) index below leads with order, so no separate index.
     order = models.ForeignKey(

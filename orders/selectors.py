@@ -4,14 +4,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from django.db.models import QuerySet
+from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.urls import reverse
 
 from core import clock
 from coupons import ports
 from orders.errors import OrderNotFound, ProductNotFound
 from orders.lines import OrderLine, cart_lines, order_lines_validate
-from orders.models import Order, Product
+from orders.models import PAID_STATUSES, Order, Product
 
 
 def orders_for_user(*, user_id: int) -> QuerySet[Order]:
@@ -82,6 +82,20 @@ def coupon_options(
     )
 
 
+def paid_uses_of_outer_template() -> Subquery:
+    """How many coupons of the outer query's template (a CouponTemplate queryset) a paid order
+    used, as a correlated subquery: the coupons admin's "used" (SPEC section 20), through the
+    COUPON_PAID_USES setting. A coupon an unpaid or cancelled order holds is not counted."""
+    paid = (
+        Order.objects.filter(coupon__template_id=OuterRef("pk"), status__in=PAID_STATUSES)
+        .order_by()
+        .values("coupon__template_id")
+        .annotate(n=Count("coupon_id", distinct=True))
+        .values("n")
+    )
+    return Subquery(paid)
+
+
 def orders_using_coupons(
     *, template_id: int | None = None, coupon_ids: list[int] | None = None, limit: int = 10
 ) -> list[ports.CouponOrder]:
@@ -104,6 +118,7 @@ def orders_using_coupons(
             created_at=order.created_at,
             admin_url=reverse("admin:orders_order_change", args=[order.pk]),
             status_label=str(order.get_status_display()),
+            paid=order.status in PAID_STATUSES,
         )
         for order in orders.order_by("-id")[:limit]
         if order.coupon_id is not None  # always, by the filter above; for the type

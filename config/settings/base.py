@@ -400,3 +400,6 @@ DEMO_DATA_ALLOWED = False
 # Coupons does not import orders; the coupons admin asks this callable which orders used a
 # template's or a coupon's coupons (SPEC section 10's injection rule).
 COUPON_ADMIN_ORDERS_LOOKUP = "orders.selectors.orders_using_coupons"
+# ... and this one for "used" in the funnel and its use rate (核销率): coupons of paid orders,
+# as a correlated subquery on the template.
+COUPON_PAID_USES = "orders.selectors.paid_uses_of_outer_template"

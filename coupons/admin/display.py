@@ -110,4 +110,6 @@ COUPON_STATUS_LABELS = {
     "unused": gettext_lazy("unused"),
     "used": gettext_lazy("used"),
     "expired": gettext_lazy("expired"),
+    # Used by an order not paid for (awaiting payment, or refunded after its window closed).
+    "used_unpaid": gettext_lazy("used, order not paid"),
 }

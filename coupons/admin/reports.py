@@ -114,10 +114,9 @@ def csv_lines(template: CouponTemplate, *, now) -> Iterator[str]:
         if not batch:
             return
         ids = [coupon.pk for coupon in batch]
-        order_of = {
-            order.coupon_id: order.order_id
-            for order in orders_lookup()(coupon_ids=ids, limit=len(ids) * 2)
-        }
+        orders = orders_lookup()(coupon_ids=ids, limit=len(ids) * 4)  # newest first
+        order_of = {order.coupon_id: order.order_id for order in reversed(orders)}
+        paid = {order.coupon_id for order in orders if order.paid}
         for coupon in batch:
             coupon.template = template  # the one template, not a query per row
             granter = coupon.granted_by
@@ -131,7 +130,7 @@ def csv_lines(template: CouponTemplate, *, now) -> Iterator[str]:
                         coupon.user_id,
                         coupon.user.get_username(),
                         str(sources.get(coupon.source, coupon.source)),
-                        str(COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=now)]),
+                        str(COUPON_STATUS_LABELS[csv_status(coupon, now=now, paid=paid)]),
                         csv_time(coupon.created_at),
                         csv_time(coupon.valid_until),
                         csv_time(coupon.used_at),
@@ -142,3 +141,11 @@ def csv_lines(template: CouponTemplate, *, now) -> Iterator[str]:
                 )
             )
         last_id = ids[-1]
+
+
+def csv_status(coupon: UserCoupon, *, now, paid: set[int]) -> str:
+    """The coupon's status, "used" only when a paid order used it (SPEC section 20)."""
+    status = selectors.derived_status(coupon, now=now)
+    if status == "used" and coupon.pk not in paid:
+        return "used_unpaid"
+    return status

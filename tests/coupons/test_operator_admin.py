@@ -18,6 +18,7 @@ from coupons.services import grants as grants_service
 from orders import services as order_services
 from tests.support.factories import (
     CouponTemplateFactory,
+    PaidOrderFactory,
     ProductFactory,
     UserCouponFactory,
     UserFactory,
@@ -55,10 +56,11 @@ def claimed_at(coupon: UserCoupon, moment: datetime) -> UserCoupon:
 def make_funnel_template(*, name: str, claimed: int, used: int, ended: bool = False):
     template = CouponTemplateFactory(name=name, total=10, value=5000)
     coupons = [UserCouponFactory(template=template) for _ in range(claimed)]
-    for coupon in coupons[:used]:
+    for coupon in coupons[:used]:  # used by an order paid for: what counts as used
         UserCoupon.objects.filter(pk=coupon.pk).update(
             status=UserCoupon.Status.USED, used_at=coupon.created_at
         )
+        PaidOrderFactory(user=coupon.user, coupon=coupon)
     if ended:  # the coupons' own use windows decide what expired (SPEC section 10)
         UserCoupon.objects.filter(template=template).update(
             valid_from=template.valid_from - timedelta(days=5),
@@ -128,6 +130,7 @@ def test_the_template_page_shows_funnel_chart_recent_claims_and_orders(admin_sit
     order = order_services.order_checkout(
         user_id=shopper.pk, items=[{"product_id": product.pk, "quantity": 1}], coupon_id=first.pk
     )
+    order_services.order_pay(user_id=shopper.pk, order_id=order.pk, amount=order.pay_amount)
 
     response = admin_site.get(f"{LIST_URL}{template.pk}/change/")
 
@@ -198,6 +201,7 @@ def test_export_streams_every_coupon_as_csv(admin_site, frozen_now, settings):
         items=[{"product_id": ProductFactory(price=900).pk, "quantity": 1}],
         coupon_id=coupons[1].pk,
     )
+    order_services.order_pay(user_id=order.user_id, order_id=order.pk, amount=order.pay_amount)
 
     response = admin_site.get(f"{LIST_URL}{template.pk}/coupons.csv")
 
@@ -239,6 +243,42 @@ def test_export_streams_every_coupon_as_csv(admin_site, frozen_now, settings):
             for coupon in coupons
         ],
     ]
+
+
+def test_only_coupons_of_paid_orders_count_as_used_in_the_rate_and_the_csv(admin_site):
+    """Issue 21: a coupon an unpaid order holds counted as used in 核销率 and the CSV."""
+    template = CouponTemplateFactory(total=10)
+    paid, pending, cancelled, unused = (UserCouponFactory(template=template) for _ in range(4))
+    product = ProductFactory(price=2000, stock=10)
+
+    def checkout(coupon):
+        return order_services.order_checkout(
+            user_id=coupon.user_id,
+            items=[{"product_id": product.pk, "quantity": 1}],
+            coupon_id=coupon.pk,
+        )
+
+    order = checkout(paid)
+    order_services.order_pay(user_id=order.user_id, order_id=order.pk, amount=order.pay_amount)
+    checkout(pending)
+    gone = checkout(cancelled)
+    order_services.order_cancel(user_id=gone.user_id, order_id=gone.pk)
+
+    listed = admin_site.get(LIST_URL)
+    page = admin_site.get(f"{LIST_URL}{template.pk}/change/")
+    body = b"".join(admin_site.get(f"{LIST_URL}{template.pk}/coupons.csv").streaming_content)
+
+    [row] = listed.context["cl"].result_list
+    assert row.used_count == 1
+    assert '<td class="field-redemption_rate">25.0%</td>' in listed.content.decode()
+    assert (page.context["funnel"].used, page.context["redemption_rate"]) == (1, "25.0%")
+    rows = list(csv.DictReader(io.StringIO(body.decode("utf-8-sig"))))
+    assert {int(r["coupon id"]): r["status"] for r in rows} == {
+        paid.pk: "used",
+        pending.pk: "used, order not paid",
+        cancelled.pk: "unused",
+        unused.pk: "unused",
+    }
 
 
 def test_export_in_chinese_names_the_grant_and_the_granter(admin_site, staff):
