@@ -79,6 +79,13 @@ class CouponExpired(DomainError):
     default_detail = _("This coupon is not valid at this time.")
 
 
+class CouponNotEligible(DomainError):
+    code = "not_eligible"
+    default_detail = _(
+        "This coupon is for a first paid order only, and you have paid for an order already."
+    )
+
+
 class CouponRollbackFailed(DomainError):
     code = "invalid_state"
     default_detail = _("The coupon could not be returned: it is not in use.")

@@ -13,8 +13,15 @@ from django.utils.functional import Promise
 
 from core import clock
 from coupons.coupon_status import CouponStatus
+from coupons.customers import customer_history
 from coupons.discounts import CartJudgement, CartLine, CartRefusal, DiscountTerms, judge_cart
-from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
+from coupons.errors import (
+    CouponExpired,
+    CouponNotEligible,
+    CouponNotFound,
+    CouponRollbackFailed,
+    CouponUsed,
+)
 from coupons.models import CouponTemplate, UserCoupon
 
 __all__ = [
@@ -25,6 +32,7 @@ __all__ = [
     "CartRefusal",
     "TransactionRequired",
     "UsableCoupon",
+    "first_paid_order_only",
     "get_usable",
     "judge_cart",
     "list_unused",
@@ -58,6 +66,7 @@ def get_usable(*, user_id: int, coupon_id: int) -> UsableCoupon:
     transaction. The threshold is the caller's to check against its own total."""
     coupon = _owned_coupon(user_id, coupon_id)
     _raise_if_unusable(coupon, clock.now())
+    _raise_if_paid_before(coupon)
     return _usable(coupon)
 
 
@@ -82,7 +91,18 @@ def use_coupon(*, user_id: int, coupon_id: int) -> UsableCoupon:
         # Nothing changed: the re-read says why. It sees the winner's commit (READ COMMITTED).
         _raise_if_unusable(coupon, now)
         raise CouponUsed()  # unreachable unless the row changed between the two statements
+    # Read in the caller's transaction, after its lock on the user's row (orders/services.py)
+    _raise_if_paid_before(coupon)
     return _usable(coupon)
+
+
+def first_paid_order_only(*, coupon_id: int) -> bool:
+    """Whether the coupon is for a user's first paid order only (a new-customers template,
+    SPEC sections 18 and 20): the orders app then refuses to pay for a second order with it.
+    Writes nothing."""
+    return UserCoupon.objects.filter(
+        pk=coupon_id, template__audience=CouponTemplate.Audience.NEW_CUSTOMERS
+    ).exists()
 
 
 def rollback_coupon(*, user_id: int, coupon_id: int) -> None:
@@ -129,6 +149,14 @@ def _raise_if_unusable(coupon: UserCoupon, now: datetime) -> None:
         raise CouponUsed()
     if not coupon.valid_from <= now <= coupon.valid_until:
         raise CouponExpired()
+
+
+def _raise_if_paid_before(coupon: UserCoupon) -> None:
+    """A new-customers coupon is for the first paid order only: not once the user has paid."""
+    if coupon.template.audience != CouponTemplate.Audience.NEW_CUSTOMERS:
+        return
+    if customer_history().has_paid_order(user_id=coupon.user_id):
+        raise CouponNotEligible()
 
 
 def _usable(coupon: UserCoupon) -> UsableCoupon:

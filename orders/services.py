@@ -1,8 +1,8 @@
 """Every write to orders. Transactions live here; views and commands only call these.
 
 Lock order, the same in every transaction, so two of them never wait on each other in a circle:
-the user row (checkout), the order row (cancel, pay), then product rows by ascending id, then
-the user coupon row."""
+the user row (checkout; a payment with a first-order coupon), the order row (cancel, pay,
+refund), then product rows by ascending id, then the user coupon row."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,6 +18,7 @@ from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff
 from core import clock
 from core.money import format_money
 from coupons import ports
+from orders.customers import first_order_coupon_check, first_order_coupon_lock
 from orders.errors import (
     AmountMismatch,
     CouponNotAllowed,
@@ -153,8 +154,10 @@ def order_expire(*, order_id: int) -> bool:
 
 def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
     """Record the payment of a pending order (pending_payment -> paid); `amount` must equal
-    pay_amount. Runs in its own transaction."""
+    pay_amount; an order whose coupon is for a first paid order only is refused once the user
+    has paid for another (CouponNotEligible). Runs in its own transaction."""
     with transaction.atomic():
+        first_order_coupon = first_order_coupon_lock(user_id=user_id, order_id=order_id)
         # The row lock orders this against a concurrent cancel or expiry of the same order.
         order = Order.objects.select_for_update().filter(pk=order_id, user_id=user_id).first()
         if order is None:
@@ -173,6 +176,8 @@ def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
                 _("This order asks for %(asked)s, not %(paid)s.")
                 % {"asked": format_money(order.pay_amount), "paid": format_money(amount)}
             )
+        if first_order_coupon:
+            first_order_coupon_check(user_id=user_id, order_id=order_id)
         order.status = Order.Status.PAID
         order.paid_at = now
         order.updated_at = now

@@ -9,7 +9,13 @@ from rest_framework.response import Response
 from api.idempotency import idempotent
 from api.schema import api_errors
 from api.throttles import CheckoutThrottle
-from coupons.errors import CouponExpired, CouponNotFound, CouponRollbackFailed, CouponUsed
+from coupons.errors import (
+    CouponExpired,
+    CouponNotEligible,
+    CouponNotFound,
+    CouponRollbackFailed,
+    CouponUsed,
+)
 from orders import selectors, services
 from orders.api.serializers import (
     CheckoutInputSerializer,
@@ -63,6 +69,7 @@ class OrderListView(GenericAPIView):
         ThresholdNotMet,
         CouponUsed,
         CouponExpired,
+        CouponNotEligible,
         CouponNotApplicable,
         TooManyUnpaidOrders,
     )
@@ -71,7 +78,8 @@ class OrderListView(GenericAPIView):
         """Check out: lines of products (stock is taken now) and optionally one of my unused
         coupons, which must apply to the lines in its scope and meet its threshold. The order
         awaits payment until `expire_at`, after which it is cancelled (stock and coupon back).
-        Each line carries its share of the discount (`discount_amount`)."""
+        Each line carries its share of the discount (`discount_amount`). A new-customers
+        coupon is for my first paid order only: 409 `not_eligible` once I have paid for one."""
         payload = CheckoutInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         order = services.order_checkout(user_id=request.user.pk, **payload.validated_data)
@@ -105,11 +113,13 @@ class OrderPayView(GenericAPIView):
     serializer_class = OrderSerializer
 
     @extend_schema(request=PayInputSerializer, responses=OrderSerializer)
-    @api_errors(OrderNotFound, OrderInvalidState, AmountMismatch)
+    @api_errors(OrderNotFound, OrderInvalidState, AmountMismatch, CouponNotEligible)
     @idempotent
     def post(self, request, order_id: int):
         """Pay an order awaiting payment with exactly its `pay_amount` (cents): 409
-        `amount_mismatch` otherwise, `invalid_state` once paid, cancelled or expired."""
+        `amount_mismatch` otherwise, `invalid_state` once paid, cancelled or expired;
+        `not_eligible` when its coupon is for a first paid order only and another order of
+        mine was paid first."""
         payload = PayInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         services.order_pay(user_id=request.user.pk, order_id=order_id, **payload.validated_data)

@@ -123,6 +123,7 @@ def test_staff_routes_document_403_and_checkout_its_conflicts(schema):
         "coupon_expired",
         "coupon_not_applicable",
         "coupon_used",
+        "not_eligible",
         "out_of_stock",
         "request_in_progress",
         "threshold_not_met",

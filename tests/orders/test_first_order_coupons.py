@@ -1,0 +1,93 @@
+"""A new-customers coupon is for the first paid order only (SPEC section 20): checked at claim,
+code and grant (tests/coupons/test_new_customers.py) and, here, at redeem: checkout refuses it
+once the user has paid for an order, and a second order holding one is not paid for."""
+
+import pytest
+
+from coupons.errors import CouponNotEligible
+from coupons.models import UserCoupon
+from orders.models import Order, Product
+from orders.services import order_checkout, order_pay
+from tests.support.clients import bearer_client
+from tests.support.concurrency import run_together
+from tests.support.factories import (
+    CouponTemplateFactory,
+    PaidOrderFactory,
+    ProductFactory,
+    UserCouponFactory,
+    UserFactory,
+)
+
+
+def checkout(user, coupon, product):
+    return order_checkout(
+        user_id=user.pk, items=[{"product_id": product.pk, "quantity": 1}], coupon_id=coupon.pk
+    )
+
+
+def pay(order):
+    return order_pay(user_id=order.user_id, order_id=order.pk, amount=order.pay_amount)
+
+
+@pytest.mark.django_db
+def test_checkout_refuses_a_new_customers_coupon_once_the_user_has_paid():
+    user = UserFactory()
+    coupon = UserCouponFactory(user=user, template=CouponTemplateFactory(audience="new_customers"))
+    everyone = UserCouponFactory(user=user)
+    product = ProductFactory(price=5000, stock=5)
+    PaidOrderFactory(user=user)
+    body = {"items": [{"product_id": product.pk, "quantity": 1}], "coupon_id": coupon.pk}
+
+    refused = bearer_client(user).post("/api/orders", body, format="json")
+    allowed = bearer_client(user).post(
+        "/api/orders", body | {"coupon_id": everyone.pk}, format="json"
+    )
+
+    assert refused.status_code == 409, refused.json()
+    assert refused.json()["code"] == "not_eligible"
+    assert allowed.status_code == 201
+    coupon.refresh_from_db()
+    assert coupon.status == UserCoupon.Status.UNUSED  # nothing half-written
+    assert Product.objects.get(pk=product.pk).stock == 4  # only the allowed order took stock
+
+
+@pytest.mark.django_db
+def test_a_second_order_holding_a_new_customers_coupon_is_not_paid_for():
+    user = UserFactory()
+    template = CouponTemplateFactory(audience="new_customers", per_user_limit=2)
+    first, second = (UserCouponFactory(user=user, template=template) for _ in range(2))
+    product = ProductFactory(price=5000, stock=5)
+    one, two = checkout(user, first, product), checkout(user, second, product)
+
+    pay(one)
+    refused = bearer_client(user).post(
+        f"/api/orders/{two.pk}/pay", {"amount": two.pay_amount}, format="json"
+    )
+
+    assert refused.status_code == 409, refused.json()
+    assert refused.json()["code"] == "not_eligible"
+    two.refresh_from_db()
+    assert two.status == Order.Status.PENDING_PAYMENT  # left to cancel or expire: coupon back
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_payments_racing_with_new_customers_coupons_pay_for_one_order():
+    user = UserFactory()
+    template = CouponTemplateFactory(audience="new_customers", per_user_limit=2)
+    coupons = [UserCouponFactory(user=user, template=template) for _ in range(2)]
+    product = ProductFactory(price=5000, stock=5)
+    orders = [checkout(user, coupon, product) for coupon in coupons]
+
+    def attempt(order):
+        def run():
+            try:
+                return pay(order).status
+            except CouponNotEligible as error:
+                return error.code
+
+        return run
+
+    outcomes = run_together([attempt(order) for order in orders])
+
+    assert sorted(outcomes) == ["not_eligible", "paid"]
+    assert Order.objects.filter(user=user, status="paid").count() == 1
