@@ -49,6 +49,13 @@ class ClaimLimitReached(ClaimRejected):
     default_detail = _("You have claimed this coupon as many times as allowed.")
 
 
+class CodesCreationBusy(DomainError):
+    code = "codes_busy"
+    default_detail = _(
+        "Single-use codes are being created for this template already; try again when done."
+    )
+
+
 class ClaimThrottled(DomainError):
     """The user claimed this template more often than the claim rate allows (counted in the
     claim's Redis round trip, SPEC section 15)."""

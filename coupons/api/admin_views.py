@@ -21,7 +21,13 @@ from coupons.api.action_serializers import (
     SingleUseCodesInputSerializer,
 )
 from coupons.api.serializers import AdminTemplateSerializer, TemplateInputSerializer
-from coupons.errors import ClaimNotInWindow, ClaimPaused, TemplateInvalid, TemplateNotFound
+from coupons.errors import (
+    ClaimNotInWindow,
+    ClaimPaused,
+    CodesCreationBusy,
+    TemplateInvalid,
+    TemplateNotFound,
+)
 from coupons.models import CouponTemplate
 from coupons.services import codes, grants, templates
 
@@ -186,9 +192,11 @@ class AdminTemplateCodesView(GenericAPIView):
         responses={201: SingleUseCodesCreatedSerializer},
         description="Create `count` new unique single-use codes (12 characters without "
         "look-alikes: no 0/O, 1/I/L). Each issues the template once through "
-        "`POST /api/coupons/redeem`; from then on the template is not claimable by id.",
+        "`POST /api/coupons/redeem`; from then on the template is not claimable by id. "
+        "The codes never outnumber the remaining total (total - claimed - unused codes): "
+        "400 naming `count`; 409 codes_busy while another creation for it runs past a minute.",
     )
-    @api_errors(TemplateNotFound, TemplateInvalid)
+    @api_errors(TemplateNotFound, TemplateInvalid, CodesCreationBusy)
     def post(self, request, template_id: int):
         # 404 before validation, like the other routes of one template.
         if not CouponTemplate.objects.filter(pk=template_id).exists():

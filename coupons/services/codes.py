@@ -2,12 +2,15 @@
 through the issuing core (coupons.services.issuing.coupon_redeem)."""
 
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.db import IntegrityError, connection, transaction
+from django.utils.translation import gettext as _
 from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
 
 from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
-from coupons.errors import TemplateInvalid, TemplateNotFound
+from coupons.errors import CodesCreationBusy, TemplateInvalid, TemplateNotFound
 from coupons.models import (
     CouponTemplate,
 )
@@ -26,6 +29,9 @@ CODES_PER_INSERT = 5_000
 # A batch that meets an existing code is made again; at 2**59 possible codes a second
 # collision in one batch means something other than chance.
 MAX_ATTEMPTS_PER_BATCH = 5
+# A creation waits this long for another creation of the same template to finish (100,000
+# codes take a few seconds), then answers 409 codes_busy.
+CREATION_LOCK_WAIT_SECONDS = 60
 _CODE_SPACE = len(SINGLE_USE_CODE_ALPHABET) ** SINGLE_USE_CODE_LENGTH
 
 
@@ -34,7 +40,7 @@ def single_use_code_new() -> str:
     uniformly drawn from `secrets` (one draw, written in base 31)."""
     number = secrets.randbelow(_CODE_SPACE)
     characters = []
-    for _ in range(SINGLE_USE_CODE_LENGTH):
+    for _position in range(SINGLE_USE_CODE_LENGTH):
         number, digit = divmod(number, len(SINGLE_USE_CODE_ALPHABET))
         characters.append(SINGLE_USE_CODE_ALPHABET[digit])
     return "".join(characters)
@@ -44,26 +50,76 @@ def single_use_codes_create(*, template_id: int, count: int, actor: Actor | None
     """Create `count` (1..100,000) new unique single-use codes for a template and return how
     many were created. From then on the template is issued only by its single-use codes or by
     grants (not by id, nor by its shared code). `actor` must hold coupons.manage_codes and
-    is recorded with the count. All or nothing, in its own transaction."""
+    is recorded with the count. Options that shape the codes come as keyword arguments.
+
+    The codes never outnumber the template's remaining total: `count` must be at most
+    total - claimed_count - the template's unused codes (400 naming `count`). Creations of one
+    template run one at a time (a named lock that claims, grants and pauses never take), and
+    each batch is inserted in its own short transaction, so the foreign-key check's shared lock
+    on the template row is held for one batch, not the whole creation (decision 0610). The
+    limit is checked again under the template's row lock at the end, after any claims made
+    meanwhile; on any failure the codes this call inserted are deleted again."""
     staff_action_check(actor=actor, action=StaffAction.CODES_CREATE)
     if not isinstance(count, int) or isinstance(count, bool):
-        raise TemplateInvalid(fields={"count": ["A whole number is required."]})
+        raise TemplateInvalid(fields={"count": [_("A whole number is required.")]})
     if not 1 <= count <= MAX_SINGLE_USE_CODES_PER_REQUEST:
         raise TemplateInvalid(
-            fields={"count": [f"Must be between 1 and {MAX_SINGLE_USE_CODES_PER_REQUEST}."]}
+            fields={
+                "count": [
+                    _("Must be between %(low)s and %(high)s.")
+                    % {"low": 1, "high": MAX_SINGLE_USE_CODES_PER_REQUEST}
+                ]
+            }
         )
-    if not CouponTemplate.objects.filter(pk=template_id).exists():
-        raise TemplateNotFound()
+    with _one_creation_at_a_time(template_id):
+        template = CouponTemplate.objects.filter(pk=template_id).first()
+        if template is None:
+            raise TemplateNotFound()
+        _raise_if_over_remaining(template, adding=count)
+        inserted: list[str] = []
+        try:
+            while len(inserted) < count:
+                batch = min(CODES_PER_INSERT, count - len(inserted))
+                inserted += _insert_batch(template_id=template_id, size=batch)
+            _codes_created(template_id=template_id, count=count, actor=actor)
+        except BaseException:
+            _delete_unused(inserted)
+            raise
+    return count
+
+
+def _raise_if_over_remaining(template: CouponTemplate, *, adding: int) -> None:
+    """Refuse codes that would outnumber the remaining total: claimed coupons plus unused codes
+    plus `adding` may not pass `total`."""
+    unused = SingleUseCode.objects.filter(template_id=template.pk, used_at__isnull=True).count()
+    remaining = template.total - template.claimed_count - unused
+    if adding > remaining:
+        raise TemplateInvalid(
+            fields={
+                "count": [
+                    _(
+                        "At most %(remaining)d more: the total is %(total)d, %(claimed)d claimed "
+                        "and %(unused)d unused codes already out."
+                    )
+                    % {
+                        "remaining": max(remaining, 0),
+                        "total": template.total,
+                        "claimed": template.claimed_count,
+                        "unused": unused,
+                    }
+                ]
+            }
+        )
+
+
+def _codes_created(*, template_id: int, count: int, actor: Actor | None) -> None:
+    """The creation's last, short transaction: under the template's row lock, the limit again
+    (claims may have come in meanwhile), the template marked as issued by codes, the record."""
     with transaction.atomic():
-        created = 0
-        while created < count:
-            batch = min(CODES_PER_INSERT, count - created)
-            _insert_batch(template_id=template_id, size=batch)
-            created += batch
-        # Last, so the template's row is locked only for the commit, not the inserts.
         template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
         if template is None:  # deleted meanwhile: its codes went with it
             raise TemplateNotFound()
+        _raise_if_over_remaining(template, adding=0)
         if not template.has_single_use_codes:
             with terms_change(template):
                 stamp = next_version(template.updated_at)  # the terms' version grows
@@ -75,20 +131,48 @@ def single_use_codes_create(*, template_id: int, count: int, actor: Actor | None
         staff_action_record(
             actor=actor, action=StaffAction.CODES_CREATE, target=template, amounts={"count": count}
         )
-    return created
 
 
-def _insert_batch(*, template_id: int, size: int) -> None:
-    for _ in range(MAX_ATTEMPTS_PER_BATCH):
+@contextmanager
+def _one_creation_at_a_time(template_id: int) -> Iterator[None]:
+    """A named lock per template (MariaDB's GET_LOCK, held by this connection's session):
+    creations of one template wait for each other, claims never see it. SQLite (local runs)
+    has one writer at a time anyway."""
+    if connection.vendor != "mysql":
+        yield
+        return
+    name = f"{connection.settings_dict['NAME']}:single-use-codes:{template_id}"[-64:]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT GET_LOCK(%s, %s)", [name, CREATION_LOCK_WAIT_SECONDS])
+        (taken,) = cursor.fetchone()
+    if taken != 1:
+        raise CodesCreationBusy()
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT RELEASE_LOCK(%s)", [name])
+
+
+def _delete_unused(codes: list[str]) -> None:
+    """Take back codes a failed creation inserted (one already redeemed stays: it issued)."""
+    for start in range(0, len(codes), CODES_PER_INSERT):
+        chunk = codes[start : start + CODES_PER_INSERT]
+        SingleUseCode.objects.filter(code__in=chunk, used_at__isnull=True).delete()
+
+
+def _insert_batch(*, template_id: int, size: int) -> list[str]:
+    """Insert `size` new codes in one transaction of their own; returns them."""
+    for _attempt in range(MAX_ATTEMPTS_PER_BATCH):
         codes: set[str] = set()
         while len(codes) < size:
             codes.add(single_use_code_new())
         try:
-            with transaction.atomic():  # a savepoint: a collision undoes this batch only
+            with transaction.atomic():  # a collision undoes this batch only
                 SingleUseCode.objects.bulk_create(
                     [SingleUseCode(template_id=template_id, code=code) for code in codes]
                 )
-            return
+            return list(codes)
         except IntegrityError as error:
             if not _is_duplicate_code(error):
                 raise
