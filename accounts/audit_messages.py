@@ -25,6 +25,7 @@ ACTION_LABELS: dict[StaffAction, Promise] = {
     StaffAction.CODES_EXPORT: gettext_lazy("Export single-use codes"),
     StaffAction.STOCK_ADJUST: gettext_lazy("Adjust stock"),
     StaffAction.ORDER_CANCEL: gettext_lazy("Cancel an order"),
+    StaffAction.ORDER_REFUND: gettext_lazy("Refund an order"),
 }
 
 GRANT_OUTCOMES = {
@@ -100,6 +101,17 @@ def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> 
             )
             return _("Cancelled by staff (%(pay)s to pay): stock returned, %(coupon)s.") % {
                 "pay": format_money(amounts["pay_amount"]),
+                "coupon": coupon,
+            }
+        case StaffAction.ORDER_REFUND:
+            coupon = {
+                "returned": _("coupon returned"),
+                "kept": _("coupon not returned: its window has closed"),
+                "none": _("no coupon to return"),
+            }[amounts["coupon"]]
+            return _("Refunded %(paid)s: %(units)s units back in stock, %(coupon)s.") % {
+                "paid": format_money(amounts["pay_amount"]),
+                "units": sum(amounts["stock_returned"].values()),
                 "coupon": coupon,
             }
     return str(ACTION_LABELS.get(action, action.value))

@@ -51,6 +51,7 @@ class StaffAction(StrEnum):
     CODES_EXPORT = "codes_export"
     STOCK_ADJUST = "stock_adjust"
     ORDER_CANCEL = "order_cancel"
+    ORDER_REFUND = "order_refund"
 
 
 VIEW_TEMPLATES = "coupons.view_coupontemplate"
@@ -60,6 +61,7 @@ GRANT_COUPONS = "coupons.grant_coupons"
 EXPORT_COUPONS = "coupons.export_coupons"
 ADJUST_STOCK = "orders.adjust_stock"
 CANCEL_ORDER = "orders.cancel_order"
+REFUND_ORDER = "orders.refund_order"
 
 # The one place that says which operation needs which permissions (all of them). Codes are
 # bearer secrets: downloading them is both managing codes and an export.
@@ -77,6 +79,7 @@ PERMISSIONS_NEEDED: dict[StaffAction, tuple[str, ...]] = {
     StaffAction.CODES_EXPORT: (MANAGE_CODES, EXPORT_COUPONS),
     StaffAction.STOCK_ADJUST: (ADJUST_STOCK,),
     StaffAction.ORDER_CANCEL: (CANCEL_ORDER,),
+    StaffAction.ORDER_REFUND: (REFUND_ORDER,),
 }
 
 # Django's admin lets whoever may change a model view it too; the table says the same.

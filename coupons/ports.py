@@ -36,6 +36,7 @@ __all__ = [
     "get_usable",
     "judge_cart",
     "list_unused",
+    "refund_coupon",
     "rollback_coupon",
     "use_coupon",
 ]
@@ -115,6 +116,18 @@ def rollback_coupon(*, user_id: int, coupon_id: int) -> None:
     ).update(status=UserCoupon.Status.UNUSED, used_at=None, updated_at=clock.now())
     if not changed:
         raise CouponRollbackFailed()
+
+
+def refund_coupon(*, user_id: int, coupon_id: int) -> bool:
+    """Give a used coupon back (used -> unused) for a refunded order while its own window is
+    still open; past it the coupon stays used (and so never counts as expired). Returns
+    whether it came back. Must run inside the caller's transaction."""
+    _require_transaction("refund_coupon")
+    now = clock.now()
+    returned = UserCoupon.objects.filter(
+        pk=coupon_id, user_id=user_id, status=UserCoupon.Status.USED, valid_until__gte=now
+    ).update(status=UserCoupon.Status.UNUSED, used_at=None, updated_at=now)
+    return bool(returned)
 
 
 def list_unused(*, user_id: int) -> list[UsableCoupon]:

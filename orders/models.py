@@ -80,6 +80,7 @@ class Order(models.Model):
         SHIPPED = "shipped", _("shipped")
         COMPLETED = "completed", _("completed")
         CANCELLED = "cancelled", _("cancelled")
+        REFUNDED = "refunded", _("refunded")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -121,6 +122,7 @@ class Order(models.Model):
     )
     paid_at = models.DateTimeField(null=True, blank=True, verbose_name=_("paid at"))
     cancelled_at = models.DateTimeField(null=True, blank=True, verbose_name=_("cancelled at"))
+    refunded_at = models.DateTimeField(null=True, blank=True, verbose_name=_("refunded at"))
     # Set from core.clock by the services, like every other time of the order.
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
@@ -130,7 +132,10 @@ class Order(models.Model):
         verbose_name = _("order")
         verbose_name_plural = _("orders")
         ordering = ["-id"]
-        permissions = [("cancel_order", "Can cancel orders")]
+        permissions = [
+            ("cancel_order", "Can cancel orders"),
+            ("refund_order", "Can refund orders"),
+        ]
         indexes = [
             models.Index(fields=["user", "id"], name="order_user_id"),
             models.Index(fields=["status", "expire_at"], name="order_status_expire_at"),
@@ -141,7 +146,14 @@ class Order(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(
-                    status__in=["pending_payment", "paid", "shipped", "completed", "cancelled"]
+                    status__in=[
+                        "pending_payment",
+                        "paid",
+                        "shipped",
+                        "completed",
+                        "cancelled",
+                        "refunded",
+                    ]
                 ),
                 name="order_status_known",
             ),
@@ -166,7 +178,9 @@ class Order(models.Model):
                 name="order_discount_needs_coupon",
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["paid", "shipped", "completed"], paid_at__isnull=False)
+                condition=Q(
+                    status__in=["paid", "shipped", "completed", "refunded"], paid_at__isnull=False
+                )
                 | Q(status__in=["pending_payment", "cancelled"], paid_at__isnull=True),
                 name="order_paid_at_matches_status",
             ),
@@ -174,6 +188,11 @@ class Order(models.Model):
                 condition=Q(status="cancelled", cancelled_at__isnull=False)
                 | (~Q(status="cancelled") & Q(cancelled_at__isnull=True)),
                 name="order_cancelled_at_matches_status",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="refunded", refunded_at__isnull=False)
+                | (~Q(status="refunded") & Q(refunded_at__isnull=True)),
+                name="order_refunded_at_matches_status",
             ),
         ]
 

@@ -200,7 +200,7 @@ def _stock_take(lines: list[ProductQuantity]) -> dict[int, Product]:
     return Product.objects.in_bulk([line.product_id for line in lines])
 
 
-def _stock_return(order: Order) -> None:
+def stock_return(order: Order) -> None:
     """Put back the stock of every line, in ascending product id order. Inside a transaction."""
     for item in sorted(order.items.all(), key=lambda item: item.product_id):
         Product.objects.filter(pk=item.product_id).update(stock=F("stock") + item.quantity)
@@ -265,7 +265,7 @@ def _cancel_pending(orders: QuerySet[Order]) -> Order | None:
     Order.objects.filter(pk=order.pk).update(
         status=Order.Status.CANCELLED, cancelled_at=now, updated_at=now
     )
-    _stock_return(order)
+    stock_return(order)
     if order.coupon_id is not None:
         ports.rollback_coupon(user_id=order.user_id, coupon_id=order.coupon_id)
     # What the UPDATE wrote, without reading the row back.

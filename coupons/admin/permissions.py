@@ -33,6 +33,7 @@ CUSTOM_NAMES = {
     "Can create and list single-use codes": gettext_lazy("Can create and list single-use codes"),
     "Can adjust stock": gettext_lazy("Can adjust stock"),
     "Can cancel orders": gettext_lazy("Can cancel orders"),
+    "Can refund orders": gettext_lazy("Can refund orders"),
 }
 
 

@@ -94,6 +94,13 @@ OPERATIONS = {
         ),
         StaffAction.ORDER_CANCEL,
     ),
+    "refund an order": Operation(
+        frozenset({"orders.refund_order"}),
+        lambda client, w: client.post(
+            "/admin/orders/order/", {"action": "refund_orders", "_selected_action": [w.paid.pk]}
+        ),
+        StaffAction.ORDER_REFUND,
+    ),
 }
 
 

@@ -28,6 +28,7 @@ class World:
     shopper: object
     product: Product
     order: Order  # awaiting payment
+    paid: Order  # paid for: refunded
 
 
 def world() -> World:
@@ -39,10 +40,14 @@ def world() -> World:
     templates.coupon_template_pause(template_id=paused.pk)
     shopper = UserFactory(username="shopper")
     product = ProductFactory(stock=10)
-    order = services.order_checkout(
-        user_id=shopper.pk, items=[{"product_id": product.pk, "quantity": 1}]
+    order, paid = (
+        services.order_checkout(
+            user_id=shopper.pk, items=[{"product_id": product.pk, "quantity": 1}]
+        )
+        for _ in range(2)
     )
-    return World(template, paused, shopper, product, order)
+    services.order_pay(user_id=shopper.pk, order_id=paid.pk, amount=paid.pay_amount)
+    return World(template, paused, shopper, product, order, paid)
 
 
 def acting_staff(holder: str, *base: str, **fields):
