@@ -1,0 +1,112 @@
+"""scripts/serve (`make run`) runs gunicorn and the scheduler side by side (issue 21): SIGTERM
+stopped the scheduler and left gunicorn serving. Real processes: the script, its scheduler and
+gunicorn, on the test database and a Redis of the test's own."""
+
+import os
+import signal
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from tests.support.app_server import ROOT
+from tests.support.redis_server import free_port
+from tests.support.waiting import wait_until
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has stopped; only its parent has not read its status yet
+
+
+def answering(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def served(tmp_path, own_redis):
+    """scripts/serve on a free port with one worker; yields (process, port, its children)."""
+    database = connection.settings_dict
+    port = free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+        "DATABASE_URL": f"mysql://{database['USER']}@{database['HOST'] or '127.0.0.1'}:"
+        f"{database['PORT'] or 3306}/{database['NAME']}",
+        "REDIS_URL": own_redis.url,
+        "LOG_LEVEL": "WARNING",
+    }
+    log = (tmp_path / "serve.log").open("wb")
+    process = subprocess.Popen(
+        ["scripts/serve", str(port), "1"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, so that cleanup finds every child
+    )
+    log.close()
+    try:
+        wait_until(lambda: answering(port), timeout=60, what="gunicorn to listen")
+        wait_until(lambda: len(children_of(process.pid)) == 2, timeout=30, what="both children")
+        yield process, port, children_of(process.pid)
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # whatever the test left of what it started
+        except ProcessLookupError:
+            pass
+        process.wait(timeout=10)
+
+
+def stopped_together(process, port, children) -> None:
+    assert process.wait(timeout=60) != 0
+    wait_until(lambda: not any(map(alive, children)), timeout=30, what="both children to stop")
+    assert not answering(port)
+
+
+@pytest.mark.servers
+@pytest.mark.django_db(transaction=True)  # the test database the app runs on
+def test_sigterm_stops_gunicorn_and_the_scheduler_together(served):
+    process, port, children = served
+
+    process.send_signal(signal.SIGTERM)
+
+    stopped_together(process, port, children)
+
+
+@pytest.mark.servers
+@pytest.mark.django_db(transaction=True)
+def test_a_scheduler_that_dies_takes_the_server_down_with_it(served):
+    process, port, children = served
+    [scheduler] = [pid for pid in children if b"run_scheduler" in cmdline(pid)]
+
+    os.kill(scheduler, signal.SIGKILL)
+
+    stopped_together(process, port, children)
+
+
+def cmdline(pid: int) -> bytes:
+    return (Path("/proc") / str(pid) / "cmdline").read_bytes()
