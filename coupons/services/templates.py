@@ -24,6 +24,7 @@ from coupons.models import (
 )
 from coupons.services.terms_cache import next_version, terms_change, terms_publish_new
 from coupons.shopper_list import published_terms_changed
+from coupons.single_use_codes import SingleUseCode
 from coupons.template_scope_and_code import code_validate, one_of, scope_validate
 from coupons.terms import TEMPLATE_TERMS
 
@@ -197,6 +198,7 @@ def coupon_template_edit(
             raise TemplateNotFound()
         merged = {field: getattr(template, field) for field in TEMPLATE_TERMS} | changes
         terms = template_terms_validate(merged, current=template)
+        _raise_if_below_codes_out(template, total=terms["total"])
         changed = {
             field: [getattr(template, field), value]
             for field, value in terms.items()
@@ -216,6 +218,28 @@ def coupon_template_edit(
             actor=actor, action=StaffAction.TEMPLATE_EDIT, target=template, amounts=changed
         )
     return template
+
+
+def _raise_if_below_codes_out(template: CouponTemplate, *, total: int) -> None:
+    """Single-use codes never outnumber the remaining total (SPEC section 20): a total may not
+    drop below the coupons claimed plus the unused codes out. Under the template's row lock,
+    which a creation of codes takes to finish (coupons/services/codes.py)."""
+    if not template.has_single_use_codes or total >= template.total:
+        return
+    unused = SingleUseCode.objects.filter(template_id=template.pk, used_at__isnull=True).count()
+    if total < template.claimed_count + unused:
+        raise TemplateInvalid(
+            fields={
+                "total": [
+                    _("Cannot be below %(count)d: %(claimed)d claimed and %(unused)d unused codes.")
+                    % {
+                        "count": template.claimed_count + unused,
+                        "claimed": template.claimed_count,
+                        "unused": unused,
+                    }
+                ]
+            }
+        )
 
 
 @contextmanager

@@ -131,3 +131,18 @@ def test_two_creations_at_once_both_finish_and_never_pass_the_total():
     assert unused_codes(fits) == 2 * LARGE
     assert sorted(one, key=str) == [LARGE, ["count"]]
     assert unused_codes(tight) == LARGE <= tight.total
+
+
+@pytest.mark.django_db
+def test_the_total_cannot_drop_below_the_claimed_and_the_unused_codes(staff_client):
+    template = CouponTemplateFactory(total=10)
+    codes.single_use_codes_create(template_id=template.pk, count=6)
+    UserCouponFactory(template=template)  # a grant, say
+    url = f"/api/admin/coupons/{template.pk}"
+
+    below = staff_client.patch(url, {"total": 6}, format="json")
+    at = staff_client.patch(url, {"total": 7}, format="json")
+
+    assert below.status_code == 400
+    assert list(below.json()["fields"]) == ["total"]
+    assert at.status_code == 200, at.json()
