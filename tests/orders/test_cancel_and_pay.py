@@ -69,7 +69,7 @@ def test_a_failure_between_cancel_steps_leaves_the_order_untouched(
     if failing_step == "rollback_coupon":
         monkeypatch.setattr(ports, "rollback_coupon", boom)
     else:
-        monkeypatch.setattr(services, "_stock_return", boom)
+        monkeypatch.setattr(services, "stock_return", boom)
     before = snapshot()
 
     with pytest.raises(RuntimeError, match="forced failure"):
