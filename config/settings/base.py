@@ -341,6 +341,11 @@ ORDER_PAYMENT_TIMEOUT_MINUTES = int(os.environ.get("ORDER_PAYMENT_TIMEOUT_MINUTE
 # Orders awaiting payment that one user may hold at once (each holds its stock until paid or
 # expired); the next checkout is 409 `too_many_unpaid_orders`.
 MAX_UNPAID_ORDERS = int(os.environ.get("MAX_UNPAID_ORDERS", "5"))
+# Units of one product one order line may take (decision 0630): with MAX_UNPAID_ORDERS, what one
+# user can hold unpaid. At most 999, the bound the database's CHECK keeps (orders/models.py).
+ORDER_LINE_MAX_QUANTITY = int(os.environ.get("ORDER_LINE_MAX_QUANTITY", "10"))
+if not 1 <= ORDER_LINE_MAX_QUANTITY <= 999:
+    raise ImproperlyConfigured("ORDER_LINE_MAX_QUANTITY must be from 1 to 999.")
 
 # --- I18n, time, static -----------------------------------------------------------------------
 
