@@ -49,15 +49,22 @@ class DatabaseBreakerMiddleware:
             breaker.probe_done()
 
 
-# The headers a reverse proxy sets to say what the client asked for; Django reads them
-# (SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST) when building absolute links.
-FORWARDED_HEADERS = ("HTTP_X_FORWARDED_PROTO", "HTTP_X_FORWARDED_HOST", "HTTP_X_FORWARDED_PORT")
+# The headers a reverse proxy sets to say what the client asked for and who asked: Django reads
+# the first three (SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST) when building absolute links,
+# the throttles X-Forwarded-For (api.throttles.client_ip, with NUM_PROXIES; decision 0634).
+FORWARDED_HEADERS = (
+    "HTTP_X_FORWARDED_PROTO",
+    "HTTP_X_FORWARDED_HOST",
+    "HTTP_X_FORWARDED_PORT",
+    "HTTP_X_FORWARDED_FOR",
+)
 
 
 class ForwardedHeadersFromProxiesMiddleware:
     """Drops the forwarded headers of a request that did not come from a proxy in
     TRUSTED_PROXIES, so a client that reaches the app directly cannot make it believe it was
-    asked over https or for another host. First in MIDDLEWARE: nothing reads them before."""
+    asked over https or for another host, or that it calls from another address (a fresh
+    one per login guess). First in MIDDLEWARE: nothing reads them before."""
 
     def __init__(self, get_response):
         self.get_response = get_response

@@ -139,6 +139,7 @@ def test_a_forwarded_for_header_is_not_believed_without_a_configured_proxy(login
 def test_behind_one_configured_proxy_only_the_address_it_saw_counts(login_rates):
     """nginx appends the address it saw; anything before it came from the client."""
     login_rates.REST_FRAMEWORK = {**login_rates.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    login_rates.TRUSTED_PROXIES = ["127.0.0.1"]
 
     def via_proxy(name: str, forwarded_for: str) -> int:
         return api_login(name, ip="127.0.0.1", HTTP_X_FORWARDED_FOR=forwarded_for).status_code
@@ -147,6 +148,22 @@ def test_behind_one_configured_proxy_only_the_address_it_saw_counts(login_rates)
     assert answers == [401] * 30 + [429]
     assert via_proxy("n99", "203.0.113.6") == 401
     assert admin_login("n98", ip="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.5").status_code == 429
+
+
+def test_with_num_proxies_set_a_forwarded_for_counts_only_from_a_trusted_proxy(login_rates):
+    """NUM_PROXIES=1 but the peer is not in TRUSTED_PROXIES: a client reaching the app
+    directly writes a fresh X-Forwarded-For on every guess (before: 31 x 401)."""
+    login_rates.REST_FRAMEWORK = {**login_rates.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    login_rates.TRUSTED_PROXIES = ["127.0.0.1"]
+
+    answers = [
+        api_login(f"name{i}", ip="10.0.0.7", HTTP_X_FORWARDED_FOR=f"198.51.100.{i}").status_code
+        for i in range(31)
+    ]
+
+    assert answers == [401] * 30 + [429]
+    admin_answer = admin_login("name-99", ip="10.0.0.7", HTTP_X_FORWARDED_FOR="198.51.100.99")
+    assert admin_answer.status_code == 429
 
 
 def test_a_guesser_elsewhere_cannot_lock_the_owner_out(login_rates):
