@@ -128,6 +128,7 @@ class OrderSerializer(serializers.ModelSerializer):
             value={
                 "coupon_id": 812,
                 "template_id": 7,
+                "name": "Ten off over a hundred in the kitchen",
                 "type": "threshold",
                 "value": 1000,
                 "min_amount": 10000,
@@ -148,6 +149,7 @@ class OrderSerializer(serializers.ModelSerializer):
 class CouponOptionSerializer(serializers.Serializer):
     coupon_id = serializers.IntegerField(source="coupon.coupon_id")
     template_id = serializers.IntegerField(source="coupon.template_id")
+    name = serializers.CharField(source="coupon.name", help_text="The coupon template's name.")
     type = serializers.ChoiceField(choices=COUPON_TYPE_CHOICES, source="coupon.type")
     value = serializers.IntegerField(source="coupon.value")
     min_amount = serializers.IntegerField(source="coupon.min_amount")
