@@ -62,6 +62,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "ops.middleware.ForwardedHeadersFromProxiesMiddleware",
     "ops.middleware.RequestBodyLimitMiddleware",
+    # Before anything checks the Host (CommonMiddleware): a load balancer probes by address.
+    "ops.middleware.HealthzByAddressMiddleware",
     "ops.middleware.DatabaseBreakerMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
