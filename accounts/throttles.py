@@ -11,15 +11,17 @@ back, so what they count is failures:
 - per client IP, `login_ip`, 30 a minute: a ceiling on one address trying many accounts.
 
 An attempt the first bucket refuses is counted in none of them (api/lua/throttle_take.lua). The
-account is the one the database resolves the username to, so every spelling that logs in to it
-(case, accents, zero-width and other characters its collation ignores, surrounding spaces)
-shares its buckets. While Redis is away the three are counted in this process."""
+account is the one the database resolves the username to, as the door's own field hands it to
+authentication, so every spelling that logs in to it (case, accents, zero-width and other
+characters its collation ignores, surrounding spaces, compatibility forms such as Arabic
+ligatures) shares its buckets. While Redis is away the three are counted in this process."""
 
 import hashlib
 import unicodedata
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.forms import UsernameField
 from django.http import HttpRequest
 from rest_framework.throttling import BaseThrottle
 from rest_framework_simplejwt.exceptions import TokenBackendError
@@ -27,6 +29,7 @@ from rest_framework_simplejwt.settings import api_settings as jwt_settings
 from rest_framework_simplejwt.state import token_backend
 
 from accounts.authentication import user_id_from_claim
+from api.serializers import StringField
 from api.throttles import (
     Bucket,
     ScopedThrottle,
@@ -42,11 +45,18 @@ from api.throttles import (
 IGNORED_CATEGORIES = frozenset({"Cc", "Cf", "Mn", "Mc", "Me"})
 
 
-def username_as_entered(username: str) -> str:
-    """What both login doors hand to authentication: trimmed (DRF's CharField and the admin
-    form both strip) and NFKC-normalised (the admin form does; the database matches
-    compatibility forms anyway)."""
-    return unicodedata.normalize("NFKC", username).strip()
+def username_as_the_api_authenticates(username: str) -> str:
+    """What POST /api/auth/token hands to authentication: its own field's cleaning (trimmed,
+    nothing else). Not NFKC: `ali\ufc5ece` logs in as alice, its NFKC form does not."""
+    return StringField().to_internal_value(username)
+
+
+def username_as_the_admin_authenticates(username: str) -> str:
+    """What the Django admin's login form hands to authentication: its UsernameField's
+    cleaning (trimmed, then NFKC unless longer than the column)."""
+    User = get_user_model()
+    max_length = User._meta.get_field(User.USERNAME_FIELD).max_length
+    return UsernameField(max_length=max_length).to_python(username)
 
 
 def username_folded(username: str) -> str:
@@ -57,11 +67,11 @@ def username_folded(username: str) -> str:
     return " ".join(kept.casefold().split())
 
 
-def login_account(username: str) -> str:
-    """The identity the per-account buckets count: the account this username logs in to, as
-    the database's collation resolves it (one indexed read), or for a username with no
-    account its folded form. Hashed: bounded length, nothing readable in Redis."""
-    entered = username_as_entered(username)
+def login_account(entered: str) -> str:
+    """The identity the per-account buckets count: the account this username (as the door
+    hands it to authentication) logs in to, as the database's collation resolves it (one
+    indexed read, the lookup ModelBackend makes), or for a username with no account its
+    folded form. Hashed: bounded length, nothing readable in Redis."""
     User = get_user_model()
     account_id = (
         User._default_manager.filter(**{User.USERNAME_FIELD: entered})
@@ -89,7 +99,8 @@ class LoginAttempt:
 
 
 def login_attempt_begin(*, username: str, ip: str) -> LoginAttempt:
-    """Count a login attempt in the three login buckets (or, over a limit, in none)."""
+    """Count a login attempt in the three login buckets (or, over a limit, in none).
+    `username` is as the door hands it to authentication."""
     account = login_account(username)
     pair = hashlib.sha256(f"{account}|{ip}".encode()).hexdigest()[:32]
     buckets = [
@@ -114,7 +125,7 @@ class LoginThrottle(BaseThrottle):
         if not isinstance(username, str):
             self._wait = None
             return True
-        view.login_attempt = login_attempt_of(request, username)
+        view.login_attempt = login_attempt_of(request, username_as_the_api_authenticates(username))
         self._wait = view.login_attempt.wait
         return self._wait is None
 

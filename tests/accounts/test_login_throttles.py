@@ -79,6 +79,32 @@ def test_every_spelling_that_logs_in_to_an_account_shares_its_bucket(login_rates
     assert api_login("\u200bALICE\u2060", PASSWORD, ip="10.0.0.1").status_code == 429
 
 
+# Compatibility forms whose NFKC form is another string (a space and marks) while the column's
+# collation matches them as written: they log in to "alice" at the API.
+LIGATURE_SPELLINGS = ["ali\ufc5ece", "ali\ufc5fce", "\ufc5ealice", "alice\ufc5e"]
+
+
+def test_ligature_spellings_that_log_in_share_the_accounts_buckets(login_rates):
+    """Before: hashed after NFKC, which no account matched, so each had buckets of its own."""
+    login_rates.THROTTLE_RATES = {**login_rates.THROTTLE_RATES, "login_username": "10/min"}
+    UserFactory(username="alice")
+    logged_in = [
+        api_login(name, PASSWORD, ip=f"10.9.0.{i}").status_code
+        for i, name in enumerate(LIGATURE_SPELLINGS)
+    ]
+    assert logged_in == [200] * len(LIGATURE_SPELLINGS)  # each is a way into the account
+
+    # when: ten wrong passwords under the ligature spellings, each from an address of its own
+    failures = [
+        api_login(LIGATURE_SPELLINGS[n % 4], ip=f"10.9.1.{n}").status_code for n in range(10)
+    ]
+
+    # then: the account's ceiling is met, whatever the spelling or the address
+    assert failures == [401] * 10
+    assert api_login("alice", PASSWORD, ip="10.9.2.1").status_code == 429
+    assert api_login("ali\ufc5ece", PASSWORD, ip="10.9.2.2").status_code == 429
+
+
 def test_the_admin_login_counts_spellings_as_one_username(login_rates):
     UserFactory(username="alice", is_staff=True)
     answers = [admin_login(name).status_code for name in ALICE_SPELLINGS]
