@@ -24,11 +24,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UsernameField
 from django.http import HttpRequest
 from rest_framework.throttling import BaseThrottle
-from rest_framework_simplejwt.exceptions import TokenBackendError
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework_simplejwt.exceptions import TokenBackendError, TokenError
 from rest_framework_simplejwt.settings import api_settings as jwt_settings
 from rest_framework_simplejwt.state import token_backend
+from rest_framework_simplejwt.tokens import RefreshToken
 
-from accounts.authentication import user_id_from_claim
+from accounts.authentication import user_id_from_claim, user_of_token
 from api.serializers import StringField
 from api.throttles import (
     Bucket,
@@ -55,8 +57,8 @@ def username_as_the_admin_authenticates(username: str) -> str:
     """What the Django admin's login form hands to authentication: its UsernameField's
     cleaning (trimmed, then NFKC unless longer than the column)."""
     User = get_user_model()
-    max_length = User._meta.get_field(User.USERNAME_FIELD).max_length
-    return UsernameField(max_length=max_length).to_python(username)
+    max_length = getattr(User._meta.get_field(User.USERNAME_FIELD), "max_length", None)
+    return str(UsernameField(max_length=max_length).to_python(username))
 
 
 def username_folded(username: str) -> str:
@@ -134,8 +136,10 @@ class LoginThrottle(BaseThrottle):
 
 
 class RefreshThrottle(ScopedThrottle):
-    """POST /api/auth/token/refresh, per user (30 a minute). Only a token this server signed
-    counts against its user: anyone can write a user_id into an unsigned one."""
+    """POST /api/auth/token/refresh, per user (30 a minute). Only a live token counts against
+    its user: anyone can write a user_id into an unsigned one, and a dead one (blacklisted by
+    a refresh or a logout, revoked, its user inactive or gone) is no longer its user's to
+    spend; dead tokens count per client address instead (decision 0633)."""
 
     scope = "refresh"
 
@@ -151,4 +155,19 @@ class RefreshThrottle(ScopedThrottle):
         except TokenBackendError:
             return None  # answered 401 by the view, counted nowhere
         user_id = user_id_from_claim(payload.get(jwt_settings.USER_ID_CLAIM))
-        return None if user_id is None else str(user_id)
+        if user_id is None:
+            return None
+        if not refresh_token_alive(token):
+            return f"dead-from-{client_ip(request)}"
+        return str(user_id)
+
+
+def refresh_token_alive(token: str) -> bool:
+    """The checks the refresh itself makes (unexpired, not blacklisted, of an active user, not
+    revoked), on a token whose signature is ours: two indexed reads."""
+    try:
+        # RefreshToken takes the encoded JWT (a str); simplejwt annotates its Token class.
+        user_of_token(RefreshToken(token))  # type: ignore[arg-type]
+    except (TokenError, AuthenticationFailed):
+        return False
+    return True
