@@ -10,6 +10,10 @@ back, so what they count is failures:
   its owner elsewhere;
 - per client IP, `login_ip`, 30 a minute: a ceiling on one address trying many accounts.
 
+An attempt from an address the account logged in from before (accounts/known_addresses.py)
+counts in the first bucket only: the ceilings, which many addresses or one shared address can
+fill, do not lock the owner out there (decision 0632).
+
 An attempt the first bucket refuses is counted in none of them (api/lua/throttle_take.lua). The
 account is the one the database resolves the username to, as the door's own field hands it to
 authentication, so every spelling that logs in to it (case, accents, zero-width and other
@@ -31,6 +35,7 @@ from rest_framework_simplejwt.state import token_backend
 from rest_framework_simplejwt.tokens import RefreshToken
 
 from accounts.authentication import user_id_from_claim, user_of_token
+from accounts.known_addresses import address_known, address_remember
 from api.serializers import StringField
 from api.throttles import (
     Bucket,
@@ -90,27 +95,30 @@ class LoginAttempt:
     """One counted login attempt: `wait` is None when it may go on to the password check."""
 
     taken: Taken
+    account: str
+    ip: str
 
     @property
     def wait(self) -> float | None:
         return self.taken.wait
 
     def succeeded(self) -> None:
-        """The password was right: this attempt was no failure, give its count back."""
+        """The password was right: this attempt was no failure, give its count back, and the
+        address is now one the account logged in from."""
         throttle_refund(self.taken)
+        address_remember(self.account, self.ip)
 
 
 def login_attempt_begin(*, username: str, ip: str) -> LoginAttempt:
-    """Count a login attempt in the three login buckets (or, over a limit, in none).
+    """Count a login attempt in the three login buckets (or, over a limit, in none); from an
+    address the account logged in from before, in its (account, address) bucket only.
     `username` is as the door hands it to authentication."""
     account = login_account(username)
     pair = hashlib.sha256(f"{account}|{ip}".encode()).hexdigest()[:32]
-    buckets = [
-        Bucket("login_username_ip", pair),
-        Bucket("login_username", account),
-        Bucket("login_ip", ip),
-    ]
-    return LoginAttempt(throttle_take(buckets, bounds_guessing=True))
+    buckets = [Bucket("login_username_ip", pair)]
+    if not (account.startswith("user-") and address_known(account, ip)):
+        buckets += [Bucket("login_username", account), Bucket("login_ip", ip)]
+    return LoginAttempt(throttle_take(buckets, bounds_guessing=True), account=account, ip=ip)
 
 
 def login_attempt_of(request: HttpRequest, username: str) -> LoginAttempt:

@@ -251,6 +251,13 @@ THROTTLE_RATES = {
     # Per user: one shopper cannot take a whole stock by ordering in a loop (SPEC section 19).
     "checkout": os.environ.get("THROTTLE_CHECKOUT", "30/min"),
 }
+# An address an account logged in from skips the per-account and per-address login ceilings
+# for that account this long after its last login; the newest few per account are kept
+# (accounts/known_addresses.py, decision 0632).
+LOGIN_KNOWN_ADDRESS_DAYS = int(os.environ.get("LOGIN_KNOWN_ADDRESS_DAYS", "30"))
+LOGIN_KNOWN_ADDRESSES_MAX = int(os.environ.get("LOGIN_KNOWN_ADDRESSES_MAX", "10"))
+if LOGIN_KNOWN_ADDRESS_DAYS < 0 or LOGIN_KNOWN_ADDRESSES_MAX < 0:
+    raise ImproperlyConfigured("LOGIN_KNOWN_ADDRESS_DAYS and LOGIN_KNOWN_ADDRESSES_MAX are >= 0.")
 # After a Redis failure the throttles skip Redis for this many seconds.
 THROTTLE_REDIS_BACKOFF = env_float("THROTTLE_REDIS_BACKOFF", 5)
 

@@ -230,6 +230,48 @@ def test_many_addresses_together_meet_the_per_username_ceiling(login_rates):
     assert api_login(user.username, PASSWORD, ip="10.3.0.1").status_code == 429
 
 
+def test_guesses_from_many_addresses_do_not_lock_the_owner_out_where_they_logged_in(login_rates):
+    """10 addresses x 11 wrong passwords fill the per-account ceiling (before: the owner got 429
+    everywhere); the address the owner logged in from before still lets them in."""
+    owner = UserFactory(is_staff=True)
+    assert api_login(owner.username, PASSWORD, ip="10.20.0.1").status_code == 200
+
+    guesses = [
+        api_login(owner.username, ip=f"10.21.0.{n}").status_code
+        for n in range(10)
+        for _ in range(11)
+    ]
+
+    assert guesses == ([401] * 10 + [429]) * 10
+    assert api_login(owner.username, PASSWORD, ip="10.22.0.1").status_code == 429  # a new one
+    assert api_login(owner.username, PASSWORD, ip="10.20.0.1").status_code == 200
+    owner_at_admin = admin_login(owner.username, PASSWORD, ip="10.20.0.1")
+    assert owner_at_admin.status_code == 302
+
+
+def test_a_shared_address_full_of_failures_still_lets_its_known_owner_in(login_rates):
+    """30 failures from one NAT address fill its per-address ceiling (before: 429 for the owner
+    behind the same NAT); guesses at the owner's own account from there lock only that
+    (account, address) bucket, and the owner's refresh token keeps working."""
+    owner = UserFactory()
+    tokens = api_login(owner.username, PASSWORD, ip="10.30.0.1").json()
+
+    others = [api_login(f"someone{n}", ip="10.30.0.1").status_code for n in range(31)]
+    assert others == [401] * 30 + [429]
+    assert api_login("someone-new", ip="10.30.0.1").status_code == 429
+    assert api_login(owner.username, PASSWORD, ip="10.30.0.1").status_code == 200
+
+    at_owner = [api_login(owner.username, ip="10.30.0.1").status_code for _ in range(11)]
+    assert at_owner == [401] * 10 + [429]
+    refreshed = APIClient().post(
+        "/api/auth/token/refresh",
+        {"refresh": tokens["refresh"]},
+        format="json",
+        REMOTE_ADDR="10.30.0.1",
+    )
+    assert refreshed.status_code == 200
+
+
 def test_one_address_meets_the_per_ip_ceiling_across_usernames(login_rates):
     answers = [api_login(f"someone{n}", ip="10.4.0.1").status_code for n in range(31)]
 
