@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UsernameField
 from django.http import HttpRequest
-from rest_framework.throttling import BaseThrottle
 from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.throttling import BaseThrottle
 from rest_framework_simplejwt.exceptions import TokenBackendError, TokenError
 from rest_framework_simplejwt.settings import api_settings as jwt_settings
 from rest_framework_simplejwt.state import token_backend

@@ -169,9 +169,10 @@ def record_begin(
 def record_finish(*, record_id: int, response: Response) -> None:
     """Keep the answer for replays, or drop the record for a 5xx, a 429 or a 404 (the request
     did nothing: a throttle counted in the handler, SPEC section 15, must not make its answer
-    the key's for good, and a missing order must not buy a row for a day). A failure to write it is logged and the real answer still goes out: the
-    work is done and the client must hear so; the record then stays "in progress" (409 to
-    retries) until its lease ends."""
+    the key's for good, and a missing order must not buy a row for a day). A failure to
+    write it is logged and the real answer still goes out: the work is done and the client
+    must hear so; the record then stays "in progress" (409 to retries) until its lease ends.
+    """
     try:
         if not isinstance(response, Response) or response.status_code in NOT_KEPT_STATUSES:
             IdempotencyRecord.objects.filter(pk=record_id).delete()
