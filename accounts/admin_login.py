@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.html import escape
 from django.utils.translation import gettext as _
 
-from accounts.throttles import login_attempt_of
+from accounts.throttles import login_attempt_of, username_as_the_admin_authenticates
 from api.exceptions import admin_error_page
 
 THROTTLED_PAGE = """<!doctype html>
@@ -28,7 +28,8 @@ def throttled_admin_login(request: HttpRequest, extra_context=None) -> HttpRespo
         return admin_error_page(
             request, 400, _("Bad request"), _("username: send one username, once.")
         )
-    attempt = login_attempt_of(request, usernames[0] if usernames else "")
+    entered = username_as_the_admin_authenticates(usernames[0] if usernames else "")
+    attempt = login_attempt_of(request, entered)
     if attempt.wait is not None:
         seconds = max(1, math.ceil(attempt.wait))
         page = THROTTLED_PAGE.format(seconds=seconds, path=escape(request.path))

@@ -1,4 +1,10 @@
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    extend_schema,
+    extend_schema_serializer,
+    extend_schema_view,
+    inline_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
 from rest_framework.permissions import AllowAny
@@ -27,6 +33,34 @@ class NoStore:
         return response
 
 
+# What the schema shows for tokens: their start and end, as a client sees them (an example
+# has no real signature to give; the shape is what the live-answer test checks).
+ACCESS_EXAMPLE = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0b2tlbl90eXBlIjoiYWNjZXNzIn0.c2lnbmF0dXJl"
+REFRESH_EXAMPLE = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0b2tlbl90eXBlIjoicmVmcmVzaCJ9.c2lnbmF0dXJl"
+)
+TOKEN_PAIR_EXAMPLE = OpenApiExample(
+    "A token pair",
+    response_only=True,
+    value={"access": ACCESS_EXAMPLE, "refresh": REFRESH_EXAMPLE},
+)
+REFRESH_REQUEST_EXAMPLE = OpenApiExample(
+    "A refresh token", request_only=True, value={"refresh": REFRESH_EXAMPLE}
+)
+
+
+@extend_schema_view(
+    post=extend_schema(
+        examples=[
+            OpenApiExample(
+                "A username and password",
+                request_only=True,
+                value={"username": "alice", "password": "correct-horse-battery"},
+            ),
+            TOKEN_PAIR_EXAMPLE,
+        ]
+    )
+)
 class TokenObtainView(NoStore, TokenObtainPairView):
     """POST /api/auth/token: failures throttled per (username, client IP), per username and
     per client IP (accounts.throttles); a successful login is not counted."""
@@ -42,6 +76,7 @@ class TokenObtainView(NoStore, TokenObtainPairView):
         return response
 
 
+@extend_schema_view(post=extend_schema(examples=[REFRESH_REQUEST_EXAMPLE, TOKEN_PAIR_EXAMPLE]))
 class TokenRefreshRotatingView(NoStore, TokenRefreshView):
     """POST /api/auth/token/refresh: a new pair; the presented refresh token is blacklisted.
     Throttled per user (SPEC section 19): each refresh writes two rows kept for days."""
@@ -50,6 +85,7 @@ class TokenRefreshRotatingView(NoStore, TokenRefreshView):
     throttle_classes = [RefreshThrottle]
 
 
+@extend_schema_serializer(examples=[REFRESH_REQUEST_EXAMPLE])
 class LogoutSerializer(StrictSerializer):
     refresh = serializers.CharField()
 
@@ -86,7 +122,14 @@ class LogoutView(NoStore, APIView):
             "username": serializers.CharField(),
             "is_staff": serializers.BooleanField(),
         },
-    )
+    ),
+    examples=[
+        OpenApiExample(
+            "A shopper",
+            response_only=True,
+            value={"id": 42, "username": "alice", "is_staff": False},
+        )
+    ],
 )
 @api_view(["GET"])
 def me(request) -> Response:

@@ -5,8 +5,8 @@ Apply with one line, `@idempotent`, on a DRF view's handler method. The handler 
 authentication and permissions, so records are per user. The record is inserted and committed
 in its own transaction before the handler runs, so a concurrent request with the same key
 meets the unique (user, key) index and is told 409 `request_in_progress`; the answer is stored
-after the handler returns. 5xx answers are not kept (the record is deleted): the failed attempt
-committed nothing, so running it again is safe.
+after the handler returns. 5xx, 429 and 404 answers are not kept (the record is deleted): the
+attempt committed nothing, so running it again is safe.
 
 A record still without an answer is a lease of IDEMPOTENCY_LEASE_SECONDS, not a lock for the
 key's lifetime: when its request died (the worker was stopped) or its 5xx could not be dropped
@@ -42,8 +42,9 @@ PRINTABLE_ASCII = frozenset(chr(code) for code in range(0x20, 0x7F))
 KEY_RULE = f"Must be 1 to {MAX_KEY_LENGTH} printable ASCII characters (space to tilde)."
 
 
-# Answers of requests that did nothing, so running them again is safe.
-NOT_KEPT_STATUSES = frozenset({429, *range(500, 600)})
+# Answers of requests that did nothing, so running them again is safe. 404 too: a fresh key
+# per request for a missing order was a 24-hour row each (decision 0635).
+NOT_KEPT_STATUSES = frozenset({404, 429, *range(500, 600)})
 
 
 @dataclass(frozen=True)
@@ -166,11 +167,12 @@ def record_begin(
 
 
 def record_finish(*, record_id: int, response: Response) -> None:
-    """Keep the answer for replays, or drop the record for a 5xx or a 429 (the request did
-    nothing: a throttle counted in the handler, SPEC section 15, must not make its answer the
-    key's for good). A failure to write it is logged and the real answer still goes out: the
-    work is done and the client must hear so; the record then stays "in progress" (409 to
-    retries) until its lease ends."""
+    """Keep the answer for replays, or drop the record for a 5xx, a 429 or a 404 (the request
+    did nothing: a throttle counted in the handler, SPEC section 15, must not make its answer
+    the key's for good, and a missing order must not buy a row for a day). A failure to
+    write it is logged and the real answer still goes out: the work is done and the client
+    must hear so; the record then stays "in progress" (409 to retries) until its lease ends.
+    """
     try:
         if not isinstance(response, Response) or response.status_code in NOT_KEPT_STATUSES:
             IdempotencyRecord.objects.filter(pk=record_id).delete()

@@ -32,9 +32,11 @@ class PageNumberPagination(pagination.PageNumberPagination):
             "type": "object",
             "required": ["count", "next", "previous", "results"],
             "properties": {
-                "count": {"type": "integer", "minimum": 0, "example": 42},
-                "next": {**link, "example": "http://127.0.0.1:8000/api/orders?page=3"},
-                "previous": {**link, "example": "http://127.0.0.1:8000/api/orders?page=1"},
+                # The examples show one page holding everything (no link to follow that
+                # would name another list than the operation's own).
+                "count": {"type": "integer", "minimum": 0, "example": 1},
+                "next": {**link, "example": None},
+                "previous": {**link, "example": None},
                 "results": schema,
             },
         }

@@ -238,8 +238,8 @@ def throttle_refund(taken: Taken) -> None:
 def client_ip(request: HttpRequest) -> str:
     """The socket's address (REMOTE_ADDR); with NUM_PROXIES trusted proxies in front (1 behind
     the shipped nginx), the address the nearest of them saw, taken from the end of
-    X-Forwarded-For: DRF's own rule. Anything a client writes into the header itself is
-    ignored, since NUM_PROXIES is 0 unless set."""
+    X-Forwarded-For: DRF's own rule. The header counts only from a peer in TRUSTED_PROXIES
+    (ops.middleware drops it from anyone else), and only with NUM_PROXIES set."""
     # get_ident reads only request.META, which a plain HttpRequest has too.
     return BaseThrottle().get_ident(request)  # type: ignore[arg-type]
 

@@ -22,3 +22,9 @@ graceful_timeout = 30
 # Idle keep-alive connections (from nginx's upstream pool) are closed after this long.
 keepalive = 5
 accesslog = "-"
+# Above nginx's limits (4 KiB per request line or header line, deploy/nginx/), so gunicorn never
+# answers a request nginx passed with its own HTML 414/431: nginx refuses first, in the API's
+# envelope (decision 0636). gunicorn's largest request line, its largest header count.
+limit_request_line = 8190
+limit_request_fields = 32768
+limit_request_field_size = 8190

@@ -54,10 +54,11 @@ class TransactionRequired(RuntimeError):
 @dataclass(frozen=True)
 class UsableCoupon(DiscountTerms):
     """A user's coupon: its discount terms (judge_cart takes it as they are) and its own use
-    window, stamped when it was issued."""
+    window, stamped when it was issued, and its template's name (what the shopper sees)."""
 
     coupon_id: int
     template_id: int
+    name: str
     valid_from: datetime
     valid_until: datetime
 
@@ -179,6 +180,7 @@ def _usable(coupon: UserCoupon) -> UsableCoupon:
     return UsableCoupon(
         coupon_id=coupon.pk,
         template_id=template.pk,
+        name=template.name,
         type=template.type,
         value=template.value,
         min_amount=template.min_amount,

@@ -32,6 +32,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 
 from accounts.authentication import RevocableJWTAuthentication
+from api.exceptions import method_not_allowed_response
 
 
 class Pingable(Protocol):
@@ -202,6 +203,8 @@ def is_staff_caller(request: HttpRequest) -> bool:
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
+    if request.method not in ("GET", "HEAD"):  # TRACE, POST...: nothing to do here
+        return method_not_allowed_response(request.method or "", ["GET", "HEAD"])
     health = monitor.current()
     body = {"status": health.status}
     if health.database and is_staff_caller(request):

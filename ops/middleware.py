@@ -4,9 +4,11 @@ import ipaddress
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.http.request import split_domain_port
 
 from api.exceptions import request_too_large_response, unavailable_for
 from ops.database_faults import breaker
+from ops.health import healthz
 
 
 class RequestBodyLimitMiddleware:
@@ -27,10 +29,41 @@ class RequestBodyLimitMiddleware:
         return self.get_response(request)
 
 
+class HealthzByAddressMiddleware:
+    """GET (or HEAD) /healthz with a Host that is an IP address, port or not, is answered here,
+    before CommonMiddleware checks ALLOWED_HOSTS: a load balancer probes each instance by its
+    address (`Host: 10.0.0.5:8000`), which ALLOWED_HOSTS does not list and should not. The
+    answer builds no link from the Host, so nothing in it can be poisoned; every other path,
+    and /healthz under a host name, still meets ALLOWED_HOSTS. Decision 0641."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if (
+            request.path == "/healthz"
+            and request.method in ("GET", "HEAD")
+            and host_is_an_address(request.META.get("HTTP_HOST", ""))
+        ):
+            return healthz(request)
+        return self.get_response(request)
+
+
+def host_is_an_address(host: str) -> bool:
+    """`10.0.0.5`, `10.0.0.5:8000`, `[::1]:8000`: an IP literal, as the Host header writes it."""
+    name, _port = split_domain_port(host)  # Django's own reading of a Host
+    try:
+        ipaddress.ip_address(name.removeprefix("[").removesuffix("]"))
+    except ValueError:
+        return False
+    return True
+
+
 class DatabaseBreakerMiddleware:
     """503 `unavailable` at once while ops.database_faults.breaker refuses (the database
     was just found away); the one request it lets through as a probe closes it by answering.
-    /healthz still checks for itself: it is how recovery is seen."""
+    /healthz is not refused here either: it checks for itself, it is how
+    recovery is seen."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -49,15 +82,22 @@ class DatabaseBreakerMiddleware:
             breaker.probe_done()
 
 
-# The headers a reverse proxy sets to say what the client asked for; Django reads them
-# (SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST) when building absolute links.
-FORWARDED_HEADERS = ("HTTP_X_FORWARDED_PROTO", "HTTP_X_FORWARDED_HOST", "HTTP_X_FORWARDED_PORT")
+# The headers a reverse proxy sets to say what the client asked for and who asked: Django reads
+# the first three (SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST) when building absolute links,
+# the throttles X-Forwarded-For (api.throttles.client_ip, with NUM_PROXIES; decision 0634).
+FORWARDED_HEADERS = (
+    "HTTP_X_FORWARDED_PROTO",
+    "HTTP_X_FORWARDED_HOST",
+    "HTTP_X_FORWARDED_PORT",
+    "HTTP_X_FORWARDED_FOR",
+)
 
 
 class ForwardedHeadersFromProxiesMiddleware:
     """Drops the forwarded headers of a request that did not come from a proxy in
     TRUSTED_PROXIES, so a client that reaches the app directly cannot make it believe it was
-    asked over https or for another host. First in MIDDLEWARE: nothing reads them before."""
+    asked over https or for another host, or that it calls from another address (a fresh
+    one per login guess). First in MIDDLEWARE: nothing reads them before."""
 
     def __init__(self, get_response):
         self.get_response = get_response

@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
+from django.conf import settings
 from django.utils.translation import gettext as _
 
 from coupons import ports
 from orders.errors import OrderInvalid
-from orders.models import MAX_LINES, MAX_QUANTITY, Product
+from orders.models import MAX_LINES, Product
 
 
 class OrderLine(TypedDict):
@@ -41,9 +42,12 @@ def order_lines_validate(items: Sequence[OrderLine]) -> list[ProductQuantity]:
     product_ids = [line.product_id for line in lines]
     if len(set(product_ids)) != len(product_ids):
         raise OrderInvalid(fields={"items": [_("Each product may appear only once.")]})
-    if any(not 1 <= line.quantity <= MAX_QUANTITY for line in lines):
+    # The per-line cap (ORDER_LINE_MAX_QUANTITY, at most the schema's MAX_QUANTITY): one
+    # unpaid order must not hold a product's whole stock (SPEC section 20, decision 0630).
+    cap = settings.ORDER_LINE_MAX_QUANTITY
+    if any(not 1 <= line.quantity <= cap for line in lines):
         raise OrderInvalid(
-            fields={"items": [_("Quantity must be 1 to %(count)d.") % {"count": MAX_QUANTITY}]}
+            fields={"items": [_("Quantity must be 1 to %(count)d per line.") % {"count": cap}]}
         )
     return lines
 

@@ -49,6 +49,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    # Listed for its translations (simplejwt's login and token errors in zh-hans; decision 0642).
+    "rest_framework_simplejwt",
     "rest_framework_simplejwt.token_blacklist",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -62,6 +64,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "ops.middleware.ForwardedHeadersFromProxiesMiddleware",
     "ops.middleware.RequestBodyLimitMiddleware",
+    # Before anything checks the Host (CommonMiddleware): a load balancer probes by address.
+    "ops.middleware.HealthzByAddressMiddleware",
     "ops.middleware.DatabaseBreakerMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -249,6 +253,13 @@ THROTTLE_RATES = {
     # Per user: one shopper cannot take a whole stock by ordering in a loop (SPEC section 19).
     "checkout": os.environ.get("THROTTLE_CHECKOUT", "30/min"),
 }
+# An address an account logged in from skips the per-account and per-address login ceilings
+# for that account this long after its last login; the newest few per account are kept
+# (accounts/known_addresses.py, decision 0632).
+LOGIN_KNOWN_ADDRESS_DAYS = int(os.environ.get("LOGIN_KNOWN_ADDRESS_DAYS", "30"))
+LOGIN_KNOWN_ADDRESSES_MAX = int(os.environ.get("LOGIN_KNOWN_ADDRESSES_MAX", "10"))
+if LOGIN_KNOWN_ADDRESS_DAYS < 0 or LOGIN_KNOWN_ADDRESSES_MAX < 0:
+    raise ImproperlyConfigured("LOGIN_KNOWN_ADDRESS_DAYS and LOGIN_KNOWN_ADDRESSES_MAX are >= 0.")
 # After a Redis failure the throttles skip Redis for this many seconds.
 THROTTLE_REDIS_BACKOFF = env_float("THROTTLE_REDIS_BACKOFF", 5)
 
@@ -341,6 +352,11 @@ ORDER_PAYMENT_TIMEOUT_MINUTES = int(os.environ.get("ORDER_PAYMENT_TIMEOUT_MINUTE
 # Orders awaiting payment that one user may hold at once (each holds its stock until paid or
 # expired); the next checkout is 409 `too_many_unpaid_orders`.
 MAX_UNPAID_ORDERS = int(os.environ.get("MAX_UNPAID_ORDERS", "5"))
+# Units of one product one order line may take (decision 0630): with MAX_UNPAID_ORDERS, what one
+# user can hold unpaid. At most 999, the bound the database's CHECK keeps (orders/models.py).
+ORDER_LINE_MAX_QUANTITY = int(os.environ.get("ORDER_LINE_MAX_QUANTITY", "10"))
+if not 1 <= ORDER_LINE_MAX_QUANTITY <= 999:
+    raise ImproperlyConfigured("ORDER_LINE_MAX_QUANTITY must be from 1 to 999.")
 
 # --- I18n, time, static -----------------------------------------------------------------------
 

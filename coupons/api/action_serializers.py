@@ -14,6 +14,15 @@ from coupons.single_use_codes import (
 )
 
 
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "Five users",
+            request_only=True,
+            value={"user_ids": [42, 43, 57, 61, 999], "reason": "Sorry for the late parcel"},
+        )
+    ]
+)
 class GrantInputSerializer(StrictSerializer):
     """Types and sizes; the reason's trimmed length is checked by grants.coupon_grant."""
 

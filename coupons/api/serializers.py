@@ -304,6 +304,9 @@ class MineQuerySerializer(StrictSerializer):
     page_size = serializers.CharField(required=False)
 
 
+@extend_schema_serializer(
+    examples=[OpenApiExample("A code", request_only=True, value={"code": "SPRING-10"})]
+)
 class RedeemInputSerializer(StrictSerializer):
     code = serializers.RegexField(
         CODE_PATTERN,

@@ -35,6 +35,9 @@ class CheckoutInputSerializer(StrictSerializer):
     )
 
 
+@extend_schema_serializer(
+    examples=[OpenApiExample("The order's pay_amount", request_only=True, value={"amount": 20800})]
+)
 class PayInputSerializer(StrictSerializer):
     amount = serializers.IntegerField(min_value=0, max_value=MAX_BIGINT)
 
@@ -45,6 +48,15 @@ class CouponOptionsQuerySerializer(StrictSerializer):
     page_size = serializers.CharField(required=False)
 
 
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "Two lines",
+            request_only=True,
+            value={"items": [{"product_id": 1, "quantity": 2}, {"product_id": 3, "quantity": 1}]},
+        )
+    ]
+)
 class CouponOptionsCartInputSerializer(StrictSerializer):
     items = OrderLineInputSerializer(many=True, allow_empty=True)
 
@@ -128,6 +140,7 @@ class OrderSerializer(serializers.ModelSerializer):
             value={
                 "coupon_id": 812,
                 "template_id": 7,
+                "name": "Ten off over a hundred",
                 "type": "threshold",
                 "value": 1000,
                 "min_amount": 10000,
@@ -148,6 +161,7 @@ class OrderSerializer(serializers.ModelSerializer):
 class CouponOptionSerializer(serializers.Serializer):
     coupon_id = serializers.IntegerField(source="coupon.coupon_id")
     template_id = serializers.IntegerField(source="coupon.template_id")
+    name = serializers.CharField(source="coupon.name", help_text="The coupon template's name.")
     type = serializers.ChoiceField(choices=COUPON_TYPE_CHOICES, source="coupon.type")
     value = serializers.IntegerField(source="coupon.value")
     min_amount = serializers.IntegerField(source="coupon.min_amount")
@@ -191,7 +205,12 @@ class CategorySerializer(serializers.ModelSerializer):
                 "stock": 120,
                 "category": {"id": 2, "name": "Kitchen"},
             },
-        )
+        ),
+        OpenApiExample(
+            "An uncategorised product",
+            response_only=True,
+            value={"id": 3, "name": "Chopsticks", "price": 1500, "stock": 300, "category": None},
+        ),
     ]
 )
 class ProductSerializer(serializers.ModelSerializer):

@@ -79,6 +79,32 @@ def test_every_spelling_that_logs_in_to_an_account_shares_its_bucket(login_rates
     assert api_login("\u200bALICE\u2060", PASSWORD, ip="10.0.0.1").status_code == 429
 
 
+# Compatibility forms whose NFKC form is another string (a space and marks) while the column's
+# collation matches them as written: they log in to "alice" at the API.
+LIGATURE_SPELLINGS = ["ali\ufc5ece", "ali\ufc5fce", "\ufc5ealice", "alice\ufc5e"]
+
+
+def test_ligature_spellings_that_log_in_share_the_accounts_buckets(login_rates):
+    """Before: hashed after NFKC, which no account matched, so each had buckets of its own."""
+    login_rates.THROTTLE_RATES = {**login_rates.THROTTLE_RATES, "login_username": "10/min"}
+    UserFactory(username="alice")
+    logged_in = [
+        api_login(name, PASSWORD, ip=f"10.9.0.{i}").status_code
+        for i, name in enumerate(LIGATURE_SPELLINGS)
+    ]
+    assert logged_in == [200] * len(LIGATURE_SPELLINGS)  # each is a way into the account
+
+    # when: ten wrong passwords under the ligature spellings, each from an address of its own
+    failures = [
+        api_login(LIGATURE_SPELLINGS[n % 4], ip=f"10.9.1.{n}").status_code for n in range(10)
+    ]
+
+    # then: the account's ceiling is met, whatever the spelling or the address
+    assert failures == [401] * 10
+    assert api_login("alice", PASSWORD, ip="10.9.2.1").status_code == 429
+    assert api_login("ali\ufc5ece", PASSWORD, ip="10.9.2.2").status_code == 429
+
+
 def test_the_admin_login_counts_spellings_as_one_username(login_rates):
     UserFactory(username="alice", is_staff=True)
     answers = [admin_login(name).status_code for name in ALICE_SPELLINGS]
@@ -139,6 +165,7 @@ def test_a_forwarded_for_header_is_not_believed_without_a_configured_proxy(login
 def test_behind_one_configured_proxy_only_the_address_it_saw_counts(login_rates):
     """nginx appends the address it saw; anything before it came from the client."""
     login_rates.REST_FRAMEWORK = {**login_rates.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    login_rates.TRUSTED_PROXIES = ["127.0.0.1"]
 
     def via_proxy(name: str, forwarded_for: str) -> int:
         return api_login(name, ip="127.0.0.1", HTTP_X_FORWARDED_FOR=forwarded_for).status_code
@@ -147,6 +174,22 @@ def test_behind_one_configured_proxy_only_the_address_it_saw_counts(login_rates)
     assert answers == [401] * 30 + [429]
     assert via_proxy("n99", "203.0.113.6") == 401
     assert admin_login("n98", ip="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.5").status_code == 429
+
+
+def test_with_num_proxies_set_a_forwarded_for_counts_only_from_a_trusted_proxy(login_rates):
+    """NUM_PROXIES=1 but the peer is not in TRUSTED_PROXIES: a client reaching the app
+    directly writes a fresh X-Forwarded-For on every guess (before: 31 x 401)."""
+    login_rates.REST_FRAMEWORK = {**login_rates.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    login_rates.TRUSTED_PROXIES = ["127.0.0.1"]
+
+    answers = [
+        api_login(f"name{i}", ip="10.0.0.7", HTTP_X_FORWARDED_FOR=f"198.51.100.{i}").status_code
+        for i in range(31)
+    ]
+
+    assert answers == [401] * 30 + [429]
+    admin_answer = admin_login("name-99", ip="10.0.0.7", HTTP_X_FORWARDED_FOR="198.51.100.99")
+    assert admin_answer.status_code == 429
 
 
 def test_a_guesser_elsewhere_cannot_lock_the_owner_out(login_rates):
@@ -185,6 +228,48 @@ def test_many_addresses_together_meet_the_per_username_ceiling(login_rates):
 
     assert spread == [401] * 100
     assert api_login(user.username, PASSWORD, ip="10.3.0.1").status_code == 429
+
+
+def test_guesses_from_many_addresses_do_not_lock_the_owner_out_where_they_logged_in(login_rates):
+    """10 addresses x 11 wrong passwords fill the per-account ceiling (before: the owner got 429
+    everywhere); the address the owner logged in from before still lets them in."""
+    owner = UserFactory(is_staff=True)
+    assert api_login(owner.username, PASSWORD, ip="10.20.0.1").status_code == 200
+
+    guesses = [
+        api_login(owner.username, ip=f"10.21.0.{n}").status_code
+        for n in range(10)
+        for _ in range(11)
+    ]
+
+    assert guesses == ([401] * 10 + [429]) * 10
+    assert api_login(owner.username, PASSWORD, ip="10.22.0.1").status_code == 429  # a new one
+    assert api_login(owner.username, PASSWORD, ip="10.20.0.1").status_code == 200
+    owner_at_admin = admin_login(owner.username, PASSWORD, ip="10.20.0.1")
+    assert owner_at_admin.status_code == 302
+
+
+def test_a_shared_address_full_of_failures_still_lets_its_known_owner_in(login_rates):
+    """30 failures from one NAT address fill its per-address ceiling (before: 429 for the owner
+    behind the same NAT); guesses at the owner's own account from there lock only that
+    (account, address) bucket, and the owner's refresh token keeps working."""
+    owner = UserFactory()
+    tokens = api_login(owner.username, PASSWORD, ip="10.30.0.1").json()
+
+    others = [api_login(f"someone{n}", ip="10.30.0.1").status_code for n in range(31)]
+    assert others == [401] * 30 + [429]
+    assert api_login("someone-new", ip="10.30.0.1").status_code == 429
+    assert api_login(owner.username, PASSWORD, ip="10.30.0.1").status_code == 200
+
+    at_owner = [api_login(owner.username, ip="10.30.0.1").status_code for _ in range(11)]
+    assert at_owner == [401] * 10 + [429]
+    refreshed = APIClient().post(
+        "/api/auth/token/refresh",
+        {"refresh": tokens["refresh"]},
+        format="json",
+        REMOTE_ADDR="10.30.0.1",
+    )
+    assert refreshed.status_code == 200
 
 
 def test_one_address_meets_the_per_ip_ceiling_across_usernames(login_rates):

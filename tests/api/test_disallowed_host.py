@@ -3,6 +3,7 @@ included, through the project's real WSGI application (handlers, middleware, err
 a server calls it: no test client re-raising or patching anything on the way."""
 
 import io
+import json
 import logging
 import wsgiref.util
 
@@ -68,3 +69,29 @@ def test_a_served_host_still_reaches_the_admin():
 
     assert status == "302 Found"
     assert headers["Location"] == "/admin/login/?next=/admin/"
+
+
+@pytest.mark.parametrize("host", ["10.0.0.5:8000", "10.0.0.5", "[fd00::5]:8000", "192.0.2.1:80"])
+def test_healthz_answers_a_load_balancer_probing_by_address(host):
+    """A load balancer probes each instance by its IP; ALLOWED_HOSTS does not list it (before:
+    400 `invalid`)."""
+    status, headers, body = wsgi_get("/healthz", host=host)
+
+    assert status == "200 OK"
+    assert headers["Content-Type"] == "application/json"
+    assert json.loads(body) == {"status": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("path", "host"),
+    [
+        ("/api/coupons", "10.0.0.5:8000"),  # only /healthz is answered by address
+        ("/admin/login/", "10.0.0.5"),
+        ("/healthz", "attacker.example"),  # a name is a host the site serves or not
+        ("/healthz", "10.0.0.5.attacker.example"),
+    ],
+)
+def test_other_paths_and_host_names_still_meet_allowed_hosts(path, host):
+    status, _, _ = wsgi_get(path, host=host)
+
+    assert status == "400 Bad Request"

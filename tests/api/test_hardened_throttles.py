@@ -86,6 +86,29 @@ def test_forged_refresh_tokens_do_not_spend_the_users_refresh_budget(real_rates)
     assert refresh(chain).status_code == 200
 
 
+def test_dead_refresh_tokens_do_not_spend_the_owners_refresh_budget(real_rates):
+    """A refresh token already used (blacklisted) or logged out, sent from many addresses:
+    401 each, and the owner's live chain still refreshes (before: 429 after 30)."""
+    user = UserFactory()
+    login = {"username": user.username, "password": PASSWORD}
+    used = APIClient().post("/api/auth/token", login, format="json").json()["refresh"]
+    chain = refresh(used).json()["refresh"]  # `used` is now blacklisted
+    logged_out = APIClient().post("/api/auth/token", login, format="json").json()["refresh"]
+    assert (
+        APIClient().post("/api/auth/logout", {"refresh": logged_out}, format="json").status_code
+        == 204
+    )
+
+    dead = [refresh(used, ip=f"10.7.0.{n}").status_code for n in range(30)]
+    dead += [refresh(logged_out, ip=f"10.7.1.{n}").status_code for n in range(10)]
+
+    assert dead == [401] * 40
+    assert refresh(chain).status_code == 200
+    # Dead tokens are counted per address instead: one address cannot try them forever.
+    from_one_address = [refresh(used, ip="10.7.2.1").status_code for _ in range(31)]
+    assert from_one_address == [401] * 30 + [429]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_code_redemption_is_throttled_per_client_ip_at_60_a_minute(real_rates):
     """Eight accounts on one address may not guess 80 codes a minute between them."""

@@ -105,6 +105,23 @@ def test_an_error_answer_is_kept_and_replayed_too(user, shopper_client):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("action", ["cancel", "pay"])
+def test_a_missing_order_keeps_no_idempotency_record(user, shopper_client, action):
+    """A fresh key per request for an order that does not exist: 404, and no row kept for a
+    day (before: one IdempotencyRecord per request)."""
+    body = {"amount": 100} if action == "pay" else None
+
+    answers = [
+        post(shopper_client, f"/api/orders/{10**12 + n}/{action}", body, key=f"fresh-{n}")
+        for n in range(5)
+    ]
+
+    assert [answer.status_code for answer in answers] == [404] * 5
+    assert {answer.json()["code"] for answer in answers} == {"not_found"}
+    assert IdempotencyRecord.objects.count() == 0
+
+
+@pytest.mark.django_db
 def test_a_retried_cancel_replays_200_not_invalid_state(user, shopper_client):
     product = ProductFactory(price=100, stock=5)
     order = services.order_checkout(

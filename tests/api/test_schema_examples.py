@@ -226,3 +226,109 @@ def test_the_shape_check_catches_a_missing_and_a_mistyped_field():
         "$.id: str in the example, int live",
         "$.items[]: the example lacks ['discount_amount']",
     ]
+
+
+def every_example(schema: dict) -> Iterator[tuple[str, str, str, object]]:
+    """(path, method, where, value) for every request and answer example."""
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            body = operation.get("requestBody", {}).get("content", {}).get(JSON, {})
+            for example in body.get("examples", {}).values():
+                yield path, method, "request", example["value"]
+            for status, response in operation["responses"].items():
+                content = response.get("content", {}).get(JSON, {})
+                for example in content.get("examples", {}).values():
+                    yield path, method, status, example["value"]
+
+
+def values_of(value: object) -> Iterator[object]:
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from values_of(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from values_of(item)
+    else:
+        yield value
+
+
+def test_every_body_and_answer_has_an_example_and_none_is_a_placeholder(schema):
+    """A tool fills what has no example with "string" and 0 (before: the login, refresh,
+    logout, me, redeem, grant, pay and cart-options bodies)."""
+    missing = []
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            body = operation.get("requestBody", {}).get("content", {}).get(JSON)
+            if body is not None and not body.get("examples"):
+                missing.append(f"{method.upper()} {path} request")
+            for status, response in operation["responses"].items():
+                answer = response.get("content", {}).get(JSON)
+                if status.startswith("2") and answer is not None and not answer.get("examples"):
+                    missing.append(f"{method.upper()} {path} {status}")
+    placeholders = [
+        (path, method, where)
+        for path, method, where, value in every_example(schema)
+        if "string" in list(values_of(value))
+    ]
+
+    assert missing == []
+    assert placeholders == []
+
+
+def ids_in(value: object, key: str) -> Iterator[int]:
+    """Every value of `key` at any depth (lists of ids included)."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if name == key and isinstance(item, int):
+                yield item
+            else:
+                yield from ids_in(item, key)
+    elif isinstance(value, list):
+        for item in value:
+            yield from ids_in(item, key)
+
+
+def shown(schema: dict, paths: set[str]) -> list[dict]:
+    """The objects the 2xx answer examples of these paths show (a page's results, or the one)."""
+    objects = []
+    for path, _, where, value in every_example(schema):
+        if path in paths and where.startswith("2") and isinstance(value, dict):
+            objects += value.get("results", [value])
+    return objects
+
+
+def test_every_id_an_example_names_is_one_an_example_shows(schema):
+    """An integrator following an example's id finds it in another example (before: product 3
+    of the checkout example was shown nowhere, and every list linked to /api/orders)."""
+    examples = list(every_example(schema))
+    template_paths = {"/api/coupons", "/api/admin/coupons", "/api/admin/coupons/{template_id}"}
+    coupon_paths = {"/api/coupons/mine", "/api/coupons/redeem", "/api/coupons/{template_id}/claim"}
+    coupons = shown(schema, coupon_paths)
+    templates = {t["id"] for t in shown(schema, template_paths)}
+    templates |= {coupon["template"]["id"] for coupon in coupons}
+    products = shown(schema, {"/api/products"})
+    categories = {product["category"]["id"] for product in products if product["category"]}
+
+    def named(key: str) -> set[int]:
+        return {i for *_, value in examples for i in ids_in(value, key)}
+
+    in_category_scopes = {
+        i
+        for *_, value in examples
+        for item in (value.get("results", [value]) if isinstance(value, dict) else [])
+        if isinstance(item, dict) and item.get("scope") == "categories"
+        for i in item["scope_ids"]
+    }
+    links = {
+        link
+        for *_, value in examples
+        if isinstance(value, dict)
+        for link in (value.get("next"), value.get("previous"))
+        if link is not None
+    }
+
+    assert named("template_id") <= templates, (named("template_id"), templates)
+    assert named("coupon_id") <= {c["id"] for c in coupons}
+    assert named("product_id") <= {p["id"] for p in products}, named("product_id")
+    assert in_category_scopes <= categories, (in_category_scopes, categories)
+    assert links == set()

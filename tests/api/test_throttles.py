@@ -105,6 +105,7 @@ def test_login_is_throttled_per_client_ip_at_30_a_minute(spec_rates):
 
 def test_behind_a_trusted_proxy_the_forwarded_address_is_counted(spec_rates):
     spec_rates.REST_FRAMEWORK = {**spec_rates.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    spec_rates.TRUSTED_PROXIES = ["127.0.0.1"]
     spec_rates.THROTTLE_RATES = {**SPEC_DEFAULTS, "login_ip": "2/min"}
     client = APIClient()
 

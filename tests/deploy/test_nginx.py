@@ -159,3 +159,33 @@ def test_nginx_answers_its_own_refusals_in_the_error_envelope(stack, request_byt
     assert answered == status
     assert headers["content-type"] == "application/json"
     assert json.loads(body)["code"] == code
+
+
+def test_nginxs_own_405_says_which_methods_are_allowed(stack):
+    answered, headers, _ = raw_request(
+        stack.nginx, b"TRACE /api/coupons HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+
+    assert answered == 405
+    assert headers["allow"] == "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"  # before: none
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        # Each passed nginx's old 16 KiB buffers and met gunicorn's limits: its HTML 414/431.
+        b"GET /api/coupons?q=" + b"a" * 5_000
+        + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        b"GET /api/coupons HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"b" * 9_000
+        + b"\r\nConnection: close\r\n\r\n",
+        b"GET /api/coupons HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + b"".join(b"X-H%d: v\r\n" % n for n in range(150))
+        + b"Connection: close\r\n\r\n",
+    ],
+    ids=["request-line-5k", "header-9k", "150-headers"],
+)  # fmt: skip
+def test_requests_over_gunicorns_old_limits_are_answered_in_the_envelope(stack, request_bytes):
+    answered, headers, body = raw_request(stack.nginx, request_bytes)
+
+    assert headers["content-type"] == "application/json", (answered, body[:200])
+    assert "code" in json.loads(body)

@@ -29,6 +29,19 @@ def test_post_healthz_with_a_session_cookie_is_a_json_403():
     }
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("method", ["TRACE", "POST", "DELETE"])
+def test_healthz_refuses_other_methods_with_405_and_allow(method):
+    """Before: TRACE /healthz was a 200 health answer."""
+    response = Client().generic(method, "/healthz")
+
+    assert (response.status_code, response["Allow"]) == (405, "GET, HEAD")
+    assert response.json() == {
+        "code": "method_not_allowed",
+        "detail": f'Method "{method}" not allowed.',
+    }
+
+
 def test_a_csrf_failure_under_the_api_is_json():
     from api.exceptions import csrf_failure  # CSRF_FAILURE_VIEW (no /api/ view uses CSRF)
 

@@ -122,6 +122,7 @@ def test_coupon_options_ranks_and_explains(user, shopper_client, now):
     assert set(first) == {
         "coupon_id",
         "template_id",
+        "name",
         "type",
         "value",
         "min_amount",
@@ -147,6 +148,7 @@ def test_coupon_options_at_the_threshold_exactly(user, shopper_client, now):
         {
             "coupon_id": coupon.pk,
             "template_id": coupon.template_id,
+            "name": coupon.template.name,
             "type": "threshold",
             "value": 5000,
             "min_amount": 20000,
@@ -224,3 +226,25 @@ def test_coupon_options_are_paginated_after_ranking(user, shopper_client):
     assert first["count"] == 3
     assert [o["discount"] for o in first["results"]] == [300, 200]
     assert [o["discount"] for o in second["results"]] == [100]
+
+
+def test_coupon_options_carry_the_coupons_name_for_an_amount_and_a_cart(user, shopper_client):
+    """GET (a bare amount) and POST (a cart) name each coupon as the shopper saw it claimed."""
+    coupon = UserCouponFactory(
+        user=user, template=CouponTemplateFactory(name="Spring tea week", value=300)
+    )
+    product = ProductFactory(price=5000)
+
+    by_amount = shopper_client.get("/api/orders/coupon-options?amount=5000").json()
+    by_cart = shopper_client.post(
+        "/api/orders/coupon-options",
+        {"items": [{"product_id": product.pk, "quantity": 1}]},
+        format="json",
+    ).json()
+
+    assert [(o["coupon_id"], o["name"]) for o in by_amount["results"]] == [
+        (coupon.pk, "Spring tea week")
+    ]
+    assert [(o["coupon_id"], o["name"]) for o in by_cart["results"]] == [
+        (coupon.pk, "Spring tea week")
+    ]

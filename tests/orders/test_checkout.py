@@ -298,7 +298,8 @@ def test_null_coupon_id_means_no_coupon(shopper_client, now):
     assert response.json()["coupon_id"] is None
 
 
-def test_largest_order_does_not_overflow(shopper_client, now):
+def test_largest_order_does_not_overflow(shopper_client, now, settings):
+    settings.ORDER_LINE_MAX_QUANTITY = 999  # the highest cap the setting accepts
     products = [ProductFactory(price=10**11, stock=999) for _ in range(50)]
 
     response = checkout(shopper_client, [(product, 999) for product in products])

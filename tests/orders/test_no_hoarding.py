@@ -44,6 +44,28 @@ def test_the_sixth_unpaid_order_is_409_and_takes_no_stock(settings):
 
 
 @pytest.mark.django_db
+def test_one_order_line_cannot_take_a_products_whole_stock(settings):
+    """The per-line cap (ORDER_LINE_MAX_QUANTITY): before it, one unpaid order took 999."""
+    settings.ORDER_LINE_MAX_QUANTITY = 10
+    product = ProductFactory(price=100, stock=50)
+    client = client_of(UserFactory())
+
+    whole_stock = checkout(client, product, quantity=50)
+    chinese = client.post(
+        "/api/orders",
+        {"items": [{"product_id": product.pk, "quantity": 11}]},
+        format="json",
+        HTTP_ACCEPT_LANGUAGE="zh-hans",
+    )
+
+    assert whole_stock.status_code == 400
+    assert whole_stock.json()["fields"] == {"items": ["Quantity must be 1 to 10 per line."]}
+    assert chinese.json()["fields"] == {"items": ["每行数量必须在 1 到 10 之间。"]}
+    assert checkout(client, product, quantity=10).status_code == 201
+    assert Product.objects.get().stock == 40
+
+
+@pytest.mark.django_db
 def test_the_cap_is_answered_in_chinese_too(settings):
     settings.MAX_UNPAID_ORDERS = 0
     client = client_of(UserFactory())

@@ -24,6 +24,7 @@ def test_get_usable_returns_a_frozen_summary_of_the_coupon(now):
     assert usable == ports.UsableCoupon(
         coupon_id=coupon.pk,
         template_id=template.pk,
+        name=template.name,
         type="threshold",
         value=5000,
         min_amount=20000,

@@ -3,6 +3,7 @@ clients see it (nginx in front, schemathesis). Data must be committed to be seen
 tests marked `django_db(transaction=True)` or with rows made outside a test transaction."""
 
 import os
+import runpy
 import signal
 import subprocess
 import sys
@@ -48,12 +49,17 @@ def gunicorn_serving(
         "COUPON_REDIS_PREFIX": settings.COUPON_REDIS_PREFIX,
         **(environment or {}),
     }
+    shipped = runpy.run_path(str(BASE_DIR / "config" / "gunicorn_conf.py"))
     command = [
         sys.executable, "-m", "gunicorn", "config.wsgi",
         "--bind", f"127.0.0.1:{port}",
         "--workers", str(workers),
         "--worker-class", "sync",
         "--timeout", "30",
+        # The shipped request limits, which nginx's are set below.
+        "--limit-request-line", str(shipped["limit_request_line"]),
+        "--limit-request-fields", str(shipped["limit_request_fields"]),
+        "--limit-request-field_size", str(shipped["limit_request_field_size"]),
     ]  # fmt: skip
     with log_path.open("ab") as log:
         process = subprocess.Popen(
