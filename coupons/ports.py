@@ -61,6 +61,7 @@ class UsableCoupon(DiscountTerms):
     name: str
     valid_from: datetime
     valid_until: datetime
+    first_paid_order_only: bool = False  # a new-customers coupon (SPEC section 20)
 
 
 def get_usable(*, user_id: int, coupon_id: int) -> UsableCoupon:
@@ -189,6 +190,7 @@ def _usable(coupon: UserCoupon) -> UsableCoupon:
         scope_ids=tuple(template.scope_ids),
         valid_from=coupon.valid_from,
         valid_until=coupon.valid_until,
+        first_paid_order_only=template.audience == CouponTemplate.Audience.NEW_CUSTOMERS,
     )
 
 

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from core import clock
 from coupons import ports
+from orders.customers import OrdersCustomerHistory
 from orders.errors import OrderNotFound, ProductNotFound
 from orders.lines import OrderLine, cart_lines, order_lines_validate
 from orders.models import PAID_STATUSES, Order, Product
@@ -40,6 +41,7 @@ class OptionReason(StrEnum):
     THRESHOLD_NOT_MET = ports.CartRefusal.THRESHOLD_NOT_MET.value
     NOT_APPLICABLE = ports.CartRefusal.NOT_APPLICABLE.value  # no line of the cart in scope
     CART_REQUIRED = "cart_required"  # a scoped coupon asked about a bare amount
+    NOT_ELIGIBLE = "not_eligible"  # for a first paid order only, and the user has paid
 
 
 @dataclass(frozen=True)
@@ -66,8 +68,15 @@ def coupon_options(
     usable ones by the discount they give, best first, then the unusable ones, closest first."""
     now = clock.now()
     cart = None if items is None else _cart_for_items(items)
+    coupons = ports.list_unused(user_id=user_id)
+    paid_before = any(c.first_paid_order_only for c in coupons) and (
+        OrdersCustomerHistory().has_paid_order(user_id=user_id)
+    )
     options = []
-    for coupon in ports.list_unused(user_id=user_id):
+    for coupon in coupons:
+        if coupon.first_paid_order_only and paid_before:  # checkout would refuse it
+            options.append(CouponOption(coupon, False, 0, OptionReason.NOT_ELIGIBLE, None, None))
+            continue
         options.append(_option(coupon, cart=cart, amount=amount or 0, now=now))
     # Among equal discounts, the one that expires first is the one to spend first.
     return sorted(

@@ -91,3 +91,24 @@ def test_two_payments_racing_with_new_customers_coupons_pay_for_one_order():
 
     assert sorted(outcomes) == ["not_eligible", "paid"]
     assert Order.objects.filter(user=user, status="paid").count() == 1
+
+
+@pytest.mark.django_db
+def test_coupon_options_show_a_payer_a_new_customers_coupon_as_not_eligible():
+    user = UserFactory()
+    new_only = UserCouponFactory(
+        user=user, template=CouponTemplateFactory(audience="new_customers")
+    )
+    everyone = UserCouponFactory(user=user)
+    client = bearer_client(user)
+
+    def reasons():
+        results = client.get("/api/orders/coupon-options?amount=15000").json()["results"]
+        return {option["coupon_id"]: (option["usable"], option["reason"]) for option in results}
+
+    before = reasons()
+    PaidOrderFactory(user=user)
+    after = reasons()
+
+    assert before == {new_only.pk: (True, None), everyone.pk: (True, None)}
+    assert after == {new_only.pk: (False, "not_eligible"), everyone.pk: (True, None)}
