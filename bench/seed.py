@@ -187,4 +187,5 @@ def redis_claimed_key(template_id: int) -> str:
     counter = coupon_counter()
     if not isinstance(counter, CouponCounter):
         raise RuntimeError("the bench needs Redis: the coupon counter is unavailable")
-    return counter.keys(template_id, 0)[0]
+    incarnation = CouponTemplate.objects.values_list("incarnation", flat=True).get(pk=template_id)
+    return counter.count_keys(template_id, incarnation, 0)[0]

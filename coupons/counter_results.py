@@ -48,7 +48,6 @@ class CouponTermsMissing:
     terms it read back to Redis showing `lease`."""
 
     lease: str
-    user_claims: int | None
 
 
 Refusal = CouponSoldOut | CouponNotInWindow | CouponLimitReached | CouponPaused
@@ -71,6 +70,7 @@ class CachedTerms:
     rebuilds the template from (opaque here)."""
 
     template_id: int
+    incarnation: str  # CouponTemplate.incarnation: the counts are keyed by it
     version: int
     total: int
     per_user_limit: int

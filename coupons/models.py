@@ -1,3 +1,4 @@
+import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -24,6 +25,11 @@ MAX_SCOPE_IDS = 500
 CODE_PATTERN = r"^[A-Za-z0-9_-]{4,32}$"
 CODE_MAX_LENGTH = 32
 GRANT_REASON_MAX_LENGTH = 255
+
+
+def new_incarnation() -> str:
+    """A fresh CouponTemplate.incarnation."""
+    return secrets.token_hex(8)
 
 
 class JSONArrayLength(Func):
@@ -125,6 +131,10 @@ class CouponTemplate(models.Model):
     claimed_count = models.PositiveIntegerField(
         default=0, editable=False, verbose_name=_("claimed count")
     )
+    # A random token given to the row when it is created: the template's Redis counts are
+    # keyed by it (coupons/counter.py), so a template id that a database restored from backup
+    # hands out again starts with no counts of the template that had it before.
+    incarnation = models.CharField(max_length=16, default=new_incarnation, editable=False)
     created_at = MillisecondDateTimeField(auto_now_add=True, verbose_name=_("created at"))
     updated_at = MillisecondDateTimeField(auto_now=True, verbose_name=_("updated at"))
 

@@ -234,6 +234,7 @@ def _issue(
                 # The terms read from the database (if any) go back in the same round trip.
                 counter.record(
                     template_id=template_id,
+                    incarnation=template.incarnation,
                     user_id=user_id,
                     db_claimed=outcome.claimed_count,
                     db_user=slot,

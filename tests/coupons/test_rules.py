@@ -168,6 +168,7 @@ def test_the_lua_claim_script_refuses_exactly_what_the_rule_decides(redis_namesp
         )
         counter.record(
             template_id=template_id,
+            incarnation="a1b2",
             user_id=7,
             db_claimed=facts.claimed_count,
             db_user=user_claims,
@@ -177,6 +178,7 @@ def test_the_lua_claim_script_refuses_exactly_what_the_rule_decides(redis_namesp
         assert isinstance(screen(), CouponTermsMissing)
         terms = CachedTerms(
             template_id=template_id,
+            incarnation="a1b2",
             version=1,
             total=facts.total,
             per_user_limit=facts.per_user_limit,
