@@ -108,8 +108,8 @@ def facts_of(user) -> UserFacts:
 def user_facts_load(user_ids: list[int]) -> None:
     """Put the facts of these users in Redis from one database read, as a login does for its
     user (best effort: a user whose facts are missing is looked up on its next request)."""
-    leases = {user_id: user_facts_lookup(user_id) for user_id in user_ids}
-    leases = {user_id: lease for user_id, lease in leases.items() if isinstance(lease, str)}
+    looked_up = {user_id: user_facts_lookup(user_id) for user_id in user_ids}
+    leases = {user_id: lease for user_id, lease in looked_up.items() if isinstance(lease, str)}
     if not leases:
         return
     read_at = time.time()
@@ -146,7 +146,8 @@ class LoginSerializer(TokenObtainPairSerializer):
 
     def validate(self, attrs: dict) -> dict:
         data = super().validate(attrs)
-        user_facts_load([self.user.pk])  # its next requests are authenticated with no query
+        if self.user is not None:  # set by the validation that passed
+            user_facts_load([self.user.pk])  # its next requests are authenticated with no query
         return data
 
     @classmethod

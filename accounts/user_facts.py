@@ -7,12 +7,12 @@ Facts are written only by a database lookup holding the lease Redis handed out b
 lookup began, after the lookup's transaction commits; a change of the user deletes the facts
 and the lease before it is written and again after it commits (`user_facts_change`), so a
 lookup that may have read the user before the change writes nothing. Missing facts, or Redis
-away: the database lookup, as before. Every Redis error is logged and swallowed, and then
-Redis is skipped for a back-off."""
+away: the database lookup, as before. Every Redis error is logged and swallowed, and then the
+cache's Redis is skipped for the back-off the throttles share (api.throttles.backoff): one
+outage costs one timeout per process, not one per user of that Redis."""
 
 import logging
 import secrets
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +25,8 @@ from django.contrib.auth import get_user_model
 from django.core.cache import caches
 from django.db import transaction
 from django_redis import get_redis_connection
+
+from api.throttles import backoff
 
 logger = logging.getLogger(__name__)
 
@@ -85,35 +87,6 @@ def user_from_facts(facts: UserFacts):
     # from_db takes the known values in the model's field order and defers the rest.
     names = [f.attname for f in user_model._meta.concrete_fields if f.attname in known]
     return user_model.from_db("default", names, [known[name] for name in names])
-
-
-class Backoff:
-    """After a Redis failure, skip Redis for THROTTLE_REDIS_BACKOFF seconds (the cache's
-    Redis, the one the throttles count in)."""
-
-    def __init__(self) -> None:
-        self._skip_until = 0.0
-        self._lock = threading.Lock()
-
-    def skipping(self) -> bool:
-        return time.monotonic() < self._skip_until
-
-    def failed(self, error: Exception) -> None:
-        with self._lock:
-            if self.skipping():
-                return
-            self._skip_until = time.monotonic() + settings.THROTTLE_REDIS_BACKOFF
-        logger.warning(
-            "user facts unavailable for %.1fs: users are looked up in the database: %r",
-            settings.THROTTLE_REDIS_BACKOFF,
-            error,
-        )
-
-    def reset(self) -> None:
-        self._skip_until = 0.0
-
-
-backoff = Backoff()
 
 
 def _keys(user_id: int) -> list[str]:

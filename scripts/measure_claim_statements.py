@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 
 from measurement_support import PORT, PORT_HELP, ClaimFixture, configure, own_database
 
@@ -121,19 +122,19 @@ def run(count: int) -> None:
         "claim, template has room (201)": ("post", f"/api/coupons/{selling}/claim", 201),
         "claim, sold out (409)": ("post", f"/api/coupons/{sold_out}/claim", 409),
     }
-    scenarios = {}
+    scenarios: dict[str, tuple[Callable[[int], None], Callable[[int], None]]] = {}
     for mode, loaded in (("logged in", True), ("first request", False)):
         for what, (method, path, expected) in requests.items():
             first_user = len(scenarios) * per
 
-            def action(i, method=method, path=path, expected=expected, first_user=first_user):
+            def send_request(i, method=method, path=path, expected=expected, first_user=first_user):
                 request(method, path, first_user + i, expected)
 
-            def prepare(i, loaded=loaded, first_user=first_user):
+            def load_facts(i, loaded=loaded, first_user=first_user):
                 if loaded:
                     user_facts_load([users[first_user + i].pk])
 
-            scenarios[f"{what}, {mode}"] = (prepare, action)
+            scenarios[f"{what}, {mode}"] = (load_facts, send_request)
     print(f"{'scenario':47} {'stmts':>6} {'redis RT':>8} {'redis cmds':>10}  statements, commands")
     for name, (prepare, action) in scenarios.items():
         prepare(0)

@@ -6,7 +6,6 @@ import redis
 from django.conf import settings
 from rest_framework.test import APIClient
 
-from accounts.user_facts import backoff as user_facts_backoff
 from api.throttles import backoff as throttle_backoff
 from api.throttles import in_process_counts
 from coupons.counter_setup import counter_from_settings, install_coupon_counter
@@ -89,7 +88,6 @@ def redis_namespace(settings):
     settings.COUPON_REDIS_PREFIX = prefix
     settings.CACHES = cache_settings(settings.CACHES, key_prefix=prefix)  # throttle keys too
     throttle_backoff.reset()
-    user_facts_backoff.reset()
     in_process_counts.reset()  # the throttles' Redis-outage counts, kept per process
     database_breaker.reset()
     health_monitor.reset()

@@ -21,7 +21,7 @@ from accounts.user_facts import (
     user_facts_remember,
     user_from_facts,
 )
-from accounts.user_facts import backoff as user_facts_backoff
+from api.throttles import backoff as throttle_backoff
 from core import clock
 from coupons.services import templates
 from tests.support.caches import cache_settings
@@ -235,7 +235,7 @@ def test_a_change_redis_did_not_confirm_returns_once_the_facts_have_expired(
 
     deactivate(user)  # neither forget reaches Redis: waits 0.3 + 0.5 s
     settings.CACHES = reachable
-    user_facts_backoff.reset()
+    throttle_backoff.reset()
 
     assert cached(user) is None
     assert me(client) == (401, INACTIVE)
