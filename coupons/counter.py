@@ -18,15 +18,13 @@ from redis.cluster import RedisCluster
 from redis.exceptions import RedisClusterException
 
 from coupons.counter_results import (
+    REFUSALS,
     CachedTerms,
-    CouponLimitReached,
     CouponMayHaveRoom,
-    CouponNotInWindow,
-    CouponPaused,
-    CouponSoldOut,
+    CouponRefused,
     CouponTermsMissing,
     CouponThrottled,
-    Refusal,
+    ScreenAnswer,
     ScreenResult,
     StoredCounts,
 )
@@ -39,15 +37,6 @@ RedisClient = redis.Redis | RedisCluster
 # What a Redis (or Redis Cluster) failure may raise: RedisClusterException is not a RedisError.
 REDIS_FAILURES = (redis.RedisError, RedisClusterException)
 
-
-# claim.lua's refusal codes, and the results they stand for.
-REFUSAL_BY_CODE: dict[int, Refusal] = {
-    1: CouponSoldOut(),
-    2: CouponNotInWindow(),
-    3: CouponLimitReached(),
-    6: CouponPaused(),
-}
-THROTTLED, MAY_HAVE_ROOM, TERMS_MISSING = 4, 0, 5
 
 # Per-user keys live until the claim window ends plus this margin (for app clocks a little
 # apart); after that a claim is refused by the window anyway, so nothing needs them.
@@ -151,12 +140,12 @@ class CouponCounter:
         reply = self._run(self._claim_script, keys, args)
         if reply is None:
             return None
-        code = int(reply[0])
-        if code == THROTTLED:
+        answer = ScreenAnswer.of(int(reply[0]))
+        if answer is ScreenAnswer.THROTTLED:
             return CouponThrottled()
-        if code in REFUSAL_BY_CODE:
-            return REFUSAL_BY_CODE[code]
-        if code == MAY_HAVE_ROOM:
+        if answer in REFUSALS:
+            return CouponRefused(answer)
+        if answer is ScreenAnswer.MAY_HAVE_ROOM:
             user_claims = None if int(reply[2]) < 0 else int(reply[2])
             return CouponMayHaveRoom(row=json.loads(reply[1]), user_claims=user_claims)
         return CouponTermsMissing(lease=_text(reply[1]))

@@ -1,4 +1,3 @@
-import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -11,7 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core.limits import MAX_BIGINT, MAX_INT_UNSIGNED
 from coupons.coupon_status import CouponStatus, coupon_status_q
-from coupons.fields import MillisecondDateTimeField
+from coupons.fields import IncarnationField, MillisecondDateTimeField
 from coupons.grant_reasons import reason_key
 
 # Storage bounds of the columns (BIGINT UNSIGNED capped to what every backend stores signed,
@@ -25,11 +24,6 @@ MAX_SCOPE_IDS = 500
 CODE_PATTERN = r"^[A-Za-z0-9_-]{4,32}$"
 CODE_MAX_LENGTH = 32
 GRANT_REASON_MAX_LENGTH = 255
-
-
-def new_incarnation() -> str:
-    """A fresh CouponTemplate.incarnation."""
-    return secrets.token_hex(8)
 
 
 class JSONArrayLength(Func):
@@ -131,10 +125,7 @@ class CouponTemplate(models.Model):
     claimed_count = models.PositiveIntegerField(
         default=0, editable=False, verbose_name=_("claimed count")
     )
-    # A random token given to the row when it is created: the template's Redis counts are
-    # keyed by it (coupons/counter.py), so a template id that a database restored from backup
-    # hands out again starts with no counts of the template that had it before.
-    incarnation = models.CharField(max_length=16, default=new_incarnation, editable=False)
+    incarnation = IncarnationField()
     created_at = MillisecondDateTimeField(auto_now_add=True, verbose_name=_("created at"))
     updated_at = MillisecondDateTimeField(auto_now=True, verbose_name=_("updated at"))
 

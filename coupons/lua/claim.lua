@@ -18,7 +18,7 @@
 -- ARGV[4] a fresh lease token, ARGV[5] its life (ms), used when the terms are missing
 -- ARGV[6] the user id U
 --
--- Returns {code, ...}:
+-- Returns {code, ...}, the codes named once in Python: coupons.counter_results.ScreenAnswer.
 --   {4}                     throttled (counted before anything else)
 --   {2} not in window, {6} paused, {1} sold out, {3} per-user limit reached: refusals on
 --                           confirmed facts, in the claim rule's order (coupons.rules.

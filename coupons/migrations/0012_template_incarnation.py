@@ -6,7 +6,7 @@ import secrets
 
 from django.db import migrations, models
 
-import coupons.models
+import coupons.fields
 
 
 def give_each_template_an_incarnation(apps, schema_editor):
@@ -28,8 +28,8 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="coupontemplate",
             name="incarnation",
-            field=models.CharField(
-                default=coupons.models.new_incarnation, editable=False, max_length=16
+            field=coupons.fields.IncarnationField(
+                default=coupons.fields.new_incarnation, editable=False, max_length=16
             ),
         ),
     ]

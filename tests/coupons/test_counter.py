@@ -12,12 +12,11 @@ from redis.crc import key_slot
 from coupons.counter import FENCE_TTL_MS, PER_USER_KEYS_OUTLIVE_WINDOW_MS, CouponCounter
 from coupons.counter_results import (
     CachedTerms,
-    CouponLimitReached,
     CouponMayHaveRoom,
-    CouponNotInWindow,
-    CouponSoldOut,
+    CouponRefused,
     CouponTermsMissing,
     CouponThrottled,
+    ScreenAnswer,
 )
 from tests.support.helpers import counter_at
 
@@ -34,6 +33,11 @@ TERMS = CachedTerms(
     valid_until=NOW + timedelta(hours=1),
     row={"name": "spring"},
 )
+
+
+SOLD_OUT = CouponRefused(ScreenAnswer.SOLD_OUT)
+LIMIT_REACHED = CouponRefused(ScreenAnswer.LIMIT_REACHED)
+NOT_IN_WINDOW = CouponRefused(ScreenAnswer.NOT_IN_WINDOW)
 
 
 @pytest.fixture
@@ -86,12 +90,12 @@ def test_without_terms_nothing_is_refused_and_a_lease_is_handed_out(counter):
 @pytest.mark.parametrize(
     ("claimed", "user", "now", "expected"),
     [
-        (3, 0, NOW, CouponSoldOut()),
-        (2, 2, NOW, CouponLimitReached()),
-        (3, 2, TERMS.valid_until + timedelta(milliseconds=1), CouponNotInWindow()),
-        (0, 0, TERMS.valid_from - timedelta(milliseconds=1), CouponNotInWindow()),
-        (3, 2, TERMS.valid_from, CouponSoldOut()),  # the window is inclusive
-        (2, 2, TERMS.valid_until, CouponLimitReached()),
+        (3, 0, NOW, SOLD_OUT),
+        (2, 2, NOW, LIMIT_REACHED),
+        (3, 2, TERMS.valid_until + timedelta(milliseconds=1), NOT_IN_WINDOW),
+        (0, 0, TERMS.valid_from - timedelta(milliseconds=1), NOT_IN_WINDOW),
+        (3, 2, TERMS.valid_from, SOLD_OUT),  # the window is inclusive
+        (2, 2, TERMS.valid_until, LIMIT_REACHED),
     ],
 )
 def test_confirmed_facts_refuse_in_the_rules_order(counter, claimed, user, now, expected):
@@ -125,9 +129,9 @@ def test_the_throttle_counts_every_screen_in_its_window(counter):
 
     answers = [screen(counter, limit=2) for _ in range(3)]
 
-    assert answers == [CouponSoldOut(), CouponSoldOut(), CouponThrottled()]
-    assert screen(counter, limit=2, window=2) == CouponSoldOut()  # the next window
-    assert screen(counter, user_id=8, limit=2) == CouponSoldOut()  # another user
+    assert answers == [SOLD_OUT, SOLD_OUT, CouponThrottled()]
+    assert screen(counter, limit=2, window=2) == SOLD_OUT  # the next window
+    assert screen(counter, user_id=8, limit=2) == SOLD_OUT  # another user
 
 
 def test_a_claim_writes_back_the_terms_it_read_only_with_the_current_lease(counter):
@@ -137,7 +141,7 @@ def test_a_claim_writes_back_the_terms_it_read_only_with_the_current_lease(count
 
     record(counter, db_claimed=3, terms=TERMS, lease=missing.lease, read_at=time.time())
 
-    assert screen(counter) == CouponSoldOut()
+    assert screen(counter) == SOLD_OUT
 
 
 def test_a_staff_change_fences_out_claims_that_read_the_old_row(counter):
