@@ -88,7 +88,8 @@ class Taken:
 
 
 class ThrottleBackoff:
-    """After a Redis failure, skip Redis until the back-off ends (shared by all scopes)."""
+    """After a failure of the cache's Redis, skip it until the back-off ends (shared by all
+    scopes, and by authentication's user facts: accounts/user_facts.py)."""
 
     def __init__(self) -> None:
         self._skip_until = 0.0
@@ -105,7 +106,7 @@ class ThrottleBackoff:
             self._skip_until = time.monotonic() + backoff
         logger.warning(
             "throttles unavailable for %.1fs: requests pass, except password and code guesses, "
-            "which are counted in this process: %r",
+            "which are counted in this process (and users are looked up in the database): %r",
             backoff,
             error,
         )

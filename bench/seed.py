@@ -8,6 +8,7 @@ from django.contrib.auth.hashers import make_password
 from django.db import connection
 from rest_framework_simplejwt.tokens import AccessToken
 
+from accounts.authentication import user_facts_load
 from core import clock
 from coupons.models import CouponTemplate
 from coupons.shopper_list import published_terms_changed
@@ -27,6 +28,7 @@ def create_users(label: str, count: int) -> list[tuple[int, str]]:
     )
     if any(user.pk is None for user in users):  # a backend that cannot return bulk ids
         users = list(User.objects.filter(username__startswith=f"{label}-").order_by("id"))
+    user_facts_load([user.pk for user in users])  # as each one's login would
     return [(user.pk, str(AccessToken.for_user(user))) for user in users]
 
 
@@ -187,4 +189,5 @@ def redis_claimed_key(template_id: int) -> str:
     counter = coupon_counter()
     if not isinstance(counter, CouponCounter):
         raise RuntimeError("the bench needs Redis: the coupon counter is unavailable")
-    return counter.keys(template_id, 0)[0]
+    incarnation = CouponTemplate.objects.values_list("incarnation", flat=True).get(pk=template_id)
+    return counter.count_keys(template_id, incarnation, 0)[0]

@@ -18,16 +18,14 @@ from redis.cluster import RedisCluster
 from redis.exceptions import RedisClusterException
 
 from coupons.counter_results import (
+    REFUSALS,
     CachedTerms,
-    CouponLimitReached,
     CouponMayHaveRoom,
     CouponNotClaimableById,
-    CouponNotInWindow,
-    CouponPaused,
-    CouponSoldOut,
+    CouponRefused,
     CouponTermsMissing,
     CouponThrottled,
-    Refusal,
+    ScreenAnswer,
     ScreenResult,
     StoredCounts,
 )
@@ -40,15 +38,6 @@ RedisClient = redis.Redis | RedisCluster
 # What a Redis (or Redis Cluster) failure may raise: RedisClusterException is not a RedisError.
 REDIS_FAILURES = (redis.RedisError, RedisClusterException)
 
-
-# claim.lua's refusal codes, and the results they stand for.
-REFUSAL_BY_CODE: dict[int, Refusal] = {
-    1: CouponSoldOut(),
-    2: CouponNotInWindow(),
-    3: CouponLimitReached(),
-    6: CouponPaused(),
-}
-THROTTLED, MAY_HAVE_ROOM, TERMS_MISSING, NOT_CLAIMABLE_BY_ID = 4, 0, 5, 7
 
 # Per-user keys live until the claim window ends plus this margin (for app clocks a little
 # apart); after that a claim is refused by the window anyway, so nothing needs them.
@@ -94,17 +83,30 @@ class CouponCounter:
         self._claim_script = client.register_script((LUA_DIR / "claim.lua").read_text())
         self._sync_script = client.register_script((LUA_DIR / "sync.lua").read_text())
         self._terms_script = client.register_script((LUA_DIR / "terms.lua").read_text())
+        self._lower_script = client.register_script((LUA_DIR / "lower.lua").read_text())
         self._skip_until = 0.0
 
     # Key naming: the template id in literal braces is the Redis Cluster hash tag, so every
     # key of one template (the throttle's too) lives in one slot, as a Lua script requires.
+    # The counts are keyed by the template's incarnation too (CouponTemplate.incarnation), so
+    # a template id that a restored database hands out again starts with no counts; the
+    # terms, which carry the incarnation, are keyed by the id alone, so that the claim's
+    # screen can find them knowing only the id (claim.lua builds the count keys from them).
 
-    def keys(self, template_id: int, user_id: int) -> list[str]:
-        """claimed, peruser, terms, terms-lease, terms-fence."""
+    def count_bases(self, template_id: int) -> list[str]:
+        """claimed, peruser: the count keys without the incarnation (nor the user)."""
+        tag = hash_tag(template_id)
+        return [f"{self.prefix}coupon:claimed:{tag}:", f"{self.prefix}coupon:peruser:{tag}:"]
+
+    def count_keys(self, template_id: int, incarnation: str, user_id: int) -> list[str]:
+        """claimed, peruser: the confirmed counts of one incarnation of the template."""
+        claimed, peruser = self.count_bases(template_id)
+        return [f"{claimed}{incarnation}", f"{peruser}{incarnation}:{user_id}"]
+
+    def terms_keys(self, template_id: int) -> list[str]:
+        """terms, terms-lease, terms-fence."""
         tag = hash_tag(template_id)
         return [
-            f"{self.prefix}coupon:claimed:{tag}",
-            f"{self.prefix}coupon:peruser:{tag}:{user_id}",
             f"{self.prefix}coupon:terms:{tag}",
             f"{self.prefix}coupon:terms-lease:{tag}",
             f"{self.prefix}coupon:terms-fence:{tag}",
@@ -125,7 +127,8 @@ class CouponCounter:
     ) -> ScreenResult | None:
         """Count the claim against the throttle and refuse it if the confirmed facts say so,
         in one round trip. None when Redis is unavailable. Never raises."""
-        claimed, peruser, terms, lease, _ = self.keys(template_id, user_id)
+        terms, lease, _ = self.terms_keys(template_id)
+        claimed, peruser = self.count_bases(template_id)
         keys = [terms, lease, claimed, peruser, self.throttle_key(template_id, user_id, window)]
         args = [
             epoch_ms(now),
@@ -133,26 +136,28 @@ class CouponCounter:
             throttle_period,
             secrets.token_hex(8),
             int(self.terms_lease * 1000),
+            user_id,
         ]
         reply = self._run(self._claim_script, keys, args)
         if reply is None:
             return None
-        code = int(reply[0])
-        if code == THROTTLED:
+        answer = ScreenAnswer.of(int(reply[0]))
+        if answer is ScreenAnswer.THROTTLED:
             return CouponThrottled()
-        if code == NOT_CLAIMABLE_BY_ID:
+        if answer is ScreenAnswer.NOT_CLAIMABLE_BY_ID:
             return CouponNotClaimableById()
-        if code in REFUSAL_BY_CODE:
-            return REFUSAL_BY_CODE[code]
-        user_claims = None if int(reply[2]) < 0 else int(reply[2])
-        if code == MAY_HAVE_ROOM:
+        if answer in REFUSALS:
+            return CouponRefused(answer)
+        if answer is ScreenAnswer.MAY_HAVE_ROOM:
+            user_claims = None if int(reply[2]) < 0 else int(reply[2])
             return CouponMayHaveRoom(row=json.loads(reply[1]), user_claims=user_claims)
-        return CouponTermsMissing(lease=_text(reply[1]), user_claims=user_claims)
+        return CouponTermsMissing(lease=_text(reply[1]))
 
     def record(
         self,
         *,
         template_id: int,
+        incarnation: str,
         user_id: int,
         db_claimed: int | None,
         db_user: int | None,
@@ -165,7 +170,8 @@ class CouponCounter:
         """Record what the database showed (counts as floors) and, with the lease handed out
         by `screen`, the terms read at `read_at` (time.time() before the read). Returns whether
         Redis answered. Never raises."""
-        claimed, peruser, terms_key, lease_key, fence = self.keys(template_id, user_id)
+        claimed, peruser = self.count_keys(template_id, incarnation, user_id)
+        terms_key, lease_key, fence = self.terms_keys(template_id)
         args: list = [
             -1 if db_claimed is None else db_claimed,
             -1 if db_user is None else db_user,
@@ -192,7 +198,7 @@ class CouponCounter:
         )
 
     def _change_terms(self, template_id: int, fence: int, terms: list) -> bool:
-        _, _, terms_key, lease, fence_key = self.keys(template_id, 0)
+        terms_key, lease, fence_key = self.terms_keys(template_id)
         ttl = max(FENCE_TTL_MS, int(self.terms_lease * 4000))
         reply = self._run(self._terms_script, [terms_key, lease, fence_key], [fence, ttl, *terms])
         return reply is not None
@@ -209,6 +215,7 @@ class CouponCounter:
             int(terms.paused),
             int(terms.new_customers_only),
             int(terms.claimable_by_id),
+            terms.incarnation,
         ]
 
     def terms_expire_at_ms(self, read_at: float) -> int:
@@ -216,16 +223,16 @@ class CouponCounter:
         they came from began: a staff change that could not reach Redis waits that long."""
         return int((read_at + self.terms_lease) * 1000)
 
-    def stored(self, *, template_id: int, user_id: int) -> StoredCounts:
+    def stored(self, *, template_id: int, incarnation: str, user_id: int) -> StoredCounts:
         """The confirmed counts Redis holds for the template and user (for operators and
         tests). Raises when Redis fails, unlike screen and record."""
-        values = self.client.mget(self.keys(template_id, user_id)[:2])
+        values = self.client.mget(self.count_keys(template_id, incarnation, user_id))
         claimed, user = (None if v is None else int(v) for v in values)
         return StoredCounts(claimed=claimed, user=user)
 
     def stored_terms(self, *, template_id: int) -> dict[str, str] | None:
         """The cached terms of a template (None: none). Raises when Redis fails."""
-        terms = self.client.hgetall(self.keys(template_id, 0)[2])
+        terms = self.client.hgetall(self.terms_keys(template_id)[0])
         return {_text(k): _text(v) for k, v in terms.items()} or None
 
     def ping(self) -> bool:
@@ -234,22 +241,77 @@ class CouponCounter:
         except REDIS_FAILURES:
             return False
 
-    def rebuild_template(self, *, template_id: int, db_claimed: int) -> None:
-        """Set the confirmed claimed count to the database's and drop every per-user count of
-        the template and its cached terms (each comes back from the database on the next
-        claim). For the rebuild command: raises when Redis fails, unlike screen and record."""
-        claimed_key, _, terms_key, lease_key, _ = self.keys(template_id, 0)
-        tag = hash_tag(template_id)
+    def rebuild_template(
+        self, *, template_id: int, incarnation: str, db_claimed: int, ttl_ms: int
+    ) -> None:
+        """Set the confirmed claimed count to the database's and drop every other count of the
+        template id (per-user counts, those of other incarnations) and its cached terms (each
+        comes back from the database on the next claim). For the rebuild command: raises when
+        Redis fails, unlike screen and record."""
+        self.forget_template(template_id=template_id)
+        claimed_key = self.count_keys(template_id, incarnation, 0)[0]
+        self.client.set(claimed_key, db_claimed, px=max(ttl_ms, 1))
+
+    def forget_template(self, *, template_id: int) -> None:
+        """Drop every count and the cached terms of a template id (the fence stays, expiring
+        by itself). Raises when Redis fails."""
+        terms_key, lease_key, _ = self.terms_keys(template_id)
+        for base in self.count_bases(template_id):
+            self._delete_matching(f"{base}*")
+        self.client.delete(terms_key, lease_key)
+
+    def template_ids_held(self) -> set[int]:
+        """Every template id Redis holds a count or cached terms of. Raises when Redis fails."""
+        held = set()
+        for kind in ("claimed", "peruser", "terms"):
+            pattern = f"{self.prefix}coupon:{kind}:{{*"
+            for key in self.client.scan_iter(match=pattern, count=1000):
+                tag = _text(key)[len(pattern) - 1 :].split("}", 1)[0]
+                if tag.isdigit():
+                    held.add(int(tag))
+        return held
+
+    def lower(self, *, template_id: int, incarnation: str, claimed: int, users: dict) -> int:
+        """Lower the confirmed counts Redis holds above the database's: the claimed count to
+        `claimed`, and each user's in `users` (user id -> count). Never raises them (Redis
+        never admits, so a lower count is always safe). Returns how many keys were lowered.
+        Raises when Redis fails."""
+        keys = [self.count_keys(template_id, incarnation, 0)[0]]
+        values = [claimed]
+        for user_id, count in users.items():
+            keys.append(self.count_keys(template_id, incarnation, user_id)[1])
+            values.append(count)
+        return int(self._lower_script(keys=keys, args=values))
+
+    def user_counts_held(self, incarnations: dict[int, str]) -> dict[int, dict[int, int]]:
+        """The per-user counts Redis holds of these templates (id -> incarnation), in one scan
+        of the keys: template id -> user id -> count. Raises when Redis fails."""
+        keys: dict[int, list[str]] = {}
+        pattern = f"{self.prefix}coupon:peruser:{{*"
+        for key in self.client.scan_iter(match=pattern, count=1000):
+            tag, _, rest = _text(key)[len(pattern) - 1 :].partition("}:")
+            incarnation, _, user = rest.partition(":")
+            if tag.isdigit() and incarnations.get(int(tag)) == incarnation and user.isdigit():
+                keys.setdefault(int(tag), []).append(_text(key))
+        held: dict[int, dict[int, int]] = {}
+        for template_id, template_keys in keys.items():
+            users = held.setdefault(template_id, {})
+            for start in range(0, len(template_keys), 1000):
+                batch = template_keys[start : start + 1000]  # one slot: the template's tag
+                for key, value in zip(batch, self.client.mget(batch), strict=True):
+                    if value is not None:
+                        users[int(key.rsplit(":", 1)[1])] = int(value)
+        return held
+
+    def _delete_matching(self, pattern: str) -> None:
         batch = []
-        for key in self.client.scan_iter(match=f"{self.prefix}coupon:peruser:{tag}:*", count=1000):
+        for key in self.client.scan_iter(match=pattern, count=1000):
             batch.append(key)
             if len(batch) == 1000:
                 self.client.delete(*batch)
                 batch = []
         if batch:
             self.client.delete(*batch)
-        self.client.delete(terms_key, lease_key)
-        self.client.set(claimed_key, db_claimed)
 
     def _run(self, script, keys: list[str], args: list):
         if time.monotonic() < self._skip_until:

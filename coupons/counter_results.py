@@ -3,29 +3,57 @@ terms it caches and the counts it stores. Plain values, no Redis."""
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import IntEnum
 from typing import Any
 
 from coupons.rules import ClaimState
 
 
-@dataclass(frozen=True)
-class CouponSoldOut:
-    pass
+class ScreenAnswer(IntEnum):
+    """What claim.lua answers, by its code (the reply's first element): the one list from the
+    script's codes to the claim's errors. A refusal stands for the claim rule's `states`, and
+    is the error coupons.services.issuing.REJECTION_BY_STATE gives them (tests/coupons/
+    test_rules.py runs the script against coupons.rules.claim_state)."""
+
+    states: frozenset[ClaimState]
+
+    def __new__(cls, code: int, states: frozenset[ClaimState]) -> "ScreenAnswer":
+        answer = int.__new__(cls, code)
+        answer._value_ = code
+        answer.states = states
+        return answer
+
+    @classmethod
+    def of(cls, code: int) -> "ScreenAnswer":
+        """The answer claim.lua gave as `code`."""
+        return cls._value2member_map_[code]  # type: ignore[return-value]  # by value, as cls(code)
+
+    MAY_HAVE_ROOM = 0, frozenset({ClaimState.CLAIMABLE})
+    SOLD_OUT = 1, frozenset({ClaimState.SOLD_OUT})
+    NOT_IN_WINDOW = 2, frozenset({ClaimState.NOT_STARTED, ClaimState.ENDED})
+    LIMIT_REACHED = 3, frozenset({ClaimState.LIMIT_REACHED})
+    THROTTLED = 4, frozenset[ClaimState]()
+    TERMS_MISSING = 5, frozenset[ClaimState]()
+    PAUSED = 6, frozenset({ClaimState.PAUSED})
+    NOT_CLAIMABLE_BY_ID = 7, frozenset[ClaimState]()
+
+
+REFUSALS = frozenset(
+    {
+        ScreenAnswer.SOLD_OUT,
+        ScreenAnswer.NOT_IN_WINDOW,
+        ScreenAnswer.LIMIT_REACHED,
+        ScreenAnswer.PAUSED,
+    }
+)
 
 
 @dataclass(frozen=True)
-class CouponNotInWindow:
-    pass
+class CouponRefused:
+    """Redis refused the claim on facts the database confirmed: `answer` (one of REFUSALS)
+    says why."""
 
-
-@dataclass(frozen=True)
-class CouponLimitReached:
-    pass
-
-
-@dataclass(frozen=True)
-class CouponPaused:
-    pass
+    answer: ScreenAnswer
 
 
 @dataclass(frozen=True)
@@ -54,22 +82,11 @@ class CouponTermsMissing:
     terms it read back to Redis showing `lease`."""
 
     lease: str
-    user_claims: int | None
 
 
-Refusal = CouponSoldOut | CouponNotInWindow | CouponLimitReached | CouponPaused
 ScreenResult = (
-    Refusal | CouponNotClaimableById | CouponThrottled | CouponMayHaveRoom | CouponTermsMissing
+    CouponRefused | CouponNotClaimableById | CouponThrottled | CouponMayHaveRoom | CouponTermsMissing
 )
-# The states of the claim rule each result stands for (tests/coupons/test_rules.py runs the
-# claim script against coupons.rules.claim_state).
-STATES_BY_RESULT: dict[type, frozenset[ClaimState]] = {
-    CouponMayHaveRoom: frozenset({ClaimState.CLAIMABLE}),
-    CouponSoldOut: frozenset({ClaimState.SOLD_OUT}),
-    CouponNotInWindow: frozenset({ClaimState.NOT_STARTED, ClaimState.ENDED}),
-    CouponLimitReached: frozenset({ClaimState.LIMIT_REACHED}),
-    CouponPaused: frozenset({ClaimState.PAUSED}),
-}
 
 
 @dataclass(frozen=True)
@@ -79,6 +96,7 @@ class CachedTerms:
     rebuilds the template from (opaque here)."""
 
     template_id: int
+    incarnation: str  # CouponTemplate.incarnation: the counts are keyed by it
     version: int
     total: int
     per_user_limit: int

@@ -70,6 +70,18 @@ class UnavailableCounter:
     def rebuild_template(self, **facts) -> None:
         raise redis.ConnectionError("the coupon counter's Redis is unavailable")
 
+    def forget_template(self, **key) -> None:
+        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+
+    def template_ids_held(self) -> set[int]:
+        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+
+    def user_counts_held(self, incarnations: dict[int, str]) -> dict[int, dict[int, int]]:
+        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+
+    def lower(self, **counts) -> int:
+        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+
 
 AnyCounter = CouponCounter | UnavailableCounter
 _counter: CouponCounter | None = None

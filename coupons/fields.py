@@ -1,3 +1,4 @@
+import secrets
 from datetime import datetime
 
 from django.db import models
@@ -27,3 +28,21 @@ class MillisecondDateTimeField(models.DateTimeField):
         if isinstance(value, datetime):
             value = truncate_to_milliseconds(value)
         return value
+
+
+def new_incarnation() -> str:
+    """A fresh incarnation: 16 hex digits."""
+    return secrets.token_hex(8)
+
+
+class IncarnationField(models.CharField):
+    """A random token given to a row when it is created (CouponTemplate.incarnation): the
+    template's Redis counts are keyed by it too (coupons/counter.py), so a template id that a
+    database restored from backup hands out again starts with none of the counts of the
+    template that had it before (decision 0721)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("max_length", 16)
+        kwargs.setdefault("default", new_incarnation)
+        kwargs.setdefault("editable", False)
+        super().__init__(*args, **kwargs)

@@ -10,7 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core.limits import MAX_BIGINT, MAX_INT_UNSIGNED
 from coupons.coupon_status import CouponStatus, coupon_status_q
-from coupons.fields import MillisecondDateTimeField
+from coupons.fields import IncarnationField, MillisecondDateTimeField
 from coupons.grant_reasons import reason_key
 
 # Storage bounds of the columns (BIGINT UNSIGNED capped to what every backend stores signed,
@@ -125,6 +125,7 @@ class CouponTemplate(models.Model):
     claimed_count = models.PositiveIntegerField(
         default=0, editable=False, verbose_name=_("claimed count")
     )
+    incarnation = IncarnationField()
     created_at = MillisecondDateTimeField(auto_now_add=True, verbose_name=_("created at"))
     updated_at = MillisecondDateTimeField(auto_now=True, verbose_name=_("updated at"))
 

@@ -33,6 +33,7 @@ SHOPPER_TERMS = tuple(term for term in TEMPLATE_TERMS if term not in ("code", "v
 CLAIM_PATH_TERMS = (
     *(term for term in TEMPLATE_TERMS if term != "code"),
     "has_single_use_codes",
+    "incarnation",  # what its Redis counts are keyed by (coupons/counter.py)
 )
 
 

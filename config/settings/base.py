@@ -190,6 +190,11 @@ HEALTH_CACHE_SECONDS = min(env_float("HEALTH_CACHE_SECONDS", 1.0), 1.0)
 # reports a database outage to the first; /healthz pings the Redis the second returns.
 DATABASE_FAULT_REPORTER = "ops.database_faults.report_database_unavailable"
 HEALTH_REDIS = "coupons.counter_setup.coupon_counter"
+# How often the scheduler lowers Redis claim counts that are above the database's
+# (coupons/services/counter_reconcile.py; after a restore from backup, say).
+COUPON_COUNTER_RECONCILE_SECONDS = env_float("COUPON_COUNTER_RECONCILE_SECONDS", 60)
+if COUPON_COUNTER_RECONCILE_SECONDS <= 0:
+    raise ImproperlyConfigured("COUPON_COUNTER_RECONCILE_SECONDS must be above 0.")
 # The periodic jobs `manage.py run_scheduler` runs: name -> dotted path of a callable taking
 # nothing and returning a line to print or None (ops imports no app), run each interval; or
 # (dotted path, seconds): at start and then at most that often.
@@ -197,6 +202,10 @@ SCHEDULED_JOBS: dict[str, str | tuple[str, float]] = {
     "order expiry": "orders.jobs.expire_overdue_orders",
     "expired tokens": ("accounts.jobs.flush_expired_tokens", 3600),
     "idempotency records": ("api.jobs.purge_idempotency_records", 3600),
+    "coupon counters": (
+        "coupons.services.counter_reconcile.coupon_counters_reconcile",
+        COUPON_COUNTER_RECONCILE_SECONDS,
+    ),
 }
 
 # --- Redis (advisory counters; docs/decisions/0004-redis-advisory-counters-with-versions.md) ---
@@ -260,8 +269,15 @@ LOGIN_KNOWN_ADDRESS_DAYS = int(os.environ.get("LOGIN_KNOWN_ADDRESS_DAYS", "30"))
 LOGIN_KNOWN_ADDRESSES_MAX = int(os.environ.get("LOGIN_KNOWN_ADDRESSES_MAX", "10"))
 if LOGIN_KNOWN_ADDRESS_DAYS < 0 or LOGIN_KNOWN_ADDRESSES_MAX < 0:
     raise ImproperlyConfigured("LOGIN_KNOWN_ADDRESS_DAYS and LOGIN_KNOWN_ADDRESSES_MAX are >= 0.")
-# After a Redis failure the throttles skip Redis for this many seconds.
+# After a failure of the cache's Redis the throttles, and authentication's user facts, skip it
+# for this many seconds.
 THROTTLE_REDIS_BACKOFF = env_float("THROTTLE_REDIS_BACKOFF", 5)
+# What authentication keeps of a user in the cache's Redis (accounts/user_facts.py) lives this
+# many seconds from the database read it came from; a change of a user that Redis did not
+# confirm waits this long (+ 0.5 s) before it returns. Under gunicorn's 30 s timeout.
+USER_FACTS_LEASE = env_float("USER_FACTS_LEASE", 10)
+if not 0 < USER_FACTS_LEASE <= 20:
+    raise ImproperlyConfigured("USER_FACTS_LEASE must be above 0 and at most 20 seconds.")
 
 # --- Auth -------------------------------------------------------------------------------------
 

@@ -4,9 +4,9 @@
 -- KEYS[1] coupon:terms:{T}   KEYS[2] coupon:terms-lease:{T}   KEYS[3] coupon:terms-fence:{T}
 -- ARGV[1] fence: the lowest terms version that may be written from now on
 -- ARGV[2] fence TTL (ms)
--- ARGV[3..11] optional, the new terms to publish: version, total, limit, from (ms),
+-- ARGV[3..13] optional, the new terms to publish: version, total, limit, from (ms),
 --          until (ms), row (JSON), when they expire (unix ms), paused (1/0), new customers
---          only (1/0), claimable by id (1/0)
+--          only (1/0), claimable by id (1/0), the template's incarnation
 --
 -- Before the change commits (fence = the old version + 1, no terms): drops the cached terms
 -- and the lease, so no claim that read the old row can write it back, and raises the fence,
@@ -32,6 +32,6 @@ end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'version', ARGV[3], 'total', ARGV[4], 'limit', ARGV[5],
   'from', ARGV[6], 'until', ARGV[7], 'row', ARGV[8], 'paused', ARGV[10], 'newonly', ARGV[11],
-  'byid', ARGV[12])
+  'byid', ARGV[12], 'inc', ARGV[13])
 redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[9]))
 return 1

@@ -56,6 +56,7 @@ TEMPLATE_SUMMARY_COLUMNS = (
     "visibility",
     "valid_days",
     "has_single_use_codes",
+    "incarnation",  # the Redis counts' key (coupons/counter.py)
 )
 CLAIM_FACTS_SQL = (
     f"SELECT {', '.join(TEMPLATE_FACT_COLUMNS + TEMPLATE_SUMMARY_COLUMNS)},"

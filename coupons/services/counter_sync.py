@@ -8,9 +8,8 @@ from datetime import datetime
 from django.db import DatabaseError
 
 from core import clock
-from coupons.counter_setup import AnyCounter, coupon_counter
+from coupons.counter_setup import AnyCounter
 from coupons.errors import TemplateNotFound
-from coupons.models import CouponTemplate
 from coupons.services.claim_sql import ClaimFacts, claim_facts
 from coupons.services.terms_cache import cached_terms
 
@@ -30,6 +29,7 @@ def record_facts(
     `read_at`, time.time() before the read)."""
     counter.record(
         template_id=facts.template.pk,
+        incarnation=facts.template.incarnation,
         user_id=user_id,
         db_claimed=facts.terms.claimed_count,
         db_user=facts.user_claims,
@@ -49,15 +49,3 @@ def resync_from_database(counter: AnyCounter, *, template_id: int, user_id: int)
         logger.exception("could not recount template %s after a failed claim", template_id)
         return
     record_facts(counter, facts, user_id=user_id, now=clock.now())
-
-
-def coupon_counters_rebuild(*, template_id: int) -> int:
-    """Reset one template's Redis facts to the database: the confirmed claimed count is set to
-    claimed_count, per-user counts and the cached terms are dropped (each comes back from the
-    database on the next claim). Returns the claimed_count written. Raises when Redis is
-    unreachable."""
-    template = CouponTemplate.objects.filter(pk=template_id).only("claimed_count").first()
-    if template is None:
-        raise TemplateNotFound()
-    coupon_counter().rebuild_template(template_id=template_id, db_claimed=template.claimed_count)
-    return template.claimed_count

@@ -11,12 +11,9 @@ from django.utils.translation import gettext as _
 from api.throttles import Rate
 from core import clock
 from coupons.counter_results import (
-    CouponLimitReached,
     CouponMayHaveRoom,
     CouponNotClaimableById,
-    CouponNotInWindow,
-    CouponPaused,
-    CouponSoldOut,
+    CouponRefused,
     CouponTermsMissing,
     CouponThrottled,
     ScreenResult,
@@ -58,12 +55,6 @@ REJECTION_BY_STATE: dict[ClaimState, type[ClaimRejected]] = {
     ClaimState.SOLD_OUT: ClaimSoldOut,
     ClaimState.LIMIT_REACHED: ClaimLimitReached,
 }
-REJECTION_BY_REFUSAL: dict[type, type[ClaimRejected]] = {
-    CouponNotInWindow: ClaimNotInWindow,
-    CouponSoldOut: ClaimSoldOut,
-    CouponLimitReached: ClaimLimitReached,
-    CouponPaused: ClaimPaused,
-}
 # A decision that the facts call claimable but the guarded UPDATE refused can only follow a
 # concurrent edit of the template (or the clock passing valid_from); it is retried, this often.
 MAX_DECISIONS = 20
@@ -92,8 +83,8 @@ def coupon_claim(*, template_id: int, user_id: int) -> UserCoupon:
         raise ClaimThrottled(retry_after=(window + 1) * rate.period - now_seconds)
     if isinstance(screened, CouponNotClaimableById):
         raise TemplateNotFound()  # a hidden template is not found, even when it has ended
-    if type(screened) in REJECTION_BY_REFUSAL:
-        raise REJECTION_BY_REFUSAL[type(screened)]()
+    if isinstance(screened, CouponRefused):
+        raise rejection_of(screened)()
     return _issue(
         template_id=template_id,
         user_id=user_id,
@@ -237,6 +228,7 @@ def _issue(
                 # The terms read from the database (if any) go back in the same round trip.
                 counter.record(
                     template_id=template_id,
+                    incarnation=template.incarnation,
                     user_id=user_id,
                     db_claimed=outcome.claimed_count,
                     db_user=slot,
@@ -273,6 +265,12 @@ def _issue(
     except DatabaseError:
         resync_from_database(counter, template_id=template_id, user_id=user_id)
         raise
+
+
+def rejection_of(refused: CouponRefused) -> type[ClaimRejected]:
+    """The error of a Redis refusal: that of the claim rule's states it stands for (the same
+    for each: tests/coupons/test_rules.py)."""
+    return REJECTION_BY_STATE[min(refused.answer.states)]
 
 
 def _check_reach(template: CouponTemplate, *, source: str, reachable_with_codes: bool) -> None:

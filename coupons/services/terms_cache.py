@@ -51,6 +51,7 @@ def cached_terms(template: CouponTemplate) -> CachedTerms:
     facts = template_facts(template)
     return CachedTerms(
         template_id=template.pk,
+        incarnation=template.incarnation,
         version=version_of(template.updated_at),
         total=facts.total,
         per_user_limit=facts.per_user_limit,

@@ -128,7 +128,7 @@ def test_a_count_redis_got_wrong_refuses_nothing_without_terms_and_the_rebuild_r
     wrongly sends the claim to the database, and the operator's rebuild resets it."""
     template = CouponTemplateFactory(total=5)
     counter = coupon_counter()
-    counter.client.set(counter.keys(template.pk, user.pk)[0], 99)
+    counter.client.set(counter.count_keys(template.pk, template.incarnation, user.pk)[0], 99)
 
     response = shopper_client.post(claim_url(template))
     call_command("rebuild_coupon_counters", "--template", str(template.pk), stdout=StringIO())

@@ -69,7 +69,9 @@ def assert_counters_in_step(counter: CouponCounter, template, users) -> None:
     claimed = CouponTemplate.objects.get(pk=template.pk).claimed_count
     for user in users:
         held = UserCoupon.objects.filter(template=template, user=user).count()
-        stored = counter.stored(template_id=template.pk, user_id=user.pk)
+        stored = counter.stored(
+            template_id=template.pk, incarnation=template.incarnation, user_id=user.pk
+        )
         assert stored.claimed == claimed, user.pk
         assert stored.user in (held, None), user.pk
 
@@ -130,7 +132,7 @@ def test_the_cluster_spreads_templates_over_masters_and_keeps_each_in_one_slot(
     cluster = redis_cluster.client()
     owners = set()
     for template_id in range(1, 31):
-        keys = counter.keys(template_id, 7)
+        keys = [*counter.count_keys(template_id, "a1b2", 7), *counter.terms_keys(template_id)]
         assert len({key_slot(key.encode()) for key in keys}) == 1
         owners.add(cluster.get_node_from_key(keys[0]).port)
     assert owners == set(redis_cluster.ports)

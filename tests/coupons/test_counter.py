@@ -12,19 +12,20 @@ from redis.crc import key_slot
 from coupons.counter import FENCE_TTL_MS, PER_USER_KEYS_OUTLIVE_WINDOW_MS, CouponCounter
 from coupons.counter_results import (
     CachedTerms,
-    CouponLimitReached,
     CouponMayHaveRoom,
-    CouponNotInWindow,
-    CouponSoldOut,
+    CouponRefused,
     CouponTermsMissing,
     CouponThrottled,
+    ScreenAnswer,
 )
 from tests.support.helpers import counter_at
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 TEMPLATE = 42
+INCARNATION = "a1b2c3d4e5f60718"
 TERMS = CachedTerms(
     template_id=TEMPLATE,
+    incarnation=INCARNATION,
     version=1_000,
     total=3,
     per_user_limit=2,
@@ -32,6 +33,11 @@ TERMS = CachedTerms(
     valid_until=NOW + timedelta(hours=1),
     row={"name": "spring"},
 )
+
+
+SOLD_OUT = CouponRefused(ScreenAnswer.SOLD_OUT)
+LIMIT_REACHED = CouponRefused(ScreenAnswer.LIMIT_REACHED)
+NOT_IN_WINDOW = CouponRefused(ScreenAnswer.NOT_IN_WINDOW)
 
 
 @pytest.fixture
@@ -53,6 +59,7 @@ def screen(counter: CouponCounter, *, user_id=7, now=NOW, limit=100, window=1):
 def record(counter, *, user_id=7, db_claimed=None, db_user=None, **terms):
     return counter.record(
         template_id=TEMPLATE,
+        incarnation=INCARNATION,
         user_id=user_id,
         db_claimed=db_claimed,
         db_user=db_user,
@@ -67,7 +74,7 @@ def cache_terms(counter, terms=TERMS) -> None:
 
 
 def stored(counter, user_id=7) -> list[int | None]:
-    counts = counter.stored(template_id=TEMPLATE, user_id=user_id)
+    counts = counter.stored(template_id=TEMPLATE, incarnation=INCARNATION, user_id=user_id)
     return [counts.claimed, counts.user]
 
 
@@ -76,19 +83,19 @@ def test_without_terms_nothing_is_refused_and_a_lease_is_handed_out(counter):
 
     first, second = screen(counter), screen(counter, user_id=8)
 
-    assert isinstance(first, CouponTermsMissing) and first.user_claims == 2
-    assert second == CouponTermsMissing(lease=first.lease, user_claims=None)  # one lease
+    assert isinstance(first, CouponTermsMissing)
+    assert second == CouponTermsMissing(lease=first.lease)  # one lease
 
 
 @pytest.mark.parametrize(
     ("claimed", "user", "now", "expected"),
     [
-        (3, 0, NOW, CouponSoldOut()),
-        (2, 2, NOW, CouponLimitReached()),
-        (3, 2, TERMS.valid_until + timedelta(milliseconds=1), CouponNotInWindow()),
-        (0, 0, TERMS.valid_from - timedelta(milliseconds=1), CouponNotInWindow()),
-        (3, 2, TERMS.valid_from, CouponSoldOut()),  # the window is inclusive
-        (2, 2, TERMS.valid_until, CouponLimitReached()),
+        (3, 0, NOW, SOLD_OUT),
+        (2, 2, NOW, LIMIT_REACHED),
+        (3, 2, TERMS.valid_until + timedelta(milliseconds=1), NOT_IN_WINDOW),
+        (0, 0, TERMS.valid_from - timedelta(milliseconds=1), NOT_IN_WINDOW),
+        (3, 2, TERMS.valid_from, SOLD_OUT),  # the window is inclusive
+        (2, 2, TERMS.valid_until, LIMIT_REACHED),
     ],
 )
 def test_confirmed_facts_refuse_in_the_rules_order(counter, claimed, user, now, expected):
@@ -122,9 +129,9 @@ def test_the_throttle_counts_every_screen_in_its_window(counter):
 
     answers = [screen(counter, limit=2) for _ in range(3)]
 
-    assert answers == [CouponSoldOut(), CouponSoldOut(), CouponThrottled()]
-    assert screen(counter, limit=2, window=2) == CouponSoldOut()  # the next window
-    assert screen(counter, user_id=8, limit=2) == CouponSoldOut()  # another user
+    assert answers == [SOLD_OUT, SOLD_OUT, CouponThrottled()]
+    assert screen(counter, limit=2, window=2) == SOLD_OUT  # the next window
+    assert screen(counter, user_id=8, limit=2) == SOLD_OUT  # another user
 
 
 def test_a_claim_writes_back_the_terms_it_read_only_with_the_current_lease(counter):
@@ -134,7 +141,7 @@ def test_a_claim_writes_back_the_terms_it_read_only_with_the_current_lease(count
 
     record(counter, db_claimed=3, terms=TERMS, lease=missing.lease, read_at=time.time())
 
-    assert screen(counter) == CouponSoldOut()
+    assert screen(counter) == SOLD_OUT
 
 
 def test_a_staff_change_fences_out_claims_that_read_the_old_row(counter):
@@ -153,7 +160,8 @@ def test_a_staff_change_fences_out_claims_that_read_the_old_row(counter):
     assert isinstance(screen(counter), CouponMayHaveRoom)
     # A late write-back of the old row, even with a lease taken now, changes nothing.
     counter.record(
-        template_id=TEMPLATE, user_id=7, db_claimed=3, db_user=None, now=NOW,
+        template_id=TEMPLATE, incarnation=INCARNATION, user_id=7, db_claimed=3, db_user=None,
+        now=NOW,
         valid_until=TERMS.valid_until, terms=TERMS, lease=again.lease, read_at=time.time(),
     )  # fmt: skip
     assert isinstance(screen(counter), CouponMayHaveRoom)
@@ -176,29 +184,35 @@ def test_cached_terms_expire_a_lease_after_the_read_they_came_from(counter):
     record(counter, db_claimed=3, terms=TERMS, lease=missing.lease, read_at=long_ago)
 
     assert isinstance(screen(counter), CouponTermsMissing)
-    ttl = counter.client.pttl(counter.keys(TEMPLATE, 7)[2])
+    ttl = counter.client.pttl(counter.terms_keys(TEMPLATE)[0])
     assert ttl == -2  # no key: expired on arrival
 
     cache_terms(counter)
-    assert 0 < counter.client.pttl(counter.keys(TEMPLATE, 7)[2]) <= counter.terms_lease * 1000
+    assert 0 < counter.client.pttl(counter.terms_keys(TEMPLATE)[0]) <= counter.terms_lease * 1000
 
 
 def test_all_keys_of_a_template_share_one_cluster_slot(counter):
     keys = [
-        *counter.keys(42, 7),
-        *counter.keys(42, 99_999),
+        *counter.count_keys(42, INCARNATION, 7),
+        *counter.count_keys(42, "another", 99_999),
+        *counter.terms_keys(42),
         counter.throttle_key(42, 7, 123),
         counter.throttle_key(42, 8, 124),
     ]
     assert len({key_slot(key.encode()) for key in keys}) == 1
-    assert key_slot(counter.keys(43, 7)[0].encode()) != key_slot(keys[0].encode())
+    assert key_slot(counter.count_keys(43, INCARNATION, 7)[0].encode()) != key_slot(
+        keys[0].encode()
+    )
 
 
 def test_key_names():
     counter = counter_at(settings.COUPON_COUNTER_REDIS_URL)
-    assert counter.keys(42, 7) == [
-        "coupon:claimed:{42}",
-        "coupon:peruser:{42}:7",
+    assert counter.count_keys(42, "a1b2", 7) == [
+        "coupon:claimed:{42}:a1b2",
+        "coupon:peruser:{42}:a1b2:7",
+    ]
+    assert counter.count_bases(42) == ["coupon:claimed:{42}:", "coupon:peruser:{42}:"]
+    assert counter.terms_keys(42) == [
         "coupon:terms:{42}",
         "coupon:terms-lease:{42}",
         "coupon:terms-fence:{42}",
@@ -241,7 +255,7 @@ def test_counts_expire_when_the_claim_window_ends(counter):
     until_window_end_ms = (TERMS.valid_until - NOW) // timedelta(milliseconds=1)
     expected_ms = until_window_end_ms + PER_USER_KEYS_OUTLIVE_WINDOW_MS
 
-    ttls = [counter.client.pttl(key) for key in counter.keys(TEMPLATE, 7)[:2]]
+    ttls = [counter.client.pttl(key) for key in counter.count_keys(TEMPLATE, INCARNATION, 7)]
 
     assert all(expected_ms - 5_000 < ttl <= expected_ms for ttl in ttls), ttls
 
@@ -251,6 +265,6 @@ def test_a_fence_lasts_a_minute(counter):
     lease of its read); a fence a failed change left behind keeps the terms out no longer."""
     assert counter.fence(template_id=TEMPLATE, version=TERMS.version + 1)
 
-    ttl = counter.client.pttl(counter.keys(TEMPLATE, 7)[4])
+    ttl = counter.client.pttl(counter.terms_keys(TEMPLATE)[2])
 
     assert FENCE_TTL_MS - 5_000 < ttl <= FENCE_TTL_MS

@@ -251,7 +251,7 @@ def test_redis_refuses_a_paused_template_on_the_published_terms_and_forgets_it_o
     user, django_capture_on_commit_callbacks
 ):
     from core import clock
-    from coupons.counter_results import CouponMayHaveRoom, CouponPaused
+    from coupons.counter_results import CouponMayHaveRoom, CouponRefused, ScreenAnswer
     from coupons.counter_setup import coupon_counter
 
     template = CouponTemplateFactory()
@@ -268,7 +268,7 @@ def test_redis_refuses_a_paused_template_on_the_published_terms_and_forgets_it_o
 
     with django_capture_on_commit_callbacks(execute=True):
         templates.coupon_template_pause(template_id=template.pk)
-    assert isinstance(screen(), CouponPaused)  # refused in Redis, no database statement
+    assert screen() == CouponRefused(ScreenAnswer.PAUSED)  # refused in Redis, no database statement
 
     with django_capture_on_commit_callbacks(execute=True):
         templates.coupon_template_resume(template_id=template.pk)

@@ -19,8 +19,9 @@ def test_rebuild_all_sets_totals_to_the_database_and_drops_user_counters():
     UserCouponFactory(template=first)
     counter = coupon_counter()
     counter.record(
-        template_id=first.pk, user_id=holder.pk, db_claimed=9, db_user=5, **WINDOW
-    )  # wrong
+        template_id=first.pk, incarnation=first.incarnation, user_id=holder.pk, db_claimed=9,
+        db_user=5, **WINDOW,
+    )  # fmt: skip
 
     out = StringIO()
     call_command("rebuild_coupon_counters", stdout=out)
@@ -37,8 +38,11 @@ def test_rebuild_all_sets_totals_to_the_database_and_drops_user_counters():
 def test_rebuild_one_template_leaves_the_others_alone():
     first, second = CouponTemplateFactory(), CouponTemplateFactory()
     counter = coupon_counter()
-    counter.record(template_id=first.pk, user_id=1, db_claimed=7, db_user=1, **WINDOW)
-    counter.record(template_id=second.pk, user_id=1, db_claimed=7, db_user=1, **WINDOW)
+    for template in (first, second):
+        counter.record(
+            template_id=template.pk, incarnation=template.incarnation, user_id=1,
+            db_claimed=7, db_user=1, **WINDOW,
+        )  # fmt: skip
 
     call_command("rebuild_coupon_counters", "--template", str(first.pk), stdout=StringIO())
 

@@ -8,16 +8,40 @@ import pytest
 from django.conf import settings
 
 from coupons.counter_results import (
-    STATES_BY_RESULT,
+    REFUSALS,
     CachedTerms,
     CouponMayHaveRoom,
+    CouponRefused,
     CouponTermsMissing,
+    ScreenAnswer,
+    ScreenResult,
 )
 from coupons.models import CouponTemplate
 from coupons.rules import ClaimState, TemplateFacts, claim_state, template_state_where
+from coupons.services.issuing import REJECTION_BY_STATE, rejection_of
 from tests.support.claim_grid import GRID, MS, NOW, PROMOTION_GRID, grid_cases
 from tests.support.factories import CouponTemplateFactory
 from tests.support.helpers import counter_at
+
+
+def states_of(counted: ScreenResult) -> frozenset[ClaimState]:
+    """The claim rule's states a screen result stands for."""
+    if isinstance(counted, CouponRefused):
+        return counted.answer.states
+    assert isinstance(counted, CouponMayHaveRoom), counted
+    return ScreenAnswer.MAY_HAVE_ROOM.states
+
+
+def test_each_refusal_of_the_script_is_the_error_of_each_state_it_stands_for():
+    for answer in REFUSALS:
+        assert answer.states
+        errors = {REJECTION_BY_STATE[state] for state in answer.states}
+        assert errors == {rejection_of(CouponRefused(answer))}, answer
+    # Every state Redis can know of; the audience is the user's fact, the database's alone.
+    every_state = set(REJECTION_BY_STATE) | {ClaimState.CLAIMABLE}
+    assert {state for answer in ScreenAnswer for state in answer.states} == every_state - {
+        ClaimState.NOT_ELIGIBLE
+    }
 
 
 def test_the_rule_checks_window_then_total_then_the_limit():
@@ -168,6 +192,7 @@ def test_the_lua_claim_script_refuses_exactly_what_the_rule_decides(redis_namesp
         )
         counter.record(
             template_id=template_id,
+            incarnation="a1b2",
             user_id=7,
             db_claimed=facts.claimed_count,
             db_user=user_claims,
@@ -177,6 +202,7 @@ def test_the_lua_claim_script_refuses_exactly_what_the_rule_decides(redis_namesp
         assert isinstance(screen(), CouponTermsMissing)
         terms = CachedTerms(
             template_id=template_id,
+            incarnation="a1b2",
             version=1,
             total=facts.total,
             per_user_limit=facts.per_user_limit,
@@ -194,7 +220,7 @@ def test_the_lua_claim_script_refuses_exactly_what_the_rule_decides(redis_namesp
             # The audience is the user's fact, known to the database only: it decides.
             assert isinstance(counted, CouponMayHaveRoom), (facts, user_claims, counted)
         else:
-            assert decided in STATES_BY_RESULT[type(counted)], (facts, user_claims, counted)
+            assert decided in states_of(counted), (facts, user_claims, counted)
         seen.add(decided)
     assert seen == {
         ClaimState.NOT_STARTED,

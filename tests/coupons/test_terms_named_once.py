@@ -18,7 +18,10 @@ def test_the_claim_path_reads_and_keeps_the_same_terms():
 
     assert ROW_COLUMNS == CLAIM_PATH_TERMS
     assert set(CLAIM_PATH_TERMS) <= read_by_the_facts_query
-    assert set(CLAIM_PATH_TERMS) == set(TEMPLATE_TERMS) - {"code"} | {"has_single_use_codes"}
+    assert set(CLAIM_PATH_TERMS) == set(TEMPLATE_TERMS) - {"code"} | {
+        "has_single_use_codes",
+        "incarnation",
+    }
 
 
 @pytest.mark.django_db

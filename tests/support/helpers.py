@@ -31,7 +31,12 @@ def use_counter_at(
 
 def redis_counts(template_id: int, user_id: int) -> list[int | None]:
     """The confirmed claimed count and user count as the app's counter stores them."""
-    stored = coupon_counter().stored(template_id=template_id, user_id=user_id)
+    from coupons.models import CouponTemplate
+
+    incarnation = CouponTemplate.objects.values_list("incarnation", flat=True).get(pk=template_id)
+    stored = coupon_counter().stored(
+        template_id=template_id, incarnation=incarnation, user_id=user_id
+    )
     return [stored.claimed, stored.user]
 
 

@@ -1,15 +1,18 @@
 """Rebuild the Redis claim counters of one or all templates from the database."""
 
-import redis
 from django.core.management.base import BaseCommand, CommandError
 
+from coupons.counter import REDIS_FAILURES
 from coupons.errors import TemplateNotFound
 from coupons.models import CouponTemplate
-from coupons.services import counter_sync
+from coupons.services import counter_reconcile
 
 
 class Command(BaseCommand):
-    help = "Reset Redis claim counters to the database facts (all templates, or --template ID)."
+    help = (
+        "Reset Redis claim counters to the database facts (all templates, or --template ID); "
+        "without --template, also drop the facts of template ids the database does not hold."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--template", type=int, help="only this template id")
@@ -20,12 +23,16 @@ class Command(BaseCommand):
         else:
             template_ids = list(CouponTemplate.objects.order_by("pk").values_list("pk", flat=True))
         total = len(template_ids)
-        for done, template_id in enumerate(template_ids, start=1):
-            try:
-                claimed = counter_sync.coupon_counters_rebuild(template_id=template_id)
-            except TemplateNotFound as error:
-                raise CommandError(f"template {template_id}: {error.detail}") from error
-            except redis.RedisError as error:
-                raise CommandError(f"Redis is unavailable: {error}") from error
-            self.stdout.write(f"[{done}/{total}] template {template_id}: claimed {claimed}")
+        try:
+            for done, template_id in enumerate(template_ids, start=1):
+                try:
+                    claimed = counter_reconcile.coupon_counters_rebuild(template_id=template_id)
+                except TemplateNotFound as error:
+                    raise CommandError(f"template {template_id}: {error.detail}") from error
+                self.stdout.write(f"[{done}/{total}] template {template_id}: claimed {claimed}")
+            if template is None:
+                for template_id in counter_reconcile.coupon_counters_forget_unknown():
+                    self.stdout.write(f"template {template_id}: not in the database, dropped")
+        except REDIS_FAILURES as error:
+            raise CommandError(f"Redis is unavailable: {error}") from error
         self.stdout.write(self.style.SUCCESS(f"Rebuilt counters for {total} template(s)."))

@@ -1,0 +1,180 @@
+"""What authentication needs of a user, kept in the cache's Redis as facts the database showed
+(SPEC section 21; docs/decisions/0720-user-facts-in-redis.md): whether the account is active,
+its token generation, the digest of its password that tokens carry, and what a User answers
+without its row (username, is_staff, is_superuser).
+
+Facts are written only by a database lookup holding the lease Redis handed out before the
+lookup began, after the lookup's transaction commits; a change of the user deletes the facts
+and the lease before it is written and again after it commits (`user_facts_change`), so a
+lookup that may have read the user before the change writes nothing. Missing facts, or Redis
+away: the database lookup, as before. Every Redis error is logged and swallowed, and then the
+cache's Redis is skipped for the back-off the throttles share (api.throttles.backoff): one
+outage costs one timeout per process, not one per user of that Redis."""
+
+import logging
+import secrets
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.cache import caches
+from django.db import transaction
+from django_redis import get_redis_connection
+
+from api.throttles import backoff
+
+logger = logging.getLogger(__name__)
+
+LUA_DIR = Path(__file__).resolve().parent / "lua"
+READ_SCRIPT = (LUA_DIR / "user_facts_read.lua").read_text()
+WRITE_SCRIPT = (LUA_DIR / "user_facts_write.lua").read_text()
+# Clocks of app nodes and Redis may be this far apart: a change Redis did not confirm waits
+# this much longer than the lease.
+CLOCK_MARGIN_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class UserFacts:
+    user_id: int
+    is_active: bool
+    generation: int  # accounts.models.TokenGeneration
+    password_digest: str  # what a token's REVOKE_TOKEN_CLAIM must equal
+    username: str
+    is_staff: bool
+    is_superuser: bool
+
+    def as_args(self) -> list:
+        return [
+            int(self.is_active),
+            self.generation,
+            self.password_digest,
+            self.username,
+            int(self.is_staff),
+            int(self.is_superuser),
+        ]
+
+    @classmethod
+    def from_reply(cls, user_id: int, reply: list) -> "UserFacts":
+        active, generation, digest, username, staff, superuser = (_text(v) for v in reply)
+        return cls(
+            user_id=user_id,
+            is_active=active == "1",
+            generation=int(generation),
+            password_digest=digest,
+            username=username,
+            is_staff=staff == "1",
+            is_superuser=superuser == "1",
+        )
+
+
+def user_from_facts(facts: UserFacts):
+    """A User built from the facts, with no query: its other fields are deferred, so a view
+    that reads one (the email, say) loads it from the database then, as Django does for any
+    deferred field."""
+    user_model = get_user_model()
+    known = {
+        user_model._meta.pk.attname: facts.user_id,
+        user_model.USERNAME_FIELD: facts.username,
+        "is_active": facts.is_active,
+        "is_staff": facts.is_staff,
+        "is_superuser": facts.is_superuser,
+    }
+    # from_db takes the known values in the model's field order and defers the rest.
+    names = [f.attname for f in user_model._meta.concrete_fields if f.attname in known]
+    return user_model.from_db("default", names, [known[name] for name in names])
+
+
+def _keys(user_id: int) -> list[str]:
+    cache = caches["default"]
+    return [cache.make_key(f"user-facts:{user_id}"), cache.make_key(f"user-facts-lease:{user_id}")]
+
+
+def _run(script: str, keys: list[str], args: list):
+    """The script's reply, or None when Redis is skipped or fails."""
+    if backoff.skipping():
+        return None
+    try:
+        return get_redis_connection("default").register_script(script)(keys=keys, args=args)
+    except redis.RedisError as error:
+        backoff.failed(error)
+        return None
+
+
+def user_facts_lookup(user_id: int) -> UserFacts | str | None:
+    """The user's facts as Redis holds them; else the lease (a str) under which a database
+    lookup that begins now may write them back; None when Redis is unavailable."""
+    lease_ms = int(settings.USER_FACTS_LEASE * 1000)
+    reply = _run(READ_SCRIPT, _keys(user_id), [secrets.token_hex(8), lease_ms])
+    if reply is None:
+        return None
+    if int(reply[0]) == 1:
+        return UserFacts.from_reply(user_id, reply[1:])
+    return _text(reply[1])
+
+
+def user_facts_remember(facts: UserFacts, *, lease: str, read_at: float) -> None:
+    """After the lookup's transaction commits: write back the facts it read (the lookup began
+    at `read_at`, time.time(), after `lease` was handed out). They expire USER_FACTS_LEASE
+    seconds after `read_at`, on Redis's clock."""
+    expire_at_ms = int((read_at + settings.USER_FACTS_LEASE) * 1000)
+
+    def write() -> None:
+        _run(WRITE_SCRIPT, _keys(facts.user_id), [lease, expire_at_ms, *facts.as_args()])
+
+    transaction.on_commit(write)
+
+
+def _forget(user_id: int) -> bool:
+    """Delete the user's facts and lease; whether Redis confirmed it."""
+    if backoff.skipping():
+        return False
+    try:
+        get_redis_connection("default").delete(*_keys(user_id))
+    except redis.RedisError as error:
+        backoff.failed(error)
+        return False
+    return True
+
+
+def user_facts_forget(user_id: int) -> None:
+    """Before a change of the user's facts is written: forget them, so that no copy is read
+    between the change's commit and `user_facts_forget_after_commit`."""
+    _forget(user_id)
+
+
+def user_facts_forget_after_commit(user_id: int) -> None:
+    """After a change of the user's facts is written, in its transaction (or just after an
+    autocommit write): once it has committed, forget them again, which also voids every
+    lease handed out before. If Redis did not confirm that, return only once every copy read
+    before the commit has expired (USER_FACTS_LEASE seconds, and a margin)."""
+
+    def after_commit() -> None:
+        if _forget(user_id):
+            return
+        wait = settings.USER_FACTS_LEASE + CLOCK_MARGIN_SECONDS
+        logger.warning(
+            "user %s changed but Redis did not confirm: waiting %.1fs for the cached facts to "
+            "expire",
+            user_id,
+            wait,
+        )
+        time.sleep(wait)
+
+    transaction.on_commit(after_commit)
+
+
+@contextmanager
+def user_facts_change(user_id: int) -> Iterator[None]:
+    """Wrap a write that changes the user's facts: forgotten before it and after its commit."""
+    user_facts_forget(user_id)
+    yield
+    user_facts_forget_after_commit(user_id)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

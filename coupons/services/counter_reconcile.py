@@ -1,0 +1,99 @@
+"""Redis's counts kept at or below the database's (SPEC section 21; docs/decisions/
+0721-redis-facts-cannot-outlive-their-template.md): the scheduled reconcile lowers what a
+database restored from an older backup left above it, and the rebuild resets every template.
+
+Lowering is always safe: Redis never admits a claim, so a count below the database's only
+sends more claims to the database, which decides; a count above it refuses claims that have
+room. Neither ever raises a count: the claims record what the database showed (sync.lua)."""
+
+from collections.abc import Iterator
+
+from django.db.models import Count
+
+from core import clock
+from coupons.counter import per_user_ttl_ms
+from coupons.counter_setup import coupon_counter
+from coupons.errors import TemplateNotFound
+from coupons.models import CouponTemplate, UserCoupon
+
+# Users per database read and per Redis script while reconciling.
+BATCH = 1000
+
+
+def coupon_counters_reconcile() -> str:
+    """Lower every count Redis holds above the database's, for each template in its claim
+    window (outside it a claim is refused on the window, whatever the counts). The job
+    `manage.py run_scheduler` runs every COUPON_COUNTER_RECONCILE_SECONDS. Raises when Redis
+    fails (the scheduler logs it and retries next time)."""
+    counter = coupon_counter()
+    now = clock.now()
+    in_window = {
+        template_id: (incarnation, claimed)
+        for template_id, incarnation, claimed in CouponTemplate.objects.filter(
+            valid_from__lte=now, valid_until__gte=now
+        ).values_list("pk", "incarnation", "claimed_count")
+    }
+    held = counter.user_counts_held(
+        {template_id: incarnation for template_id, (incarnation, _) in in_window.items()}
+    )
+    lowered = 0
+    for template_id, (incarnation, claimed) in in_window.items():
+        users = list(held.get(template_id, {}))
+        for batch in list(_batches(users)) or [[]]:
+            lowered += counter.lower(
+                template_id=template_id,
+                incarnation=incarnation,
+                claimed=claimed,
+                users=_database_counts(template_id, batch),
+            )
+    return f"Reconciled the Redis counts of {len(in_window)} template(s): {lowered} lowered."
+
+
+def _batches(items: list[int]) -> Iterator[list[int]]:
+    for start in range(0, len(items), BATCH):
+        yield items[start : start + BATCH]
+
+
+def _database_counts(template_id: int, users: list[int]) -> dict[int, int]:
+    """Each user's coupons of the template (0 for none)."""
+    counted = dict(
+        UserCoupon.objects.filter(template_id=template_id, user_id__in=users)
+        .values("user_id")
+        .annotate(held=Count("id"))
+        .values_list("user_id", "held")
+    )
+    return {user: counted.get(user, 0) for user in users}
+
+
+def coupon_counters_rebuild(*, template_id: int) -> int:
+    """Reset one template's Redis facts to the database: the confirmed claimed count is set to
+    claimed_count, per-user counts (and those of other incarnations of the id) and the cached
+    terms are dropped (each comes back from the database on the next claim). Returns the
+    claimed_count written. Raises when Redis is unreachable."""
+    template = (
+        CouponTemplate.objects.filter(pk=template_id)
+        .values_list("incarnation", "claimed_count", "valid_until")
+        .first()
+    )
+    if template is None:
+        raise TemplateNotFound()
+    incarnation, claimed, valid_until = template
+    coupon_counter().rebuild_template(
+        template_id=template_id,
+        incarnation=incarnation,
+        db_claimed=claimed,
+        ttl_ms=per_user_ttl_ms(now=clock.now(), valid_until=valid_until),
+    )
+    return claimed
+
+
+def coupon_counters_forget_unknown() -> list[int]:
+    """Drop the Redis facts of every template id the database does not hold (templates a
+    restore took away, or deleted): returns those ids. Raises when Redis is unreachable."""
+    counter = coupon_counter()
+    held = counter.template_ids_held()
+    known = set(CouponTemplate.objects.filter(pk__in=held).values_list("pk", flat=True))
+    unknown = sorted(held - known)
+    for template_id in unknown:
+        counter.forget_template(template_id=template_id)
+    return unknown

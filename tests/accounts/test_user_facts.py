@@ -1,0 +1,241 @@
+"""Authentication from facts in Redis that the database confirmed (SPEC section 21; decision
+0720): no statement once Redis holds a user's facts, a change of the user forgets them before
+and after its commit, a lookup that read the user before a change writes nothing back, and
+with Redis away the database answers as before."""
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
+
+from accounts.authentication import facts_of, user_facts_load
+from accounts.models import TokenGeneration
+from accounts.token_revocation import token_generation_advance
+from accounts.user_facts import (
+    UserFacts,
+    user_facts_change,
+    user_facts_lookup,
+    user_facts_remember,
+    user_from_facts,
+)
+from api.throttles import backoff as throttle_backoff
+from core import clock
+from coupons.services import templates
+from tests.support.caches import cache_settings
+from tests.support.clients import bearer_client
+from tests.support.factories import UserFactory
+from tests.support.helpers import claim_url, statements_made_by
+
+pytestmark = pytest.mark.django_db(transaction=True)
+PASSWORD = "pass-word-123"
+INACTIVE, REVOKED, NOT_FOUND = "User is inactive", "The token was revoked.", "User not found"
+
+
+def me(client: APIClient) -> tuple[int, str | None]:
+    answer = client.get("/api/auth/me")
+    return answer.status_code, answer.json().get("detail")
+
+
+def cached(user) -> UserFacts | None:
+    facts = user_facts_lookup(user.pk)
+    return facts if isinstance(facts, UserFacts) else None
+
+
+def test_me_and_a_sold_out_refusal_make_no_statement_once_redis_holds_the_user():
+    now = clock.now()
+    template = templates.coupon_template_publish(
+        name="Gone", type="direct", value=500, total=1,
+        valid_from=now - timedelta(hours=1), valid_until=now + timedelta(hours=1),
+    )  # fmt: skip
+    assert bearer_client(UserFactory()).post(claim_url(template)).status_code == 201
+    client = bearer_client(UserFactory())
+    assert client.post(claim_url(template)).status_code == 409  # the facts are recorded
+
+    answered = statements_made_by(lambda: client.get("/api/auth/me"))
+    refused = statements_made_by(lambda: client.post(claim_url(template)))
+
+    assert answered == {}
+    assert refused == {}
+    assert client.post(claim_url(template)).json()["code"] == "sold_out"
+
+
+def test_the_first_request_looks_the_user_up_once_and_writes_the_facts_back(user):
+    client = bearer_client(user)
+    with CaptureQueriesContext(connection) as first:
+        assert me(client)[0] == 200
+    with CaptureQueriesContext(connection) as second:
+        answer = client.get("/api/auth/me")
+
+    assert len(first.captured_queries) == 1
+    assert second.captured_queries == []
+    assert answer.json() == {"id": user.pk, "username": user.username, "is_staff": False}
+    assert cached(user) == facts_of(type(user).objects.get(pk=user.pk))
+
+
+def test_a_login_puts_the_facts_in_redis():
+    user = UserFactory(password=PASSWORD)
+    tokens = (
+        APIClient()
+        .post("/api/auth/token", {"username": user.username, "password": PASSWORD}, format="json")
+        .json()
+    )
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {tokens['access']}")
+
+    assert statements_made_by(lambda: client.get("/api/auth/me")) == {}
+
+
+def deactivate(user) -> None:
+    user.is_active = False
+    user.save()
+
+
+def change_password(user) -> None:
+    user.set_password("another-pass-word-456")
+    user.save()
+
+
+def make_staff(user) -> None:
+    user.is_staff = True
+    user.save(update_fields=["is_staff"])
+
+
+def rename(user) -> None:
+    user.username = f"{user.username}-renamed"
+    user.save()
+
+
+def advance_generation(user) -> None:
+    token_generation_advance(user_id=user.pk)
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        (deactivate, (401, INACTIVE)),
+        (change_password, (401, REVOKED)),
+        (advance_generation, (401, REVOKED)),
+        (lambda user: user.delete(), (401, NOT_FOUND)),
+    ],
+)
+def test_a_user_held_active_in_redis_is_refused_right_after_the_change_commits(change, refusal):
+    user = UserFactory()
+    client = bearer_client(user)
+    assert me(client)[0] == 200
+    assert cached(user).is_active
+
+    change(user)
+
+    assert me(client) == refusal
+
+
+@pytest.mark.parametrize("change", [make_staff, rename])
+def test_what_me_answers_from_redis_follows_a_change(change):
+    user = UserFactory()
+    client = bearer_client(user)
+    assert me(client)[0] == 200
+
+    change(user)
+
+    answer = client.get("/api/auth/me").json()
+    assert (answer["username"], answer["is_staff"]) == (user.username, user.is_staff)
+
+
+def test_a_save_that_changes_no_fact_keeps_them(user):
+    client = bearer_client(user)
+    assert me(client)[0] == 200
+    user.first_name = "Renamed"
+    user.save()
+    user.save(update_fields=["last_login"])
+
+    assert cached(user) is not None
+
+
+def test_a_lookup_that_read_the_user_before_a_deactivation_writes_nothing_back(user):
+    lease = user_facts_lookup(user.pk)  # a request misses...
+    assert isinstance(lease, str)
+    read_before = facts_of(type(user).objects.select_related("token_generation").get(pk=user.pk))
+    deactivate(user)  # ...the deactivation commits while it reads...
+    user_facts_remember(read_before, lease=lease, read_at=clock.now().timestamp())  # ...late
+
+    assert cached(user) is None
+    assert me(bearer_client(user)) == (401, INACTIVE)
+
+
+def test_a_lookup_that_began_after_the_change_writes_back(user):
+    deactivate(user)
+    assert me(bearer_client(user)) == (401, INACTIVE)
+    assert cached(user).is_active is False  # the refusal too is answered from Redis next
+
+
+def test_a_write_outside_save_is_wrapped_by_user_facts_change(user):
+    client = bearer_client(user)
+    assert me(client)[0] == 200
+    with user_facts_change(user.pk):
+        type(user).objects.filter(pk=user.pk).update(is_active=False)
+
+    assert me(client) == (401, INACTIVE)
+
+
+def test_load_writes_the_facts_of_many_users_in_one_read():
+    users = UserFactory.create_batch(3)
+    TokenGeneration.objects.create(user=users[0], generation=2)
+    with CaptureQueriesContext(connection) as read:
+        user_facts_load([user.pk for user in users])
+
+    assert len(read.captured_queries) == 1
+    assert [cached(user).generation for user in users] == [2, 0, 0]
+
+
+def test_a_user_from_the_facts_loads_what_else_a_view_asks_for():
+    """A staff view checks permissions with the user built from Redis: the row's other fields
+    and the permissions come from the database as for any User."""
+    staff = UserFactory(is_staff=True, email="staff@example.com")
+    staff.user_permissions.add(Permission.objects.get(codename="view_coupontemplate"))
+    client = bearer_client(staff)
+    assert me(client)[0] == 200
+    built = user_from_facts(cached(staff))
+    with CaptureQueriesContext(connection) as loads:
+        assert built.email == "staff@example.com"
+        assert built.has_perm("coupons.view_coupontemplate")
+    assert built == staff and isinstance(built, type(staff))
+    assert len(loads.captured_queries) >= 1
+    assert client.get("/api/admin/coupons").status_code == 200
+
+
+# --- Redis away --------------------------------------------------------------------------------
+
+
+@pytest.mark.servers
+def test_with_redis_down_users_are_looked_up_in_the_database(own_redis, settings, user):
+    settings.USER_FACTS_LEASE = 0.3
+    client = bearer_client(user)
+    own_redis.stop()
+
+    with CaptureQueriesContext(connection) as lookup:
+        assert me(client)[0] == 200
+    deactivate(user)  # Redis cannot confirm: waits out the lease (0.3 s here)...
+
+    assert len(lookup.captured_queries) == 1
+    assert me(client) == (401, INACTIVE)
+
+
+@pytest.mark.servers
+def test_a_change_redis_did_not_confirm_returns_once_the_facts_have_expired(
+    own_redis, settings, user
+):
+    settings.USER_FACTS_LEASE = 0.3
+    client = bearer_client(user)
+    assert me(client)[0] == 200  # Redis holds "active"
+    reachable = settings.CACHES
+    settings.CACHES = cache_settings(settings.CACHES, location="redis://127.0.0.1:1/0")
+
+    deactivate(user)  # neither forget reaches Redis: waits 0.3 + 0.5 s
+    settings.CACHES = reachable
+    throttle_backoff.reset()
+
+    assert cached(user) is None
+    assert me(client) == (401, INACTIVE)
