@@ -85,7 +85,11 @@ class CouponTermsMissing:
 
 
 ScreenResult = (
-    CouponRefused | CouponNotClaimableById | CouponThrottled | CouponMayHaveRoom | CouponTermsMissing
+    CouponRefused
+    | CouponNotClaimableById
+    | CouponThrottled
+    | CouponMayHaveRoom
+    | CouponTermsMissing
 )
 
 
