@@ -77,6 +77,9 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "config.urls"
+# GET /bench/bare (api/bare.py): DRF with nothing of ours, the benchmark's ceiling row. Off
+# unless the environment turns it on (`make bench` does, for its own gunicorn).
+BENCH_BARE_VIEW = env_bool("BENCH_BARE_VIEW")
 WSGI_APPLICATION = "config.wsgi.application"
 
 # Bodies over 1 MiB are 413 `too_large` (SPEC section 12), wherever they are read.
