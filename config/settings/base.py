@@ -158,8 +158,8 @@ def decision_database(default: dj_database_url.DBConfig) -> dj_database_url.DBCo
     coupons/services/decision_transaction.py, docs/decisions/0240-decision-connection.md): the
     default's settings and OPTIONS (READ COMMITTED, the lock wait, the timeouts, the health
     check), but kept out of autocommit, so a decision opens its transaction with its first
-    statement and ends it with one CALL (docs/decisions/0700-claim-decision-in-one-call.md). Tests see it
-    as a mirror of "default" (the same test database)."""
+    statement and ends it with one CALL (docs/decisions/0700-claim-decision-in-one-call.md).
+    Tests see it as a mirror of "default" (the same test database)."""
     return {
         **default,
         "OPTIONS": dict(default.get("OPTIONS", {})),

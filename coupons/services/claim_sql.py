@@ -198,9 +198,10 @@ class Decided:
 
 
 # MySQL: the guarded UPDATE, the INSERT and the COMMIT in one round trip, by the procedure of
-# coupons/migrations/0011_claim_decision_procedure.py (docs/decisions/0700-claim-decision-in-one-call.md):
-# the row lock is taken and released inside the server, never held across the client's Python.
-# Its parameters are ClaimCount's, then CouponInsert's (`decide_in_one_call`).
+# coupons/migrations/0011_claim_decision_procedure.py
+# (docs/decisions/0700-claim-decision-in-one-call.md): the row lock is taken and released
+# inside the server, never held across the client's Python. Its parameters are ClaimCount's,
+# then CouponInsert's (`decide_in_one_call`).
 CALL_DECIDE_SQL = "CALL coupon_decide(" + ", ".join(["%s"] * 17) + ")"
 
 
