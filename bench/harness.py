@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import dj_database_url
 import MySQLdb
@@ -20,6 +21,8 @@ from bench.cpu import CpuMeter
 from bench.processes import Gunicorn, MariaDBServer, RedisServer, free_port
 from bench.progress import log
 from bench.results import ClaimFacts, CpuShare, Load, Sizes
+
+T = TypeVar("T")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -42,6 +45,7 @@ FULL = Sizes(
     list_templates=1_000,
     mine_per_template=10,  # 10 x 1,000 templates = 10,000 coupons for one user
     read_requests=300,
+    hot_row_seconds=5.0,
 )
 QUICK = Sizes(
     baseline_requests=1_000,
@@ -59,6 +63,7 @@ QUICK = Sizes(
     list_templates=1_000,
     mine_per_template=10,
     read_requests=50,
+    hot_row_seconds=1.0,
 )
 
 
@@ -85,6 +90,7 @@ def configure_environment(database_url: str, redis_url: str) -> dict[str, str]:
             # timeout a web request gets; the timeouts cost nothing per query either way.
             "DB_READ_TIMEOUT": "0",
             "DB_WRITE_TIMEOUT": "0",
+            "BENCH_BARE_VIEW": "1",  # GET /bench/bare, the bare DRF row (api/bare.py)
         }
     )
     return dict(os.environ)
@@ -247,19 +253,24 @@ class Harness:
     def metered(self, send: Callable[[], Load]) -> Load:
         """Run `send()` (returning a Load) and attach the CPU cores each party used meanwhile
         and the work the database and Redis did per answered request (bench.work)."""
+        counters_before = self.server_counters()
+        result, cpu = self.cores_during(send)
+        done = work.per_request(counters_before, self.server_counters(), requests=result.answered)
+        return replace(result, work=done, cpu=cpu)
+
+    def cores_during(self, action: Callable[[], T]) -> tuple[T, CpuShare | None]:
+        """Run `action()`; its result and the CPU cores each party used meanwhile (the load
+        generator: the waited-for child processes, wrk or a script)."""
         assert self.gunicorn is not None and self.gunicorn.process is not None
         meter = CpuMeter(
             app_master=self.gunicorn.process.pid,
             redis_pid=self.redis.process.pid if self.redis.process else None,
             mariadb_pid=self.mariadb.process.pid if self.mariadb.process else None,
         )
-        counters_before = self.server_counters()
         before, started = meter.snapshot(), time.monotonic()
-        result: Load = send()
+        result = action()
         cores = meter.cores(before, meter.snapshot(), time.monotonic() - started)
-        done = work.per_request(counters_before, self.server_counters(), requests=result.answered)
-        result = replace(result, work=done)
-        return replace(result, cpu=CpuShare(**cores)) if cores else result
+        return result, CpuShare(**cores) if cores else None
 
     def server_counters(self) -> work.ServerCounters:
         if self._status_connection is None:

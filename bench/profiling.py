@@ -64,11 +64,13 @@ def profiled(master_pid: int, output: Path, into: "ProfileSlot") -> Iterator[Non
 MARKERS = {
     "JWT authentication (incl. its user query)": "JWTAuthentication.authenticate",
     "throttles (DRF)": "APIView.check_throttles",
-    "claim service (coupon_issue)": "coupon_issue",
-    "claim: facts read before the decision": "_claim_facts",
-    "claim: decision transaction (row lock, insert, commit)": "_decide",
+    "claim service (coupons.services.issuing)": "_issue",
+    "claim: facts read before the decision": "claim_facts",
+    "claim: decision transaction (row lock, insert, commit)": "decide",
+    "claim: the decision's one call (MySQL procedure)": "decide_in_one_call",
     "Redis counter scripts": "CouponCounter._run",
     "waiting on MariaDB (MySQLdb query)": "Connection.query",
+    "connection health checks (is_usable)": "DatabaseWrapper.is_usable",
     "ORM building SQL (SQLCompiler.as_sql)": "SQLCompiler.as_sql",
     "4xx warning log (django.request)": "log_response",
 }

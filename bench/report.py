@@ -1,10 +1,8 @@
-"""The target verdicts (issues 5, 11 and 15) and the printed tables, from one run's Results."""
+"""The target verdicts (issues 5, 11, 15 and 22) and the printed tables, from one run's Results."""
 
-from typing import Any
-
+from bench import limits_report
 from bench.results import ClaimRow, Load, Results, RunDocument, Target
-
-PASS, MISS, NOT_RUN = "PASS", "MISS", "n/a"
+from bench.tables import MISS, NOT_RUN, PASS, fmt, ratio, table
 
 # Issue 11's targets, against the baseline measured in the same run.
 SELLING_MIN_RATIO = 0.50
@@ -24,22 +22,6 @@ STORM_MIN_RATIO = 0.30
 REDIS_STOPPED_MIN_RATIO = 0.80  # of the Redis-up storm
 SCALE_MAX_RATIO = 1.25
 READ_MAX_P50_MS = 50.0
-
-
-def ratio(numerator: float | None, denominator: float | None) -> float | None:
-    if numerator is None or not denominator:
-        return None
-    return numerator / denominator
-
-
-def fmt(value: Any, digits: int = 1) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "NO"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
 
 
 def evaluate_targets(results: Results) -> list[Target]:
@@ -130,6 +112,7 @@ def evaluate_targets(results: Results) -> list[Target]:
         of="Redis-up storm",
     )
     exact("Redis stopped storm", stopped)
+    targets += limits_report.targets(results)
 
     if results.scale:
         first, last = results.scale[0], results.scale[-1]
@@ -176,18 +159,6 @@ def cpu_split(load: Load) -> str:
     if cpu is None:
         return "-"
     return "/".join(f"{v:.2f}" for v in (cpu.app, cpu.mariadb, cpu.load_generator, cpu.other))
-
-
-def table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
-    lines = [
-        "  ".join(
-            cell.ljust(width) if i == 0 else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in [headers, ["-" * width for width in widths], *rows]
-    ]
-    return "\n".join(lines)
 
 
 def throughput_row(label: str, load: Load, base: float, row: ClaimRow | None) -> list[str]:
@@ -343,10 +314,11 @@ def render(document: RunDocument) -> str:
         headers += [f"{other} p99", f"{other}/{primary}"]
         out += ["", table(headers, compare_rows)]
 
+    out += ["", limits_report.render(results)]
     out += [
         "",
         table(
-            ["target (issues 5, 11 and 15)", "wanted", "measured", "verdict"],
+            ["target (issues 5, 11, 15 and 22)", "wanted", "measured", "verdict"],
             [[t.target, t.wanted, t.measured, t.verdict] for t in targets],
         ),
         "",

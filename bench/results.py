@@ -24,6 +24,7 @@ class Sizes:
     list_templates: int
     mine_per_template: int
     read_requests: int
+    hot_row_seconds: float  # each storm of the database-alone row (scripts/measure_hot_row.py)
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,32 @@ class ClaimRow:
 
 
 @dataclass(frozen=True)
+class HotRowStorm:
+    """One storm of scripts/measure_hot_row.py: claims on the bench's own mariadbd, no app."""
+
+    label: str
+    claims: int
+    seconds: float
+    per_second: float
+    row_lock_ms_per_claim: float  # the server's Innodb_row_lock_time per claim issued
+    row_lock_waits: int
+
+
+@dataclass(frozen=True)
+class HotRow:
+    """The database alone on the hot row (SPEC section 21): what MariaDB does with the claim's
+    statements and with its one call, at the connections the app can have deciding at once."""
+
+    connections: int
+    decision_p50_ms: float  # one decision on one connection, no contention
+    storms: tuple[HotRowStorm, ...]
+    cpu: CpuShare | None = None  # mariadb, and load_generator: the script's own Python
+
+    def storm(self, starts: str) -> HotRowStorm | None:
+        return next((storm for storm in self.storms if storm.label.startswith(starts)), None)
+
+
+@dataclass(frozen=True)
 class ScaleRow:
     """Claim latency on a template already holding `existing_claims` coupons."""
 
@@ -202,6 +229,8 @@ class WorkerComparison:
 @dataclass(frozen=True)
 class Results:
     baseline: Load
+    bare_drf: Load | None = None  # GET /bench/bare: DRF alone, no authentication, no database
+    hot_row: HotRow | None = None
     shopper_list: Load | None = None  # GET /api/coupons, a page of 20, at the baseline's load
     selling: ClaimRow | None = None
     storm: ClaimRow | None = None

@@ -31,7 +31,17 @@ from bench.results import ClaimRow, Machine, Results, RunDocument, Server
 # holding the template's row lock waits for the GIL).
 DEFAULT_WORKER_CLASS = "gthread"
 DEFAULT_THREADS = 2
-SCENARIOS = ("list", "selling", "storm", "sold_out", "redis_stopped", "scale", "reads", "compare")
+SCENARIOS = (
+    "limits",
+    "list",
+    "selling",
+    "storm",
+    "sold_out",
+    "redis_stopped",
+    "scale",
+    "reads",
+    "compare",
+)
 
 
 def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
@@ -39,6 +49,7 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
     from bench.scenarios import (
         baseline,
         comparison,
+        limits,
         reads,
         scale,
         selling,
@@ -53,6 +64,7 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
     harness.setup()
     harness.start_app(args.worker_class)
     base = baseline.run(harness)
+    bare = limits.bare_drf(harness) if wants("limits") else None
     list_load = shopper_list.run(harness) if wants("list") else None
     selling_row = selling.run(harness) if wants("selling") else None
     storm_row: ClaimRow | None = None
@@ -66,12 +78,17 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
     stopped_row = storm.run_with_redis_stopped(harness) if wants("redis_stopped") else None
     scale_rows = scale.run(harness) if wants("scale") else ()
     reads_result = reads.run(harness) if wants("reads") else None
+    # The connections that can decide at once: every gunicorn thread.
+    deciding = (os.cpu_count() or 1) * (args.threads if args.worker_class == "gthread" else 1)
+    hot = limits.hot_row(harness, connections=deciding) if wants("limits") else None
     compared = None
     if wants("compare") and not args.no_compare:
         other = "sync" if args.worker_class == "gthread" else "gthread"
         compared = comparison.run(harness, worker_class=other)
     return Results(
         baseline=base,
+        bare_drf=bare,
+        hot_row=hot,
         shopper_list=list_load,
         selling=selling_row,
         storm=storm_row,

@@ -14,9 +14,13 @@ import redis
 from bench.results import Work
 
 # The counters read; `Questions` is the total, the Com_* ones say what the statements were.
+# Com_* also count the statements a procedure runs (the claim's CALL: its UPDATE, INSERT ...
+# SELECT, COMMIT and the SELECT of its answer), which `Questions` counts as the one CALL.
 STATEMENT_KINDS = (
+    "Com_call_procedure",
     "Com_select",
     "Com_insert",
+    "Com_insert_select",
     "Com_update",
     "Com_delete",
     "Com_begin",

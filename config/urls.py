@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, register_converter
 from django.utils.translation import gettext_lazy
@@ -5,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts.admin_login import throttled_admin_login
 from accounts.views import LogoutView, TokenObtainView, TokenRefreshRotatingView, me
+from api.bare import bare
 from api.converters import IdConverter
 from ops.health import healthz
 
@@ -28,6 +30,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]
+if settings.BENCH_BARE_VIEW:  # the benchmark's ceiling row only (api/bare.py)
+    urlpatterns.append(path("bench/bare", bare))
 
 # JSON for the API, admin-styled pages under /admin/ (api/exceptions.py decides by path).
 handler400 = "api.exceptions.bad_request"

@@ -4,13 +4,20 @@ from many connections, on one hot template and spread over many, without Django 
 so that the database (not Python) is what is measured.
 
     .venv/bin/python scripts/measure_hot_row.py [--threads 16] [--seconds 5]
+        [--server HOST:PORT] [--json]
 
-It creates (and drops afterwards) its own database `coupons_hot_<pid>`. Prints one decision
-transaction's time (one connection, no contention), then claims per second with every
-connection on one template, in the old lock-first shape and in the new one, and with each
-connection on a template of its own."""
+It creates (and drops afterwards) its own database `coupons_hot_<pid>` on the server (the
+shared development server by default; `make bench` points it at its own mariadbd). Prints one
+decision transaction's time (one connection, no contention), then claims per second with
+every connection on one template: in the old lock-first shape, as separate statements
+(UPDATE, INSERT, COMMIT: each reply read by Python while the row is locked), and in one call
+of the decision's procedure (migration 0011, docs/decisions/0700-claim-decision-in-one-call.md);
+then the procedure with each connection on a template of its own. Each line also says how
+long claims waited for row locks (the server's Innodb_row_lock_time) per claim issued.
+`--json` prints the same as one JSON object instead."""
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -24,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path.cwd()))
 DATABASE = f"coupons_hot_{os.getpid()}"
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
-os.environ["DATABASE_URL"] = f"mysql://root@127.0.0.1:3306/{DATABASE}"
+SERVER = {"host": "127.0.0.1", "port": 3306}  # --server
 USERS = 60_000  # more than the claims a run makes on this machine
 # Every template's claim window, whole milliseconds as the columns store them (the INSERT
 # checks the template still has the window the decision read).
@@ -37,16 +44,23 @@ class Throughput:
     label: str
     claims: int
     seconds: float
+    row_lock_ms: int  # the server's Innodb_row_lock_time grew by this much meanwhile
+    row_lock_waits: int
 
     @property
     def per_second(self) -> float:
         return self.claims / self.seconds
 
+    @property
+    def row_lock_ms_per_claim(self) -> float:
+        return self.row_lock_ms / self.claims if self.claims else 0.0
 
-def connect():
+
+def connect(database: str | None = DATABASE):
     import MySQLdb
 
-    connection = MySQLdb.connect(host="127.0.0.1", user="root", database=DATABASE)
+    named = {} if database is None else {"database": database}
+    connection = MySQLdb.connect(user="root", **named, **SERVER)
     connection.autocommit(False)
     connection.cursor().execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
     return connection
@@ -111,6 +125,7 @@ def claim(cursor, connection, *, template_id: int, user_id: int) -> tuple[bool, 
         now=now,
         audience="all",
         reachable_with_codes=False,
+        reachable_hidden=False,
     )
     cursor.execute(COUNT_THE_CLAIM_SQL, count.params())
     if cursor.rowcount == 0:
@@ -134,6 +149,53 @@ def claim(cursor, connection, *, template_id: int, user_id: int) -> tuple[bool, 
     issued = cursor.rowcount == 1
     connection.commit()
     return issued, time.perf_counter() - started
+
+
+def one_call_claim(cursor, connection, *, template_id: int, user_id: int) -> tuple[bool, float]:
+    """One decision as the service runs it on MySQL: the procedure's one CALL, which commits
+    in the server (claim_sql.decide_in_one_call)."""
+    from coupons.models import UseWindow
+    from coupons.services.claim_sql import ClaimCount, CouponInsert, decide_in_one_call
+
+    now = datetime.now(UTC).replace(tzinfo=None)
+    started = time.perf_counter()
+    window = UseWindow(*TEMPLATE_WINDOW)
+    count = ClaimCount(
+        template_id=template_id,
+        slot=1,
+        window_opens_by=now,
+        now=now,
+        audience="all",
+        reachable_with_codes=False,
+        reachable_hidden=False,
+    )
+    insert = CouponInsert(
+        template_id=template_id,
+        user_id=user_id,
+        slot=1,
+        coupon_window=window,
+        source="claim",
+        granted_by_id=None,
+        grant_reason=None,
+        now=now,
+        window_opens_by=now,
+        template_window=window,
+        template_valid_days=None,
+    )
+    decided = decide_in_one_call(cursor, count, insert, lambda moment: moment)
+    cursor.nextset()  # the CALL's own status: read before the next statement
+    return decided.coupon_id is not None, time.perf_counter() - started
+
+
+def row_locks() -> tuple[int, int]:
+    """The server's (Innodb_row_lock_time in ms, Innodb_row_lock_waits) so far."""
+    with closing(connect()) as connection, connection.cursor() as cursor:
+        cursor.execute(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN"
+            " ('Innodb_row_lock_time', 'Innodb_row_lock_waits')"
+        )
+        status = dict(cursor.fetchall())
+    return int(status["Innodb_row_lock_time"]), int(status["Innodb_row_lock_waits"])
 
 
 def lock_hold(template_id: int, users: Users, count: int) -> list[float]:
@@ -167,11 +229,20 @@ def storm(
     workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
     for worker in workers:
         worker.start()
+    locks_before = row_locks()
     barrier.wait()
     started = time.monotonic()
     for worker in workers:
         worker.join()
-    return Throughput(label, sum(issued), time.monotonic() - started)
+    seconds = time.monotonic() - started
+    locks_after = row_locks()
+    return Throughput(
+        label,
+        sum(issued),
+        seconds,
+        row_lock_ms=locks_after[0] - locks_before[0],
+        row_lock_waits=locks_after[1] - locks_before[1],
+    )
 
 
 def main() -> None:
@@ -180,17 +251,26 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--users", type=int, default=USERS, help="more than a run claims")
     parser.add_argument("--decisions", type=int, default=1000, help="timed on one connection")
+    parser.add_argument("--server", default="127.0.0.1:3306", help="the MariaDB to measure")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
+    host, port = args.server.rsplit(":", 1)
+    SERVER.update(host=host, port=int(port))
+    os.environ["DATABASE_URL"] = f"mysql://root@{host}:{port}/{DATABASE}"
 
-    import MySQLdb
-
-    admin = MySQLdb.connect(host="127.0.0.1", user="root")
+    admin = connect(database=None)
     # Should a connection of the run still hold a lock, the DROP fails after this long
     # instead of hanging (the server's default wait is a year).
     admin.cursor().execute("SET SESSION lock_wait_timeout = 60")
     admin.cursor().execute(f"CREATE DATABASE {DATABASE}")
     try:
-        run(args.threads, args.seconds, user_count=args.users, decisions=args.decisions)
+        run(
+            args.threads,
+            args.seconds,
+            user_count=args.users,
+            decisions=args.decisions,
+            as_json=args.json,
+        )
     finally:
         admin.cursor().execute(f"DROP DATABASE IF EXISTS {DATABASE}")
         admin.close()
@@ -214,7 +294,7 @@ def clone_rows(cursor, model, *, prototype_pk: int, count: int, numbered: str) -
     )
 
 
-def run(threads: int, seconds: float, *, user_count: int, decisions: int) -> None:
+def run(threads: int, seconds: float, *, user_count: int, decisions: int, as_json: bool) -> None:
     import django
 
     django.setup()
@@ -258,17 +338,37 @@ def run(threads: int, seconds: float, *, user_count: int, decisions: int) -> Non
             users,
             shape=lock_first_claim,
         ),
-        storm(f"update last (now), {threads} conns, one template", template_ids[:1], threads,
+        storm(f"statements, {threads} conns, one template", template_ids[:1], threads,
               seconds, users),
-        storm(f"update last (now), {threads} conns, {threads} templates", template_ids[1:],
-              threads, seconds, users),
+        storm(f"one call (now), {threads} conns, one template", template_ids[:1], threads,
+              seconds, users, shape=one_call_claim),
+        storm(f"one call (now), {threads} conns, {threads} templates", template_ids[1:],
+              threads, seconds, users, shape=one_call_claim),
     ]  # fmt: skip
+    p50, p99 = statistics.median(took) * 1000, statistics.quantiles(took, n=100)[98] * 1000
+    if as_json:
+        rows = [
+            {
+                "label": result.label,
+                "claims": result.claims,
+                "seconds": round(result.seconds, 3),
+                "per_second": round(result.per_second, 1),
+                "row_lock_ms_per_claim": round(result.row_lock_ms_per_claim, 3),
+                "row_lock_waits": result.row_lock_waits,
+            }
+            for result in results
+        ]
+        print(json.dumps({"threads": threads, "p50_ms": p50, "p99_ms": p99, "storms": rows}))
+        return
     print(
-        f"one decision transaction, 1 connection: p50 {statistics.median(took) * 1000:.2f} ms,"
-        f" p99 {statistics.quantiles(took, n=100)[98] * 1000:.2f} ms (commit's log flush included)"
+        f"one decision transaction, 1 connection: p50 {p50:.2f} ms,"
+        f" p99 {p99:.2f} ms (commit's log flush included)"
     )
     for result in results:
-        print(f"{result.label:48} {result.per_second:7.0f} claims/s ({result.claims} issued)")
+        print(
+            f"{result.label:48} {result.per_second:7.0f} claims/s ({result.claims} issued),"
+            f" row locks waited {result.row_lock_ms_per_claim:.2f} ms per claim"
+        )
 
 
 if __name__ == "__main__":

@@ -81,6 +81,9 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "config.urls"
+# GET /bench/bare (api/bare.py): DRF with nothing of ours, the benchmark's ceiling row. Off
+# unless the environment turns it on (`make bench` does, for its own gunicorn).
+BENCH_BARE_VIEW = env_bool("BENCH_BARE_VIEW")
 WSGI_APPLICATION = "config.wsgi.application"
 
 # Bodies over 1 MiB are 413 `too_large` (SPEC section 12), wherever they are read.
@@ -158,8 +161,9 @@ def decision_database(default: dj_database_url.DBConfig) -> dj_database_url.DBCo
     """The coupon decision's own connection to the same MySQL database (alias "decision";
     coupons/services/decision_transaction.py, docs/decisions/0240-decision-connection.md): the
     default's settings and OPTIONS (READ COMMITTED, the lock wait, the timeouts, the health
-    check), but kept out of autocommit, so a decision is UPDATE, INSERT, COMMIT. Tests see it
-    as a mirror of "default" (the same test database)."""
+    check), but kept out of autocommit, so a decision opens its transaction with its first
+    statement and ends it with one CALL (docs/decisions/0700-claim-decision-in-one-call.md).
+    Tests see it as a mirror of "default" (the same test database)."""
     return {
         **default,
         "OPTIONS": dict(default.get("OPTIONS", {})),

@@ -16,7 +16,7 @@ def give_each_template_an_incarnation(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("coupons", "0009_staff_permissions_and_audit")]
+    dependencies = [("coupons", "0011_claim_decision_procedure")]
 
     operations = [
         migrations.AddField(

@@ -4,7 +4,7 @@ script), held to the rule's grid by tests/coupons/test_claim_sql_grid.py."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connection, models
@@ -65,15 +65,18 @@ CLAIM_FACTS_SQL = (
 )
 # The only statement that waits for the template's row: it counts the claim if, at that
 # moment, the template is not paused, there is room, the slot is within the limit and the
-# window covers now, and the audience and the reach by id are still those the decision read
-# (the audience's own check, a lookup of the user's orders, ran before it in the same
-# transaction). It takes the row lock; the insert and the commit follow at once.
+# window covers now, and the audience and the reach are still those the decision read (the
+# audience's own check, a lookup of the user's orders, ran before it in the same transaction;
+# a claim by id reaches public templates only, a template with single-use codes only by one
+# of them or a grant). It takes the row lock; the insert and the commit follow at once (on
+# MySQL in the same call: CALL_DECIDE_SQL).
 # LAST_INSERT_ID(expr) hands the new count back in the UPDATE's own reply (the cursor's
 # lastrowid): no read after it.
 COUNT_THE_CLAIM_GUARD = (
     " WHERE id = %s AND claimed_count < total AND per_user_limit >= %s"
     " AND valid_from <= %s AND valid_until >= %s"
     " AND paused_at IS NULL AND audience = %s AND (has_single_use_codes = 0 OR %s)"
+    " AND (visibility = 'public' OR %s)"
 )
 COUNT_THE_CLAIM_SQL = (
     "UPDATE coupon_templates SET claimed_count = LAST_INSERT_ID(claimed_count + 1)"
@@ -171,6 +174,7 @@ class ClaimCount:
     now: datetime
     audience: str  # as the decision read it
     reachable_with_codes: bool  # a grant or a single-use code; not a claim by id or shared code
+    reachable_hidden: bool  # a code or a grant; not a claim by id
 
     def params(self, adapt: Callable[[datetime], Any] = lambda moment: moment) -> list:
         return [
@@ -180,7 +184,51 @@ class ClaimCount:
             adapt(self.now),
             self.audience,
             self.reachable_with_codes,
+            self.reachable_hidden,
         ]
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What the one-call decision did: the template's new count and the coupon's id (both
+    None when it counted nothing), and how long the UPDATE waited for the row lock."""
+
+    claimed_count: int | None
+    coupon_id: int | None
+    waited: timedelta
+
+
+# MySQL: the guarded UPDATE, the INSERT and the COMMIT in one round trip, by the procedure of
+# coupons/migrations/0011_claim_decision_procedure.py
+# (docs/decisions/0700-claim-decision-in-one-call.md): the row lock is taken and released
+# inside the server, never held across the client's Python. Its parameters are ClaimCount's,
+# then CouponInsert's (`decide_in_one_call`).
+CALL_DECIDE_SQL = "CALL coupon_decide(" + ", ".join(["%s"] * 17) + ")"
+
+
+def decide_in_one_call(
+    cursor: Any, count: "ClaimCount", insert: CouponInsert, adapt: Callable[[datetime], Any]
+) -> Decided:
+    """Count the claim and insert the coupon, committed or rolled back by the server; the
+    decision's transaction is over when this returns or raises."""
+    cursor.execute(
+        CALL_DECIDE_SQL,
+        [
+            *count.params(adapt),
+            insert.user_id,
+            adapt(insert.coupon_window.valid_from),
+            adapt(insert.coupon_window.valid_until),
+            insert.source,
+            insert.granted_by_id,
+            insert.grant_reason,
+            None if insert.grant_reason is None else reason_key(insert.grant_reason),
+            adapt(insert.template_window.valid_from),
+            adapt(insert.template_window.valid_until),
+            insert.template_valid_days,
+        ],
+    )
+    claimed_count, coupon_id, waited = cursor.fetchone()
+    return Decided(claimed_count, coupon_id, timedelta(microseconds=waited or 0))
 
 
 GRANT_REASON_KEY = "user_coupon_one_grant_per_reason"

@@ -2,7 +2,7 @@
 a single-use code (if any), reads the audience (if the template asks), counts the claim with
 the guarded UPDATE and inserts the coupon, or writes nothing."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import IntegrityError, connection
 
@@ -17,6 +17,7 @@ from coupons.services.claim_sql import (
     ClaimCount,
     CouponInsert,
     count_the_claim,
+    decide_in_one_call,
 )
 from coupons.services.decision_transaction import decision_transaction, is_slot_taken
 
@@ -46,6 +47,30 @@ class AlreadyGranted(Exception):
     run again issues nothing twice (the unique (template, user, grant_reason_key) index)."""
 
 
+def coupon_insert(
+    template: CouponTemplate,
+    count: ClaimCount,
+    *,
+    user_id: int,
+    grant: GrantNote | None,
+    source: str,
+) -> CouponInsert:
+    """The coupon's row as issued at `count.now`, checked against the terms the decision read."""
+    return CouponInsert(
+        template_id=template.pk,
+        user_id=user_id,
+        slot=count.slot,
+        coupon_window=template.use_window_at(count.now),
+        source=source,
+        granted_by_id=grant.granted_by_id if grant else None,
+        grant_reason=grant.reason if grant else None,
+        now=count.now,
+        window_opens_by=count.window_opens_by,
+        template_window=UseWindow(template.valid_from, template.valid_until),
+        template_valid_days=template.valid_days,
+    )
+
+
 def decide(
     *,
     template: CouponTemplate,
@@ -58,7 +83,8 @@ def decide(
 ) -> IssueOutcome:
     """One decision transaction: the single-use code taken (if any), the audience looked up
     (if the template asks), then the guarded UPDATE takes the row lock, the insert and the
-    commit follow. Nothing is written unless all succeed."""
+    commit follow (on MySQL in one call, so no Python runs while the lock is held). Nothing
+    is written unless all succeed."""
     adapt = connection.ops.adapt_datetimefield_value
     try:
         with decision_transaction() as decision, decision.connection.cursor() as cursor:
@@ -88,34 +114,41 @@ def decide(
                 reachable_with_codes=(
                     source == UserCoupon.Source.GRANT or single_use_code_id is not None
                 ),
+                reachable_hidden=source != UserCoupon.Source.CLAIM,
             )
-            claimed_count = count_the_claim(
-                cursor, vendor=decision.connection.vendor, params=count.params(adapt)
-            )
-            if claimed_count is None:
-                decision.roll_back()  # the code, if taken, is free again
-                return IssueOutcome()
-            # Sampled after the lock: time spent waiting for it counts against the window.
-            now = clock.now()
+            if decision.ends_in_server:
+                # MySQL: the UPDATE, the INSERT and the COMMIT in one call; the server
+                # measures the wait for the lock, which counts against the window.
+                decided = decide_in_one_call(
+                    cursor,
+                    count,
+                    coupon_insert(template, count, user_id=user_id, grant=grant, source=source),
+                    adapt,
+                )
+                decision.ended_in_server()
+                if decided.coupon_id is None:
+                    return IssueOutcome()
+                claimed_count, coupon_id = decided.claimed_count, decided.coupon_id
+                now += decided.waited
+            else:
+                claimed_count = count_the_claim(
+                    cursor, vendor=decision.connection.vendor, params=count.params(adapt)
+                )
+                if claimed_count is None:
+                    decision.roll_back()  # the code, if taken, is free again
+                    return IssueOutcome()
+                # Sampled after the lock: time spent waiting for it counts against the window.
+                now = clock.now()
+                count = replace(
+                    count, now=now, window_opens_by=END_OF_TIME if before_window_opens else now
+                )
+                insert = coupon_insert(template, count, user_id=user_id, grant=grant, source=source)
+                cursor.execute(INSERT_COUPON_SQL, insert.params(adapt))
+                if cursor.rowcount == 0:
+                    decision.roll_back()
+                    return IssueOutcome()
+                coupon_id = cursor.lastrowid
             window = template.use_window_at(now)
-            insert = CouponInsert(
-                template_id=template.pk,
-                user_id=user_id,
-                slot=slot,
-                coupon_window=window,
-                source=source,
-                granted_by_id=grant.granted_by_id if grant else None,
-                grant_reason=grant.reason if grant else None,
-                now=now,
-                window_opens_by=END_OF_TIME if before_window_opens else now,
-                template_window=UseWindow(template.valid_from, template.valid_until),
-                template_valid_days=template.valid_days,
-            )
-            cursor.execute(INSERT_COUPON_SQL, insert.params(adapt))
-            if cursor.rowcount == 0:
-                decision.roll_back()
-                return IssueOutcome()
-            coupon_id = cursor.lastrowid
     except IntegrityError as error:
         if GRANT_REASON_KEY in str(error):
             raise AlreadyGranted() from error

@@ -4,9 +4,12 @@ concurrent claim that took the same slot shows itself.
 
 Where it runs (docs/decisions/0240-decision-connection.md):
 - On MySQL, on the connection of the "decision" alias (config/settings/base.py): the same
-  database, kept out of autocommit, so the decision is UPDATE, INSERT, COMMIT. Every way out
-  ends its transaction (COMMIT or ROLLBACK, or the connection is closed, which the server
-  rolls back), so it never carries an open transaction into the next statement or request.
+  database, kept out of autocommit, so the decision's first statement opens its transaction
+  and the procedure it calls last (claim_sql.CALL_DECIDE_SQL) commits or rolls it back in the
+  server (docs/decisions/0700-claim-decision-in-one-call.md). Every way out ends its
+  transaction (the procedure, COMMIT or ROLLBACK, or the connection is closed, which the
+  server rolls back), so it never carries an open transaction into the next statement or
+  request.
 - Inside an atomic block of the default connection (a caller's transaction, a test's): a
   savepoint there, so the outer transaction sees the decision and holds no lock the
   decision would wait for.
@@ -26,15 +29,22 @@ DECISION_ALIAS = "decision"
 
 class Decision:
     """Handed to the decision's statements: they run on `connection`; `roll_back()` ends the
-    decision with nothing written."""
+    decision with nothing written. `ends_in_server`: its last statement may be the procedure
+    that commits or rolls back by itself (then `ended_in_server()`)."""
 
-    def __init__(self, connection: BaseDatabaseWrapper) -> None:
+    def __init__(self, connection: BaseDatabaseWrapper, *, ends_in_server: bool = False) -> None:
         self.connection = connection
+        self.ends_in_server = ends_in_server
         self.rolled_back = False
+        self.ended = False
 
     def roll_back(self) -> None:
         """End the decision with nothing written (it returns normally)."""
         self.rolled_back = True
+
+    def ended_in_server(self) -> None:
+        """The server committed or rolled back the decision: nothing is left to send."""
+        self.ended = True
 
 
 @contextmanager
@@ -57,13 +67,15 @@ def decision_transaction() -> Iterator[Decision]:
 
 @contextmanager
 def _on_decision_connection(decision_connection: BaseDatabaseWrapper) -> Iterator[Decision]:
-    """UPDATE, INSERT, COMMIT: out of autocommit, the first statement opens the transaction."""
-    decision = Decision(decision_connection)
+    """Out of autocommit, the first statement opens the transaction; the procedure ends it."""
+    decision = Decision(decision_connection, ends_in_server=True)
     try:
         yield decision
     except BaseException:
         _roll_back_or_close(decision_connection)
         raise
+    if decision.ended:
+        return
     if decision.rolled_back:
         _roll_back_or_close(decision_connection)
         return

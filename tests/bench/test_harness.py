@@ -494,7 +494,7 @@ def test_profile_summary_shares_request_time_and_writes_the_old_json_shape(tmp_p
     # idle sample outside any request
     frames = [
         {"name": profiling.REQUEST_FRAME, "file": "base.py"},
-        {"name": "_decide", "file": "issuing.py"},
+        {"name": "decide", "file": "decision.py"},
         {"name": "wait", "file": "threading.py"},
     ]
     speedscope = {
@@ -515,7 +515,7 @@ def test_profile_summary_shares_request_time_and_writes_the_old_json_shape(tmp_p
     assert written["request_thread_seconds"] == 0.4
     assert written["markers"]["claim: decision transaction (row lock, insert, commit)"] == 0.75
     assert written["top_self"] == [
-        ["_decide (issuing.py)", 0.75],
+        ["decide (decision.py)", 0.75],
         ["BaseHandler.get_response (base.py)", 0.25],
     ]
 

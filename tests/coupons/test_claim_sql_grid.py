@@ -1,9 +1,15 @@
 """The claim's guarded SQL (coupons/services/claim_sql.py: the counting UPDATE and the coupon's
 INSERT, run by the decision transaction) is the third writing of the claim rule, after
 coupons.rules and the Lua script. Held here to `claim_state` on the rule's grid: for every
-case, the SQL issues a coupon exactly when the rule says CLAIMABLE (issue 14)."""
+case, the SQL issues a coupon exactly when the rule says CLAIMABLE (issue 14), in both of its
+writings: the statements (inside a caller's transaction, and on SQLite) and the MySQL
+procedure that runs them in one call on the decision connection (issue 22, migration 0011)."""
+
+from contextlib import contextmanager
 
 import pytest
+from django.db import connections
+from django.test.utils import CaptureQueriesContext
 
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.rules import ClaimState, claim_state
@@ -36,12 +42,59 @@ def template_with(facts, *, user, user_claims: int) -> CouponTemplate:
     return template
 
 
-@pytest.mark.django_db
+@contextmanager
+def server_clock_frozen_at_now():
+    """The decision connection's server clock frozen at NOW, as the app's is: the procedure
+    measures the lock's wait with it (none here), and that wait counts against the window."""
+    decision = connections["decision"]
+    with decision.cursor() as cursor:
+        cursor.execute("SET timestamp = %s", [NOW.timestamp()])
+    try:
+        yield
+    finally:
+        with decision.cursor() as cursor:
+            cursor.execute("SET timestamp = DEFAULT")
+
+
+IN_A_TRANSACTION = pytest.param("statements", marks=pytest.mark.django_db, id="statements")
+ONE_CALL = pytest.param("one call", marks=pytest.mark.django_db(transaction=True), id="procedure")
+
+
+@pytest.mark.parametrize("path", [IN_A_TRANSACTION, ONE_CALL])
 @pytest.mark.parametrize("before_window_opens", [False, True], ids=["claim", "grant"])
 def test_the_guarded_sql_issues_exactly_when_the_rule_says_claimable(
-    frozen_now, before_window_opens
+    frozen_now, before_window_opens, path
 ):
     assert frozen_now.now() == NOW
+    if path == "one call":
+        with server_clock_frozen_at_now(), CaptureQueriesContext(connections["decision"]) as sent:
+            verdicts, seen = run_the_grid(before_window_opens)
+        sql = [query["sql"] for query in sent.captured_queries]
+        # Every case the server decided was one CALL; none was sent as separate statements.
+        assert sum(statement.startswith("CALL coupon_decide(") for statement in sql) == len(
+            verdicts
+        ) - sum(has_paid_order is True for _facts, _claims, has_paid_order in verdicts)
+        assert not [statement for statement in sql if statement.startswith(("UPDATE", "INSERT"))]
+    else:
+        verdicts, seen = run_the_grid(before_window_opens)
+
+    disagreements = {
+        case: verdict
+        for case, verdict in verdicts.items()
+        if (verdict[0] is ClaimState.CLAIMABLE) != verdict[1]
+    }
+    assert disagreements == {}
+    expected_states = {ClaimState.ENDED, ClaimState.SOLD_OUT, ClaimState.LIMIT_REACHED}
+    expected_states |= {ClaimState.PAUSED, ClaimState.NOT_ELIGIBLE}
+    expected_states |= {ClaimState.CLAIMABLE}
+    if not before_window_opens:
+        expected_states.add(ClaimState.NOT_STARTED)
+    assert seen == expected_states  # the grid reaches every branch of the rule
+
+
+def run_the_grid(before_window_opens: bool) -> tuple[dict, set]:
+    """Each case decided once: {case: (the rule's state, whether the SQL issued)}, and the
+    states seen."""
     verdicts, seen = {}, set()
     for facts, user_claims, has_paid_order in grid_cases():
         user = UserFactory()
@@ -75,16 +128,4 @@ def test_the_guarded_sql_issues_exactly_when_the_rule_says_claimable(
         # Nothing half-written: a coupon and its count together, or neither.
         assert issued_rows == int(sql_issued)
         assert counted == facts.claimed_count + int(sql_issued)
-
-    disagreements = {
-        case: verdict
-        for case, verdict in verdicts.items()
-        if (verdict[0] is ClaimState.CLAIMABLE) != verdict[1]
-    }
-    assert disagreements == {}
-    expected_states = {ClaimState.ENDED, ClaimState.SOLD_OUT, ClaimState.LIMIT_REACHED}
-    expected_states |= {ClaimState.PAUSED, ClaimState.NOT_ELIGIBLE}
-    expected_states |= {ClaimState.CLAIMABLE}
-    if not before_window_opens:
-        expected_states.add(ClaimState.NOT_STARTED)
-    assert seen == expected_states  # the grid reaches every branch of the rule
+    return verdicts, seen

@@ -1,0 +1,100 @@
+"""The limits rows (issue 22 item 4, bench/scenarios/limits.py, bench/limits_report.py): the
+targets as ratios to bare DRF and to the baseline of the same run, the selling phase judged on
+the app's cores too, the row-lock wait per 201 from the server's counters, and the
+database-alone row printed from measure_hot_row.py's JSON."""
+
+from dataclasses import replace
+
+from bench import limits_report
+from bench.results import CpuShare, HotRow, HotRowStorm, Results
+from bench.tables import MISS, NOT_RUN, PASS
+from tests.bench.test_harness import answers, claim_row, full_results, work
+
+
+def cpu(app: float) -> CpuShare:
+    return CpuShare(app=app, mariadb=0.2, redis=0.05, load_generator=0.05, machine=2.0, other=0.0)
+
+
+def limits_results() -> Results:
+    results = full_results()
+    selling = claim_row(answers({"201": 1000}, rps=600.0, work=work(3.0)))
+    selling = replace(
+        selling,
+        load=replace(selling.load, cpu=cpu(1.6)),
+        mariadb_counters={"Innodb_row_lock_time": 50, "Innodb_row_lock_waits": 20},
+    )
+    return replace(
+        results,
+        bare_drf=answers({"200": 1000}, rps=2222.0, work=work(0.0)),
+        selling=selling,
+        sold_out=claim_row(answers({"409": 5000}, rps=1000.0, work=work(0.0))),
+        shopper_list=answers({"200": 1000}, rps=850.0, work=work(1.0)),
+        storm=claim_row(answers({"201": 1000, "409": 4000}, rps=300.0, p99=150.0)),
+        hot_row=HotRow(
+            connections=4,
+            decision_p50_ms=1.2,
+            storms=(
+                HotRowStorm("statements, 4 conns, one template", 2000, 5.0, 400.0, 2.5, 900),
+                HotRowStorm("one call (now), 4 conns, one template", 5000, 5.0, 1000.0, 0.1, 80),
+            ),
+            cpu=cpu(0.0),
+        ),
+    )
+
+
+def verdicts(results: Results) -> dict[str, str]:
+    return {target.target: target.verdict for target in limits_report.targets(results)}
+
+
+def test_every_limit_target_passes_at_its_bound():
+    assert verdicts(limits_results()) == {
+        "auth/me throughput (issue 22)": PASS,  # 1000 / 2222 = 0.45 x bare DRF
+        "sold-out throughput, no statement (issue 22)": PASS,  # 1.0 x, 0 statements
+        "shopper list throughput (issue 22)": PASS,  # 0.85 x
+        "selling phase, app busy (issue 22)": PASS,  # 0.60 x with 1.6 cores
+        "mixed claim storm p99 (issue 22)": PASS,  # 150 ms = 1.5 x the baseline's 100 ms
+    }
+
+
+def test_each_limit_target_misses_just_past_its_bound():
+    results = limits_results()
+    assert results.selling is not None and results.sold_out is not None
+    idle_app = replace(results.selling, load=replace(results.selling.load, cpu=cpu(1.59)))
+    one_statement = replace(results.sold_out, load=replace(results.sold_out.load, work=work(1.0)))
+
+    missed = verdicts(
+        replace(
+            results,
+            bare_drf=answers({"200": 1000}, rps=2223.0),
+            sold_out=one_statement,
+            shopper_list=answers({"200": 1000}, rps=849.0),
+            selling=idle_app,
+            storm=claim_row(answers({"201": 1000, "409": 4000}, p99=150.1)),
+        )
+    )
+
+    assert set(missed.values()) == {MISS}
+
+
+def test_without_the_rows_the_limit_targets_are_not_run():
+    assert set(verdicts(Results(baseline=answers({"200": 1000}))).values()) == {NOT_RUN}
+
+
+def test_the_row_lock_wait_is_per_coupon_issued():
+    results = limits_results()
+    assert results.selling is not None
+
+    assert limits_report.row_lock_ms_per_201(results.selling) == 0.05  # 50 ms over 1000 201s
+    assert limits_report.row_lock_ms_per_201(claim_row(answers({"409": 10}))) is None
+
+
+def test_the_table_sets_every_row_against_bare_drf_and_prints_the_database_alone():
+    text = limits_report.render(limits_results())
+
+    bare_line = next(line for line in text.splitlines() if line.startswith("bare DRF"))
+    selling_line = next(line for line in text.splitlines() if line.startswith("selling phase"))
+    assert bare_line.split()[4:7] == ["2222", "1.00", "2.22"]  # req/s, x bare, x base
+    assert "0.050" in selling_line.split()  # the row-lock wait per 201
+    assert "1.60" in selling_line.split()  # the app's cores
+    assert "one call (now), 4 conns, one template" in text
+    assert "p50 1.2 ms" in text
