@@ -2,9 +2,11 @@
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
+from django.db.models.functions import TruncHour
 from django.urls import reverse
 
 from core import clock
@@ -138,3 +140,19 @@ def _cart_for_items(items: Sequence[OrderLine]) -> list[ports.CartLine]:
     if missing:
         raise ProductNotFound(f"Product {missing[0]} not found.")
     return cart_lines(lines, products)
+
+
+def coupon_discounts_per_hour(*, start: datetime, end: datetime) -> dict[datetime, int]:
+    """Cents of discount per UTC hour of checkout, from `start` to `end`, on the orders that
+    used a coupon and stand (a cancelled order gave its coupon back). The coupons dashboard
+    calls this through the COUPON_ADMIN_DISCOUNTS_LOOKUP setting; one query."""
+    rows = (
+        Order.objects.filter(coupon__isnull=False, created_at__gte=start, created_at__lt=end)
+        .exclude(status=Order.Status.CANCELLED)
+        .annotate(hour=TruncHour("created_at", tzinfo=UTC))
+        .order_by()
+        .values("hour")
+        .annotate(discount=Sum("discount_amount"))
+        .values_list("hour", "discount")
+    )
+    return {hour: int(discount) for hour, discount in rows}

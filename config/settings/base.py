@@ -6,6 +6,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy
 
 from core.limits import MAX_ID
 
@@ -42,6 +43,9 @@ TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", "")
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
+    # The admin's look (Element UI, decision 0900): before django.contrib.admin, whose templates
+    # it replaces.
+    "simpleui",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -73,8 +77,13 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # simpleui drops Django's XFrameOptionsMiddleware (its tabs are frames); this one lets only
+    # pages of this site frame ours (X_FRAME_OPTIONS below).
+    "ops.middleware.FramesFromThisSiteOnlyMiddleware",
 ]
+
+# W003 names the one library we mean to replace: simpleui's tags by ops/simpleui_tags.py.
+SILENCED_SYSTEM_CHECKS = ["templates.W003"]
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -93,6 +102,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # simpleui's tags, with the page's language and time zone (ops/simpleui_tags.py).
+            "libraries": {"simpletags": "ops.simpleui_tags"},
         },
     },
 ]
@@ -397,6 +408,20 @@ DEMO_DATA_ALLOWED = False
 
 # --- The operator's admin ---------------------------------------------------------------------
 
+# The admin's look (decision 0900): django-simpleui, every file served from our static files,
+# nothing reported anywhere, no check for a newer version; its home tab is the dashboard.
+SIMPLEUI_STATIC_OFFLINE = True
+SIMPLEUI_ANALYSIS = False
+SIMPLEUI_HOME_INFO = False  # the card that links to simpleui's sites and looks for updates
+SIMPLEUI_HOME_ACTION = False
+SIMPLEUI_LOADING = False
+SIMPLEUI_HOME_PAGE = "/admin/dashboard/"
+SIMPLEUI_HOME_TITLE = gettext_lazy("Dashboard")
+SIMPLEUI_HOME_ICON = "fas fa-chart-line"
+X_FRAME_OPTIONS = "SAMEORIGIN"
+
 # Coupons does not import orders; the coupons admin asks this callable which orders used a
 # template's or a coupon's coupons (SPEC section 10's injection rule).
 COUPON_ADMIN_ORDERS_LOOKUP = "orders.selectors.orders_using_coupons"
+# ... and how much discount the orders that used a coupon gave, per hour (the dashboard).
+COUPON_ADMIN_DISCOUNTS_LOOKUP = "orders.selectors.coupon_discounts_per_hour"
