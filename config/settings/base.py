@@ -415,6 +415,7 @@ SIMPLEUI_ANALYSIS = False
 SIMPLEUI_HOME_INFO = False  # the card that links to simpleui's sites and looks for updates
 SIMPLEUI_HOME_ACTION = False
 SIMPLEUI_LOADING = False
+SIMPLEUI_LOGIN_PARTICLES = False  # an animation that costs the CPU and says nothing
 SIMPLEUI_HOME_PAGE = "/admin/dashboard/"
 SIMPLEUI_HOME_TITLE = gettext_lazy("Dashboard")
 SIMPLEUI_HOME_ICON = "fas fa-chart-line"
