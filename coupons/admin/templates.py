@@ -90,11 +90,13 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin):
         return selectors.templates_with_funnel(now=clock.now())
 
     # Once claimed, the frozen terms are shown read-only, money as money (a read-only model
-    # field would show raw cents); the form's own fields for them go.
+    # field would show raw cents); the form's own fields for them go. The scope is shown once:
+    # scope_names says its kind and what it names ("Products of some categories: Tea").
     FROZEN_SHOWN_AS = {
         "value": "value_shown",
         "min_amount": "min_amount_money",
         "max_discount": "max_discount_money",
+        "scope": None,
         "scope_ids": "scope_names",
     }
     FORM_DECLARED = (
@@ -126,8 +128,7 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin):
             return self.editable_terms()
         if not self.is_frozen(obj):
             return [*self.editable_terms(), *self.readonly_fields]
-        terms = [self.FROZEN_SHOWN_AS.get(field, field) for field in templates.TEMPLATE_TERMS]
-        return [*terms, *self.readonly_fields]
+        return [*self.frozen_shown(templates.TEMPLATE_TERMS), *self.readonly_fields]
 
     def get_exclude(self, request, obj=None):
         # Without this the model's own (cents) fields would stand in for the money fields.
@@ -136,8 +137,13 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin):
     def get_readonly_fields(self, request, obj=None):
         if not self.is_frozen(obj):
             return self.readonly_fields
-        shown = [self.FROZEN_SHOWN_AS.get(field, field) for field in templates.FROZEN_ONCE_CLAIMED]
-        return [*shown, *self.readonly_fields]
+        return [*self.frozen_shown(templates.FROZEN_ONCE_CLAIMED), *self.readonly_fields]
+
+    @classmethod
+    def frozen_shown(cls, fields) -> list[str]:
+        """What a frozen template's page shows for `fields`, in their order."""
+        shown = (cls.FROZEN_SHOWN_AS.get(field, field) for field in fields)
+        return [name for name in shown if name is not None]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
@@ -186,7 +192,7 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin):
             "{}<br>– {}", local_datetime(template.valid_from), local_datetime(template.valid_until)
         )
 
-    @admin.display(description=gettext_lazy("claimed / total"), ordering="claimed_count")
+    @admin.display(description=gettext_lazy("claimed / issue total"), ordering="claimed_count")
     def claimed_of_total(self, template: CouponTemplate) -> str:
         return f"{template.claimed_count} / {template.total}"
 
