@@ -5,7 +5,7 @@ from datetime import date, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, TypeAlias, TypedDict, cast
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from core.limits import is_id_text
@@ -231,3 +231,36 @@ def recent_claims(*, template_id: int, limit: int = 10) -> list[UserCoupon]:
         .select_related("user")
         .order_by("-id")[:limit]
     )
+
+
+@dataclass(frozen=True)
+class CodeCounts:
+    created: int
+    used: int
+
+
+def single_use_code_counts(*, template_id: int) -> CodeCounts:
+    """How many single-use codes the template has and how many were spent (one query on the
+    (template_id, id) index)."""
+    counts = SingleUseCode.objects.filter(template_id=template_id).aggregate(
+        created=Count("pk"), used=Count("pk", filter=Q(used_at__isnull=False))
+    )
+    return CodeCounts(created=counts["created"], used=counts["used"])
+
+
+def template_records(
+    *, template_id: int, search: str = "", coupon_ids_of_order: list[int] | None = None
+) -> QuerySet[UserCoupon]:
+    """The template's coupons, newest first, with their users: every claim and use (the
+    admin's 领取/使用记录). `search` is a username (a part of one), or digits: a user id, or
+    an order number whose coupons the caller found (`coupon_ids_of_order`)."""
+    coupons = UserCoupon.objects.filter(template_id=template_id).select_related("user")
+    search = search.strip()
+    if is_id_text(search):
+        matches = Q(user_id=int(search)) | Q(user__username=search)
+        if coupon_ids_of_order:
+            matches |= Q(pk__in=coupon_ids_of_order)
+        coupons = coupons.filter(matches)
+    elif search:
+        coupons = coupons.filter(user__username__icontains=search)
+    return coupons.order_by("-id")

@@ -85,12 +85,18 @@ def coupon_options(
 
 
 def orders_using_coupons(
-    *, template_id: int | None = None, coupon_ids: list[int] | None = None, limit: int = 10
+    *,
+    template_id: int | None = None,
+    coupon_ids: list[int] | None = None,
+    order_ids: list[int] | None = None,
+    limit: int = 10,
 ) -> list[ports.CouponOrder]:
     """Newest orders that carry one of `coupon_ids`, or any coupon of `template_id` (cancelled
-    ones too: their coupon went back). The coupons admin calls this through the
-    COUPON_ADMIN_ORDERS_LOOKUP setting; one query."""
+    ones too: their coupon went back), narrowed to `order_ids` when given. The coupons admin
+    calls this through the COUPON_ADMIN_ORDERS_LOOKUP setting; one query."""
     orders = Order.objects.exclude(coupon=None)
+    if order_ids is not None:
+        orders = orders.filter(pk__in=order_ids)
     if template_id is not None:
         orders = orders.filter(coupon__template_id=template_id)
     if coupon_ids is not None:

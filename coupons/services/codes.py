@@ -18,6 +18,7 @@ from coupons.single_use_codes import (
     SINGLE_USE_CODE_ALPHABET,
     SINGLE_USE_CODE_LENGTH,
     SingleUseCode,
+    single_use_code_prefix_validate,
 )
 
 # One INSERT per batch: measured at 100,000 codes (larger batches gained little and make one
@@ -40,11 +41,15 @@ def single_use_code_new() -> str:
     return "".join(characters)
 
 
-def single_use_codes_create(*, template_id: int, count: int, actor: Actor | None = None) -> int:
+def single_use_codes_create(
+    *, template_id: int, count: int, actor: Actor | None = None, prefix: str = ""
+) -> int:
     """Create `count` (1..100,000) new unique single-use codes for a template and return how
     many were created. From then on the template is issued only by its single-use codes or by
     grants (not by id, nor by its shared code). `actor` must hold coupons.manage_codes and
-    is recorded with the count. All or nothing, in its own transaction."""
+    is recorded with the count. All or nothing, in its own transaction. With a `prefix`
+    (coupons.single_use_codes: letters and digits, upper-cased) each code starts with it and
+    a dash: "SPRING-7KQ2MZ9XHR4T"."""
     staff_action_check(actor=actor, action=StaffAction.CODES_CREATE)
     if not isinstance(count, int) or isinstance(count, bool):
         raise TemplateInvalid(fields={"count": ["A whole number is required."]})
@@ -52,13 +57,14 @@ def single_use_codes_create(*, template_id: int, count: int, actor: Actor | None
         raise TemplateInvalid(
             fields={"count": [f"Must be between 1 and {MAX_SINGLE_USE_CODES_PER_REQUEST}."]}
         )
+    prefix = single_use_code_prefix_validate(prefix)
     if not CouponTemplate.objects.filter(pk=template_id).exists():
         raise TemplateNotFound()
     with transaction.atomic():
         created = 0
         while created < count:
             batch = min(CODES_PER_INSERT, count - created)
-            _insert_batch(template_id=template_id, size=batch)
+            _insert_batch(template_id=template_id, size=batch, prefix=prefix)
             created += batch
         # Last, so the template's row is locked only for the commit, not the inserts.
         template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
@@ -78,11 +84,11 @@ def single_use_codes_create(*, template_id: int, count: int, actor: Actor | None
     return created
 
 
-def _insert_batch(*, template_id: int, size: int) -> None:
+def _insert_batch(*, template_id: int, size: int, prefix: str = "") -> None:
     for _ in range(MAX_ATTEMPTS_PER_BATCH):
         codes: set[str] = set()
         while len(codes) < size:
-            codes.add(single_use_code_new())
+            codes.add(f"{prefix}-{single_use_code_new()}" if prefix else single_use_code_new())
         try:
             with transaction.atomic():  # a savepoint: a collision undoes this batch only
                 SingleUseCode.objects.bulk_create(
