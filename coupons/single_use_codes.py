@@ -30,7 +30,7 @@ def single_use_code_prefix_validate(prefix: object) -> str:
         raise TemplateInvalid(fields={"prefix": [gettext("A string is required.")]})
     cleaned = prefix.strip().upper()
     if cleaned and not SINGLE_USE_CODE_PREFIX.fullmatch(cleaned):
-        message = gettext("Up to %(count)d letters A-Z and digits, e.g. SPRING.") % {
+        message = gettext("Up to %(count)d letters A-Z and digits, e.g. 618.") % {
             "count": SINGLE_USE_CODE_PREFIX_MAX_LENGTH
         }
         raise TemplateInvalid(fields={"prefix": [message]})

@@ -45,8 +45,8 @@ class SingleUseCodesForm(forms.Form):
         required=False,
         max_length=SINGLE_USE_CODE_PREFIX_MAX_LENGTH,
         help_text=gettext_lazy(
-            "Optional: letters A-Z and digits put before each code, e.g. SPRING gives "
-            "SPRING-7KQ2MZ9XHR4T."
+            "Optional: up to 8 letters A-Z and digits put before each code and a dash, e.g. "
+            "618 makes codes that start 618-."
         ),
     )
 
