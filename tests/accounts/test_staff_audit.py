@@ -192,7 +192,9 @@ def test_the_log_page_searches_and_filters_every_staff_action_in_chinese(admin_s
     assert "Summer" in by_date and "Kettle" not in by_date
     # simpleui draws the filters from attributes: each one's title and its choices.
     toolbar = page[page.index('id="toolbar"') : page.index('id="changelist-form"')]
-    shown = texts_of(page, "result_list") + re.findall(r'\s(?:label|placeholder)="([^"]+)"', toolbar)
+    shown = texts_of(page, "result_list") + re.findall(
+        r'\s(?:label|placeholder)="([^"]+)"', toolbar
+    )
     assert "已暂停" in " ".join(shown) and "操作" in " ".join(shown)
     # The names the test gave (the staff fixture's username is "user" and a number).
     allowed = {"alice", "user", "Summer", "Kettle"}

@@ -298,7 +298,9 @@ def test_a_view_only_staff_member_can_act_nowhere(browser, live_server):
     # No action, button or field that acts is shown to them.
     for listing in ("coupons/coupontemplate/", "auth/user/", "orders/order/", "orders/product/"):
         page.goto(f"{admin}{listing}")
-        expect(page.locator(".actions button[data-name]:not([data-name=add_item])")).to_have_count(0)
+        expect(page.locator(".actions button[data-name]:not([data-name=add_item])")).to_have_count(
+            0
+        )
         assert_chinese(page, listing)
     page.goto(f"{admin}coupons/coupontemplate/{shop['percent'].pk}/change/")
     expect(page.locator("a.grant-to-users")).to_have_count(0)
