@@ -32,6 +32,8 @@ from coupons.single_use_codes import (
 )
 
 RECORDS_PER_PAGE = 50
+# The service's field names, as the codes form calls them.
+FORM_FIELDS = {"count": "count", "prefix": "code_prefix"}
 
 
 class SingleUseCodesForm(forms.Form):
@@ -40,7 +42,7 @@ class SingleUseCodesForm(forms.Form):
         min_value=1,
         max_value=MAX_SINGLE_USE_CODES_PER_REQUEST,
     )
-    prefix = forms.CharField(
+    code_prefix = forms.CharField(  # not "prefix": a form's own attribute
         label=gettext_lazy("prefix"),
         required=False,
         max_length=SINGLE_USE_CODE_PREFIX_MAX_LENGTH,
@@ -146,12 +148,14 @@ class TemplatePagesAdmin(admin.ModelAdmin):
                 created = codes.single_use_codes_create(
                     template_id=template.pk,
                     count=form.cleaned_data["count"],
-                    prefix=form.cleaned_data["prefix"],
+                    prefix=form.cleaned_data["code_prefix"],
                     actor=request.user,
                 )
-            except TemplateInvalid as error:
-                for field, problems in (error.fields or {None: [str(error.detail)]}).items():
-                    form.add_error(field if field in form.fields else None, problems)
+            except TemplateInvalid as error:  # the service's rules, on the form's fields
+                for field, problems in (error.fields or {}).items():
+                    form.add_error(FORM_FIELDS.get(field), problems)
+                if not error.fields:
+                    form.add_error(None, str(error.detail))
             else:
                 self.message_user(
                     request,

@@ -34,7 +34,9 @@ def test_codes_are_generated_with_a_prefix_recorded_once_and_counted(client):
     template = CouponTemplateFactory(total=10)
     client.force_login(manager)
 
-    response = client.post(f"{TEMPLATES}{template.pk}/codes/", {"count": "3", "prefix": "spring"})
+    response = client.post(
+        f"{TEMPLATES}{template.pk}/codes/", {"count": "3", "code_prefix": "spring"}
+    )
     issuing.coupon_redeem(code=SingleUseCode.objects.first().code.lower(), user_id=UserFactory().pk)
     page = client.get(f"{TEMPLATES}{template.pk}/change/", **ZH).content.decode()
 
@@ -52,11 +54,11 @@ def test_codes_are_generated_with_a_prefix_recorded_once_and_counted(client):
 @pytest.mark.parametrize(
     ("posted", "field"),
     [
-        ({"count": "0", "prefix": ""}, "count"),
-        ({"count": "100001", "prefix": ""}, "count"),
-        ({"count": "2", "prefix": "春季"}, "prefix"),
-        ({"count": "2", "prefix": "SPRING-1"}, "prefix"),
-        ({"count": "2", "prefix": "NINECHARS"}, "prefix"),
+        ({"count": "0", "code_prefix": ""}, "count"),
+        ({"count": "100001", "code_prefix": ""}, "count"),
+        ({"count": "2", "code_prefix": "春季"}, "code_prefix"),
+        ({"count": "2", "code_prefix": "SPRING-1"}, "code_prefix"),
+        ({"count": "2", "code_prefix": "NINECHARS"}, "code_prefix"),
     ],
 )
 def test_a_bad_count_or_prefix_is_a_form_error_and_nothing_is_made(client, posted, field):
@@ -78,7 +80,7 @@ def test_without_manage_codes_there_is_no_button_and_no_page(client):
 
     page = client.get(f"{TEMPLATES}{template.pk}/change/").content.decode()
     shown = client.get(f"{TEMPLATES}{template.pk}/codes/")
-    posted = client.post(f"{TEMPLATES}{template.pk}/codes/", {"count": "5", "prefix": ""})
+    posted = client.post(f"{TEMPLATES}{template.pk}/codes/", {"count": "5", "code_prefix": ""})
 
     assert "generate-codes" not in page and "claim-records" in page
     assert shown.status_code == posted.status_code == 403
