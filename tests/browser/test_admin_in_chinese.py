@@ -19,6 +19,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 from core import clock
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import grants, issuing
+from coupons.single_use_codes import SingleUseCode
 from orders import services as order_services
 from orders.models import Category, Order, Product
 from tests.support.admin_users import VIEW_ONLY, staff_with
@@ -305,6 +306,7 @@ def test_a_view_only_staff_member_can_act_nowhere(browser, live_server):
     page.goto(f"{admin}coupons/coupontemplate/{shop['percent'].pk}/change/")
     expect(page.locator("a.grant-to-users")).to_have_count(0)
     expect(page.locator("a.export-csv")).to_have_count(0)
+    expect(page.locator("a.generate-codes")).to_have_count(0)
     page.goto(f"{admin}orders/product/{product.pk}/change/")
     expect(page.locator("#id_stock_change")).to_have_count(0)
 
@@ -348,6 +350,7 @@ def test_a_view_only_staff_member_can_act_nowhere(browser, live_server):
             f"{admin}orders/product/{product.pk}/change/",
             {"name": "乌龙茶", "price": "88.00", "stock_change": "1000"},
         ),
+        (f"{admin}coupons/coupontemplate/{template_pk}/codes/", {"count": "5", "code_prefix": ""}),
     ]
     statuses = [page.request.post(url, form=data, headers=headers).status for url, data in forged]
     assert all(status in (200, 302, 403) for status in statuses), statuses
@@ -355,6 +358,8 @@ def test_a_view_only_staff_member_can_act_nowhere(browser, live_server):
     export = page.request.get(f"{admin}coupons/coupontemplate/{template_pk}/coupons.csv")
     assert export.status == 403
 
+    assert page.request.get(f"{admin}coupons/coupontemplate/{template_pk}/codes/").status == 403
+    assert not SingleUseCode.objects.exists()
     assert UserCoupon.objects.count() == coupons_before
     assert not UserCoupon.objects.filter(grant_reason="forged").exists()
     assert sorted(Order.objects.values_list("pk", "status")) == orders_before
