@@ -75,8 +75,8 @@ def test_an_edit_records_each_term_from_and_to_in_the_history(admin_site, staff)
         f"/admin/coupons/coupontemplate/{template.pk}/history/", **ZH
     ).content.decode()
 
-    assert message == "Changed total from 100 to 999999."
-    assert "修改了 总额：从 100 改为 999999。" in page
+    assert message == "Changed issue total from 100 to 999999."
+    assert "修改了 发放总量：从 100 改为 999999。" in page
     assert staff.username in page
 
 
