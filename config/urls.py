@@ -8,6 +8,7 @@ from accounts.admin_login import throttled_admin_login
 from accounts.views import LogoutView, TokenObtainView, TokenRefreshRotatingView, me
 from api.bare import bare
 from api.converters import IdConverter
+from coupons.admin.dashboard import dashboard_view
 from ops.health import healthz
 
 register_converter(IdConverter, "id")
@@ -19,6 +20,8 @@ admin.site.site_url = "/api/docs/"  # "View site": the API is the site
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/login/", throttled_admin_login),  # before admin.site.urls: found first
+    # The admin's home tab (SIMPLEUI_HOME_PAGE).
+    path("admin/dashboard/", admin.site.admin_view(dashboard_view), name="admin-dashboard"),
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the admin's language switch
     path("api/auth/token", TokenObtainView.as_view(), name="token"),

@@ -11,6 +11,10 @@ from django.utils.translation import gettext as _
 
 CURRENCY_SYMBOLS = {"CNY": "¥", "USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "HKD": "HK$"}
 CENTS_PER_UNIT = 100
+# The largest amount a coupon may name (face value, threshold, cap): 10,000,000.00. Storage
+# would take 92 quadrillion; anything past this is a slip (zeros too many, cents typed as
+# units), refused with its field named rather than issued.
+MAX_AMOUNT_CENTS = 10_000_000 * CENTS_PER_UNIT
 AMOUNT_PATTERN = re.compile(r"[0-9]{1,20}(\.[0-9]{1,20})?|\.[0-9]{1,20}")
 
 

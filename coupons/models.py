@@ -8,14 +8,15 @@ from django.db.models.functions import Length, Trim, Upper
 from django.db.models.lookups import Exact, GreaterThan, GreaterThanOrEqual, LessThanOrEqual
 from django.utils.translation import gettext_lazy as _
 
-from core.limits import MAX_BIGINT, MAX_INT_UNSIGNED
+from core.limits import MAX_INT_UNSIGNED
+from core.money import MAX_AMOUNT_CENTS
 from coupons.coupon_status import CouponStatus, coupon_status_q
 from coupons.fields import IncarnationField, MillisecondDateTimeField
 from coupons.grant_reasons import reason_key
 
-# Storage bounds of the columns (BIGINT UNSIGNED capped to what every backend stores signed,
-# INT UNSIGNED). Anything a client sends beyond them is a 400, never an overflow.
-MAX_AMOUNT = MAX_BIGINT
+# Bounds of the columns: amounts as core.money allows them (far inside BIGINT), counts as INT
+# UNSIGNED stores them. Anything a client sends beyond them is a 400, never an overflow.
+MAX_AMOUNT = MAX_AMOUNT_CENTS
 MAX_COUNT = MAX_INT_UNSIGNED
 NAME_MAX_LENGTH = 64
 MAX_PERCENT = 99
@@ -73,7 +74,7 @@ class CouponTemplate(models.Model):
         verbose_name=_("max discount"),
     )
     total = models.PositiveIntegerField(
-        help_text=_("How many may be issued."), verbose_name=_("total")
+        help_text=_("How many may be issued."), verbose_name=_("issue total")
     )
     per_user_limit = models.PositiveIntegerField(default=1, verbose_name=_("per user limit"))
     valid_from = MillisecondDateTimeField(verbose_name=_("valid from"))

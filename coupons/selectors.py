@@ -1,18 +1,18 @@
 """Every read of coupons that is more than one line."""
 
-from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from datetime import date, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, TypeAlias, TypedDict, cast
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Count, OuterRef, QuerySet, Subquery
-from django.db.models.functions import Coalesce, TruncHour
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils.module_loading import import_string
 
 from core.limits import is_id_text
 from coupons.coupon_status import CouponStatus
+from coupons.dashboard import coupons_per_hour, hours_per_day, local_days_span
 from coupons.errors import TemplateNotFound
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.rules import ClaimState, claim_state
@@ -209,36 +209,18 @@ def template_activity_per_day(
     """Claims and uses of a template per day in `zone`, for the `days` days up to today (or up
     to the template's last day once it has ended), oldest first, days without activity as 0.
 
-    The database counts per UTC hour (no time-zone tables needed, at most 24 x days rows per
-    series); the hours are then put into the zone's days here. In a zone whose offset is not a
-    whole number of hours, an hour straddling midnight is counted on the day it starts."""
+    The database counts per UTC hour (at most 24 x days rows per series), put into the zone's
+    days here (coupons.dashboard.hours_per_day)."""
     last_day = min(now, template.valid_until).astimezone(zone).date()
     first_day = max(template.valid_from.astimezone(zone).date(), last_day - timedelta(days - 1))
     if first_day > last_day:
         return []
-    start = datetime.combine(first_day, time.min, tzinfo=zone).astimezone(UTC)
-    end = datetime.combine(last_day + timedelta(days=1), time.min, tzinfo=zone).astimezone(UTC)
-
-    def per_hour(moment_field: str, **filters) -> dict[datetime, int]:
-        rows = (
-            UserCoupon.objects.filter(
-                template=template, **{f"{moment_field}__gte": start, f"{moment_field}__lt": end}
-            )
-            .filter(**filters)
-            .annotate(hour=TruncHour(moment_field, tzinfo=UTC))
-            .order_by()
-            .values("hour")
-            .annotate(n=Count("pk"))
-            .values_list("hour", "n")
-        )
-        return dict(rows)
-
-    claims: dict[date, int] = defaultdict(int)
-    uses: dict[date, int] = defaultdict(int)
-    for hour, n in per_hour("created_at").items():
-        claims[hour.astimezone(zone).date()] += n
-    for hour, n in per_hour("used_at", status=UserCoupon.Status.USED).items():
-        uses[hour.astimezone(zone).date()] += n
+    start, end = local_days_span(first_day, last_day, zone)
+    coupons = UserCoupon.objects.filter(template=template)
+    claimed = coupons.filter(created_at__gte=start, created_at__lt=end)
+    used = coupons.filter(status=UserCoupon.Status.USED, used_at__gte=start, used_at__lt=end)
+    claims = hours_per_day(coupons_per_hour(claimed, "created_at"), zone)
+    uses = hours_per_day(coupons_per_hour(used, "used_at"), zone)
     span = (last_day - first_day).days + 1
     return [
         DayActivity(day=day, claims=claims[day], uses=uses[day])
@@ -253,3 +235,36 @@ def recent_claims(*, template_id: int, limit: int = 10) -> list[UserCoupon]:
         .select_related("user")
         .order_by("-id")[:limit]
     )
+
+
+@dataclass(frozen=True)
+class CodeCounts:
+    created: int
+    used: int
+
+
+def single_use_code_counts(*, template_id: int) -> CodeCounts:
+    """How many single-use codes the template has and how many were spent (one query on the
+    (template_id, id) index)."""
+    counts = SingleUseCode.objects.filter(template_id=template_id).aggregate(
+        created=Count("pk"), used=Count("pk", filter=Q(used_at__isnull=False))
+    )
+    return CodeCounts(created=counts["created"], used=counts["used"])
+
+
+def template_records(
+    *, template_id: int, search: str = "", coupon_ids_of_order: list[int] | None = None
+) -> QuerySet[UserCoupon]:
+    """The template's coupons, newest first, with their users: every claim and use (the
+    admin's 领取/使用记录). `search` is a username (a part of one), or digits: a user id, or
+    an order number whose coupons the caller found (`coupon_ids_of_order`)."""
+    coupons = UserCoupon.objects.filter(template_id=template_id).select_related("user")
+    search = search.strip()
+    if is_id_text(search):
+        matches = Q(user_id=int(search)) | Q(user__username=search)
+        if coupon_ids_of_order:
+            matches |= Q(pk__in=coupon_ids_of_order)
+        coupons = coupons.filter(matches)
+    elif search:
+        coupons = coupons.filter(user__username__icontains=search)
+    return coupons.order_by("-id")

@@ -2,17 +2,39 @@
 coupons/services/codes.py; spent once by the issuing core's decision
 (coupons/services/decision.py)."""
 
+import re
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from coupons.errors import TemplateInvalid
 from coupons.fields import MillisecondDateTimeField
 
 # Single-use codes (SPEC section 18): no look-alikes (no 0/O, 1/I/L), upper case only.
 SINGLE_USE_CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
 SINGLE_USE_CODE_LENGTH = 12  # 31**12 is about 2**59: unguessable at any throttled rate
 MAX_SINGLE_USE_CODES_PER_REQUEST = 100_000
+# An operator's prefix ("SPRING" -> "SPRING-7KQ2..."), so a printed batch says its campaign.
+# Upper-case letters and digits of any kind: it is typed by the operator, not guessed.
+SINGLE_USE_CODE_PREFIX_MAX_LENGTH = 8
+SINGLE_USE_CODE_PREFIX = re.compile(rf"[A-Z0-9]{{1,{SINGLE_USE_CODE_PREFIX_MAX_LENGTH}}}")
+SINGLE_USE_CODE_MAX_LENGTH = SINGLE_USE_CODE_PREFIX_MAX_LENGTH + 1 + SINGLE_USE_CODE_LENGTH
+
+
+def single_use_code_prefix_validate(prefix: object) -> str:
+    """The prefix in upper case, "" for none; TemplateInvalid naming `prefix` otherwise."""
+    if not isinstance(prefix, str):
+        raise TemplateInvalid(fields={"prefix": [gettext("A string is required.")]})
+    cleaned = prefix.strip().upper()
+    if cleaned and not SINGLE_USE_CODE_PREFIX.fullmatch(cleaned):
+        message = gettext("Up to %(count)d letters A-Z and digits, e.g. 618.") % {
+            "count": SINGLE_USE_CODE_PREFIX_MAX_LENGTH
+        }
+        raise TemplateInvalid(fields={"prefix": [message]})
+    return cleaned
 
 
 class SingleUseCode(models.Model):
@@ -25,7 +47,7 @@ class SingleUseCode(models.Model):
         related_name="single_use_codes",
         db_index=False,
     )
-    code = models.CharField(_("code"), max_length=SINGLE_USE_CODE_LENGTH, unique=True)
+    code = models.CharField(_("code"), max_length=SINGLE_USE_CODE_MAX_LENGTH, unique=True)
     used_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -53,7 +75,10 @@ class SingleUseCode(models.Model):
                 name="single_use_code_used_by_has_used_at",
             ),
             models.CheckConstraint(
-                condition=Q(code__regex=rf"^[{SINGLE_USE_CODE_ALPHABET}]{{10,}}$"),
+                condition=Q(
+                    code__regex=rf"^([A-Z0-9]{{1,{SINGLE_USE_CODE_PREFIX_MAX_LENGTH}}}-)?"
+                    rf"[{SINGLE_USE_CODE_ALPHABET}]{{10,}}$"
+                ),
                 name="single_use_code_alphabet",
             ),
         ]

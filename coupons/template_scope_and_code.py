@@ -8,8 +8,9 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
+from core.limits import MAX_BIGINT
 from coupons.catalog import scope_catalog
-from coupons.models import CODE_PATTERN, MAX_AMOUNT, MAX_SCOPE_IDS, CouponTemplate
+from coupons.models import CODE_PATTERN, MAX_SCOPE_IDS, CouponTemplate
 
 
 def one_of(values: list[str]) -> str:
@@ -28,7 +29,7 @@ def scope_validate(
         fail("scope", one_of(CouponTemplate.Scope.values))
         return
     if not isinstance(ids, list) or not all(
-        isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_AMOUNT for i in ids
+        isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_BIGINT for i in ids
     ):
         fail("scope_ids", _("A list of ids (positive whole numbers) is required."))
         return

@@ -5,6 +5,7 @@ import ipaddress
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.http.request import split_domain_port
+from django.middleware.clickjacking import XFrameOptionsMiddleware
 
 from api.exceptions import request_too_large_response, unavailable_for
 from ops.database_faults import breaker
@@ -115,3 +116,9 @@ class ForwardedHeadersFromProxiesMiddleware:
         except ValueError:  # a unix socket, or no address at all
             return False
         return any(peer in network for network in self.trusted)
+
+
+class FramesFromThisSiteOnlyMiddleware(XFrameOptionsMiddleware):
+    """Django's clickjacking guard under a name of our own: simpleui removes Django's from
+    MIDDLEWARE when it starts (its admin shows pages in frames), and X_FRAME_OPTIONS =
+    SAMEORIGIN lets those frames, and no other site's, show our pages."""

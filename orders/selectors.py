@@ -2,9 +2,11 @@
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 
-from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models import Count, OuterRef, QuerySet, Subquery, Sum
+from django.db.models.functions import TruncHour
 from django.urls import reverse
 
 from core import clock
@@ -106,12 +108,18 @@ def paid_uses_of_outer_template() -> Subquery:
 
 
 def orders_using_coupons(
-    *, template_id: int | None = None, coupon_ids: list[int] | None = None, limit: int = 10
+    *,
+    template_id: int | None = None,
+    coupon_ids: list[int] | None = None,
+    order_ids: list[int] | None = None,
+    limit: int = 10,
 ) -> list[ports.CouponOrder]:
     """Newest orders that carry one of `coupon_ids`, or any coupon of `template_id` (cancelled
-    ones too: their coupon went back). The coupons admin calls this through the
-    COUPON_ADMIN_ORDERS_LOOKUP setting; one query."""
+    ones too: their coupon went back), narrowed to `order_ids` when given. The coupons admin
+    calls this through the COUPON_ADMIN_ORDERS_LOOKUP setting; one query."""
     orders = Order.objects.exclude(coupon=None)
+    if order_ids is not None:
+        orders = orders.filter(pk__in=order_ids)
     if template_id is not None:
         orders = orders.filter(coupon__template_id=template_id)
     if coupon_ids is not None:
@@ -162,3 +170,19 @@ def _cart_for_items(items: Sequence[OrderLine]) -> list[ports.CartLine]:
     if missing:
         raise ProductNotFound(f"Product {missing[0]} not found.")
     return cart_lines(lines, products)
+
+
+def coupon_discounts_per_hour(*, start: datetime, end: datetime) -> dict[datetime, int]:
+    """Cents of discount per UTC hour of checkout, from `start` to `end`, on the orders that
+    used a coupon and stand (a cancelled order gave its coupon back). The coupons dashboard
+    calls this through the COUPON_ADMIN_DISCOUNTS_LOOKUP setting; one query."""
+    rows = (
+        Order.objects.filter(coupon__isnull=False, created_at__gte=start, created_at__lt=end)
+        .exclude(status=Order.Status.CANCELLED)
+        .annotate(hour=TruncHour("created_at", tzinfo=UTC))
+        .order_by()
+        .values("hour")
+        .annotate(discount=Sum("discount_amount"))
+        .values_list("hour", "discount")
+    )
+    return {hour: int(discount) for hour, discount in rows}

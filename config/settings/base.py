@@ -6,6 +6,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy
 
 from core.limits import MAX_ID
 
@@ -42,6 +43,9 @@ TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", "")
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
+    # The admin's look (Element UI, decision 0900): before django.contrib.admin, whose templates
+    # it replaces.
+    "simpleui",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -77,8 +81,13 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # simpleui drops Django's XFrameOptionsMiddleware (its tabs are frames); this one lets only
+    # pages of this site frame ours (X_FRAME_OPTIONS below).
+    "ops.middleware.FramesFromThisSiteOnlyMiddleware",
 ]
+
+# W003 names the one library we mean to replace: simpleui's tags by ops/simpleui_tags.py.
+SILENCED_SYSTEM_CHECKS = ["templates.W003"]
 
 ROOT_URLCONF = "config.urls"
 # GET /bench/bare (api/bare.py): DRF with nothing of ours, the benchmark's ceiling row. Off
@@ -100,6 +109,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # simpleui's tags, with the page's language and time zone (ops/simpleui_tags.py).
+            "libraries": {"simpletags": "ops.simpleui_tags"},
         },
     },
 ]
@@ -220,7 +231,9 @@ REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 # a Redis Cluster.
 COUPON_COUNTER_REDIS_URL = os.environ.get("COUPON_COUNTER_REDIS_URL", REDIS_URL)
 COUPON_REDIS_CLUSTER = os.environ.get("COUPON_REDIS_CLUSTER", "0") == "1"
-# Prepended to every counter key; lets several deployments (or test runs) share one Redis.
+# Prepended to every key this deployment writes in Redis, the counter's and the cache's (the
+# throttles): several deployments, test runs or `make run`s share one Redis without meeting.
+# config/settings/local.py makes one per checkout, database and port when it is not set.
 COUPON_REDIS_PREFIX = os.environ.get("COUPON_REDIS_PREFIX", "")
 # Every counter call is on a request's path, so one timeout (connect and read) bounds each.
 COUPON_COUNTER_CLAIM_TIMEOUT = float(os.environ.get("COUPON_COUNTER_CLAIM_TIMEOUT", "0.25"))
@@ -238,6 +251,7 @@ CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",
         "LOCATION": REDIS_URL,
+        "KEY_PREFIX": COUPON_REDIS_PREFIX,
         "OPTIONS": {
             "SOCKET_CONNECT_TIMEOUT": 0.25,
             "SOCKET_TIMEOUT": 0.25,
@@ -433,9 +447,24 @@ DEMO_DATA_ALLOWED = False
 
 # --- The operator's admin ---------------------------------------------------------------------
 
+# The admin's look (decision 0900): django-simpleui, every file served from our static files,
+# nothing reported anywhere, no check for a newer version; its home tab is the dashboard.
+SIMPLEUI_STATIC_OFFLINE = True
+SIMPLEUI_ANALYSIS = False
+SIMPLEUI_HOME_INFO = False  # the card that links to simpleui's sites and looks for updates
+SIMPLEUI_HOME_ACTION = False
+SIMPLEUI_LOADING = False
+SIMPLEUI_LOGIN_PARTICLES = False  # an animation that costs the CPU and says nothing
+SIMPLEUI_HOME_PAGE = "/admin/dashboard/"
+SIMPLEUI_HOME_TITLE = gettext_lazy("Dashboard")
+SIMPLEUI_HOME_ICON = "fas fa-chart-line"
+X_FRAME_OPTIONS = "SAMEORIGIN"
+
 # Coupons does not import orders; the coupons admin asks this callable which orders used a
 # template's or a coupon's coupons (SPEC section 10's injection rule).
 COUPON_ADMIN_ORDERS_LOOKUP = "orders.selectors.orders_using_coupons"
 # ... and this one for "used" in the funnel and its use rate (核销率): coupons of paid orders,
 # as a correlated subquery on the template.
 COUPON_PAID_USES = "orders.selectors.paid_uses_of_outer_template"
+# ... and how much discount the orders that used a coupon gave, per hour (the dashboard).
+COUPON_ADMIN_DISCOUNTS_LOOKUP = "orders.selectors.coupon_discounts_per_hour"

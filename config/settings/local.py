@@ -1,11 +1,25 @@
 """Local development: `make run`. Safe defaults for a laptop, never for the internet."""
 
+import os
+
+from config.settings.local_redis import local_redis_prefix
 from config.settings.secret_key import local_secret_key
 
 from .base import *  # noqa: F403
-from .base import SECRET_KEY, VAR_DIR
+from .base import BASE_DIR, CACHES, COUPON_REDIS_PREFIX, DATABASES, SECRET_KEY, VAR_DIR
 
 # No key in the environment: one made for this checkout on first start, kept in var/ (which
 # git ignores), so no key anyone else knows ever signs this server's tokens.
 SECRET_KEY = SECRET_KEY or local_secret_key(VAR_DIR / "secret_key")
 DEMO_DATA_ALLOWED = True  # seed_demo's published password is fine here
+
+# No prefix in the environment: one of this checkout, database and port (PORT, which make run
+# and scripts/serve set), for the counter and the cache alike.
+if not COUPON_REDIS_PREFIX:
+    database = DATABASES["default"]
+    COUPON_REDIS_PREFIX = local_redis_prefix(
+        checkout=str(BASE_DIR),
+        database=f"{database.get('HOST', '')}:{database.get('PORT', '')}/{database['NAME']}",
+        port=os.environ.get("PORT", "8000"),
+    )
+    CACHES = {**CACHES, "default": {**CACHES["default"], "KEY_PREFIX": COUPON_REDIS_PREFIX}}

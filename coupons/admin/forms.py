@@ -13,7 +13,7 @@ from core.money import MoneyInvalid, format_cents, parse_money
 from coupons.admin.display import zhe
 from coupons.catalog import scope_catalog
 from coupons.errors import TemplateInvalid
-from coupons.models import MAX_AMOUNT, CouponTemplate
+from coupons.models import MAX_AMOUNT, MAX_PERCENT, CouponTemplate
 from coupons.services import templates
 
 
@@ -122,7 +122,8 @@ class CouponTemplateForm(forms.ModelForm):
         labels = {
             "name": gettext_lazy("name"),
             "type": gettext_lazy("type"),
-            "total": gettext_lazy("total"),
+            # How many coupons, never money: "total" alone read as 总额 (an amount).
+            "total": gettext_lazy("issue total"),
             "per_user_limit": gettext_lazy("per user limit"),
             "valid_from": gettext_lazy("valid from"),
             "valid_until": gettext_lazy("valid until"),
@@ -279,6 +280,8 @@ def value_from_form(kind: str | None, text: str) -> int:
     if kind == CouponTemplate.Type.PERCENT:
         if not (text.isascii() and text.isdigit() and len(text) <= 3):
             raise forms.ValidationError(_("A whole percent, 1 to 99."))
+        if not 1 <= int(text) <= MAX_PERCENT:  # said here: the deep-discount check would misread it
+            raise forms.ValidationError(templates.percent_range_message())
         return int(text)
     try:
         return parse_money(text)

@@ -7,18 +7,14 @@ its own for templates; the history page words the records with their amounts."""
 from typing import TYPE_CHECKING
 
 from django.contrib import admin
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, StreamingHttpResponse
-from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import path
-from django.utils import translation
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from accounts.audit_admin import StaffHistoryAdmin
-from accounts.staff_actions import StaffAction, staff_action_record, staff_may
+from accounts.staff_actions import StaffAction, staff_may
 from core import clock
 from core.admin_fields import RefusalAsFormErrorAdmin, RefusedOnSave
 from core.money import format_money
@@ -35,7 +31,8 @@ from coupons.admin.display import (
 )
 from coupons.admin.filters import StateFilter, TypeFilter
 from coupons.admin.forms import SCOPE_PICKERS, CouponTemplateForm
-from coupons.admin.reports import csv_lines, in_language, template_report
+from coupons.admin.reports import template_report
+from coupons.admin.template_pages import TemplatePagesAdmin
 from coupons.catalog import scope_catalog
 from coupons.errors import TemplateInvalid
 from coupons.models import CouponTemplate
@@ -50,7 +47,7 @@ class TemplateDeleteRefused(Exception):
 
 
 @admin.register(CouponTemplate)
-class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin):
+class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin, TemplatePagesAdmin):
     form = CouponTemplateForm
     change_form_template = "admin/coupons/coupontemplate/change_form.html"
     list_display = [
@@ -90,11 +87,13 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin):
         return selectors.templates_with_funnel(now=clock.now())
 
     # Once claimed, the frozen terms are shown read-only, money as money (a read-only model
-    # field would show raw cents); the form's own fields for them go.
+    # field would show raw cents); the form's own fields for them go. The scope is shown once:
+    # scope_names says its kind and what it names ("Products of some categories: Tea").
     FROZEN_SHOWN_AS = {
         "value": "value_shown",
         "min_amount": "min_amount_money",
         "max_discount": "max_discount_money",
+        "scope": None,
         "scope_ids": "scope_names",
     }
     FORM_DECLARED = (
@@ -126,8 +125,7 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin):
             return self.editable_terms()
         if not self.is_frozen(obj):
             return [*self.editable_terms(), *self.readonly_fields]
-        terms = [self.FROZEN_SHOWN_AS.get(field, field) for field in templates.TEMPLATE_TERMS]
-        return [*terms, *self.readonly_fields]
+        return [*self.frozen_shown(templates.TEMPLATE_TERMS), *self.readonly_fields]
 
     def get_exclude(self, request, obj=None):
         # Without this the model's own (cents) fields would stand in for the money fields.
@@ -136,8 +134,13 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin):
     def get_readonly_fields(self, request, obj=None):
         if not self.is_frozen(obj):
             return self.readonly_fields
-        shown = [self.FROZEN_SHOWN_AS.get(field, field) for field in templates.FROZEN_ONCE_CLAIMED]
-        return [*shown, *self.readonly_fields]
+        return [*self.frozen_shown(templates.FROZEN_ONCE_CLAIMED), *self.readonly_fields]
+
+    @classmethod
+    def frozen_shown(cls, fields) -> list[str]:
+        """What a frozen template's page shows for `fields`, in their order."""
+        shown = (cls.FROZEN_SHOWN_AS.get(field, field) for field in fields)
+        return [name for name in shown if name is not None]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
@@ -186,7 +189,7 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin):
             "{}<br>– {}", local_datetime(template.valid_from), local_datetime(template.valid_until)
         )
 
-    @admin.display(description=gettext_lazy("claimed / total"), ordering="claimed_count")
+    @admin.display(description=gettext_lazy("claimed / issue total"), ordering="claimed_count")
     def claimed_of_total(self, template: CouponTemplate) -> str:
         return f"{template.claimed_count} / {template.total}"
 
@@ -212,34 +215,6 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin):
         return super().has_delete_permission(request, obj)
 
     # --- The template page: funnel, chart, recent claims, orders, export ------------------------
-
-    def get_urls(self):
-        export = self.admin_site.admin_view(self.export_coupons_csv)
-        grant = self.admin_site.admin_view(self.grant_view)
-        return [
-            path("<path:object_id>/coupons.csv", export, name="coupons_coupontemplate_export"),
-            path("<path:object_id>/grant/", grant, name="coupons_coupontemplate_grant"),
-            *super().get_urls(),
-        ]
-
-    def grant_view(self, request, object_id: str):
-        """ "Grant to users" from the template's page: the list action's page and service
-        (coupons/admin/grants.py) for this one template, then back to the template."""
-        template = self.get_object(request, object_id)
-        if template is None:
-            raise Http404(_("No such coupon template."))
-        if not self.has_grant_permission(request):
-            raise PermissionDenied
-        answer = grants.grant_to_users(self, request, CouponTemplate.objects.filter(pk=template.pk))
-        if answer is None:  # granted; the outcome is in the page's messages
-            return redirect("admin:coupons_coupontemplate_change", template.pk)
-        return answer
-
-    def has_grant_permission(self, request) -> bool:
-        return grants.may_grant(request)
-
-    def has_export_permission(self, request) -> bool:
-        return staff_may(request.user, StaffAction.COUPONS_EXPORT)
 
     def has_pause_permission(self, request) -> bool:
         return staff_may(request.user, StaffAction.TEMPLATE_PAUSE)
@@ -267,29 +242,16 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin):
                 report["export_url"] = None
             if not self.has_grant_permission(request):
                 report["grant_url"] = None
+            report["code_counts"] = selectors.single_use_code_counts(template_id=template.pk)
+            report["records_url"] = reverse(
+                "admin:coupons_coupontemplate_records", args=[template.pk]
+            )
+            if self.has_manage_codes_permission(request):
+                report["codes_url"] = reverse(
+                    "admin:coupons_coupontemplate_codes", args=[template.pk]
+                )
             extra_context = {**(extra_context or {}), **report}
         return super().change_view(request, object_id, form_url, extra_context)
-
-    def export_coupons_csv(self, request, object_id: str) -> StreamingHttpResponse:
-        """Every coupon of the template as CSV, streamed in keyset batches: memory and the first
-        byte do not wait for the whole template."""
-        template = self.get_object(request, object_id)
-        if template is None:
-            raise Http404(_("No such coupon template."))
-        if not self.has_export_permission(request):
-            raise PermissionDenied
-        # A download has no service: it is recorded here, with how many coupons it holds.
-        staff_action_record(
-            actor=request.user,
-            action=StaffAction.COUPONS_EXPORT,
-            target=template,
-            amounts={"count": template.claimed_count},
-        )
-        # Streamed after the view returns: the lines keep the language of this request.
-        lines = in_language(csv_lines(template, now=clock.now()), translation.get_language())
-        response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="coupon-{template.pk}.csv"'
-        return response
 
     # --- Saving and deleting through the services ---------------------------------------------
 

@@ -21,6 +21,7 @@ from coupons.single_use_codes import (
     SINGLE_USE_CODE_ALPHABET,
     SINGLE_USE_CODE_LENGTH,
     SingleUseCode,
+    single_use_code_prefix_validate,
 )
 
 # One INSERT per batch: measured at 100,000 codes (larger batches gained little and make one
@@ -46,11 +47,15 @@ def single_use_code_new() -> str:
     return "".join(characters)
 
 
-def single_use_codes_create(*, template_id: int, count: int, actor: Actor | None = None) -> int:
+def single_use_codes_create(
+    *, template_id: int, count: int, actor: Actor | None = None, prefix: str = ""
+) -> int:
     """Create `count` (1..100,000) new unique single-use codes for a template and return how
     many were created. From then on the template is issued only by its single-use codes or by
     grants (not by id, nor by its shared code). `actor` must hold coupons.manage_codes and
-    is recorded with the count. Options that shape the codes come as keyword arguments.
+    is recorded with the count. With a `prefix`
+    (coupons.single_use_codes: letters and digits, upper-cased) each code starts with it and
+    a dash: "SPRING-7KQ2MZ9XHR4T".
 
     The codes never outnumber the template's remaining total: `count` must be at most
     total - claimed_count - the template's unused codes (400 naming `count`). Creations of one
@@ -71,6 +76,7 @@ def single_use_codes_create(*, template_id: int, count: int, actor: Actor | None
                 ]
             }
         )
+    prefix = single_use_code_prefix_validate(prefix)
     with _one_creation_at_a_time(template_id):
         template = CouponTemplate.objects.filter(pk=template_id).first()
         if template is None:
@@ -80,7 +86,7 @@ def single_use_codes_create(*, template_id: int, count: int, actor: Actor | None
         try:
             while len(inserted) < count:
                 batch = min(CODES_PER_INSERT, count - len(inserted))
-                inserted += _insert_batch(template_id=template_id, size=batch)
+                inserted += _insert_batch(template_id=template_id, size=batch, prefix=prefix)
             _codes_created(template_id=template_id, count=count, actor=actor)
         except BaseException:
             _delete_unused(inserted)
@@ -161,12 +167,12 @@ def _delete_unused(codes: list[str]) -> None:
         SingleUseCode.objects.filter(code__in=chunk, used_at__isnull=True).delete()
 
 
-def _insert_batch(*, template_id: int, size: int) -> list[str]:
+def _insert_batch(*, template_id: int, size: int, prefix: str = "") -> list[str]:
     """Insert `size` new codes in one transaction of their own; returns them."""
     for _attempt in range(MAX_ATTEMPTS_PER_BATCH):
         codes: set[str] = set()
         while len(codes) < size:
-            codes.add(single_use_code_new())
+            codes.add(f"{prefix}-{single_use_code_new()}" if prefix else single_use_code_new())
         try:
             with transaction.atomic():  # a collision undoes this batch only
                 SingleUseCode.objects.bulk_create(

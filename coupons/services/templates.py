@@ -10,6 +10,7 @@ from django.utils.translation import gettext as _
 
 from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
 from core import clock
+from core.money import format_money
 from coupons.errors import (
     TemplateInvalid,
     TemplateNotFound,
@@ -41,6 +42,11 @@ FROZEN_ONCE_CLAIMED = (
 )
 
 
+def percent_range_message() -> str:
+    """Why a percent such as 150 is refused, and what to type."""
+    return _("A percent coupon takes 1 to 99 percent off: 15 means 15 percent off (85折).")
+
+
 def template_terms_validate(
     terms: dict[str, Any], *, current: CouponTemplate | None = None
 ) -> dict[str, Any]:
@@ -53,12 +59,21 @@ def template_terms_validate(
     def fail(field: str, message: str) -> None:
         errors.setdefault(field, []).append(message)
 
-    def check_int(field: str, low: int, high: int) -> None:
+    def check_int(field: str, low: int, high: int, *, message: str | None = None) -> None:
         value = clean.get(field)
         if not isinstance(value, int) or isinstance(value, bool):
             fail(field, _("A whole number is required."))
         elif not low <= value <= high:
-            fail(field, _("Must be between %(low)s and %(high)s.") % {"low": low, "high": high})
+            fail(
+                field,
+                message or _("Must be between %(low)s and %(high)s.") % {"low": low, "high": high},
+            )
+
+    def check_amount(field: str, low: int) -> None:
+        """An amount in cents, said both ways: the admin types money, the API cents."""
+        shown = {"low": format_money(low), "high": format_money(MAX_AMOUNT), "max": MAX_AMOUNT}
+        message = _("Must be from %(low)s to %(high)s (at most %(max)d cents).") % shown
+        check_int(field, low, MAX_AMOUNT, message=message)
 
     name = clean.get("name")
     if not isinstance(name, str):
@@ -74,14 +89,14 @@ def template_terms_validate(
     if clean.get("type") not in CouponTemplate.Type.values:
         fail("type", one_of(CouponTemplate.Type.values))
     if clean.get("type") == CouponTemplate.Type.PERCENT:
-        check_int("value", 1, MAX_PERCENT)  # the percent off
+        check_int("value", 1, MAX_PERCENT, message=percent_range_message())  # the percent off
     else:
-        check_int("value", 1, MAX_AMOUNT)
-    check_int("min_amount", 0, MAX_AMOUNT)
+        check_amount("value", 1)
+    check_amount("min_amount", 0)
     check_int("total", 1, MAX_COUNT)
     check_int("per_user_limit", 1, MAX_COUNT)
     if clean.get("max_discount") is not None:
-        check_int("max_discount", 1, MAX_AMOUNT)
+        check_amount("max_discount", 1)
         if clean.get("type") != CouponTemplate.Type.PERCENT:
             fail("max_discount", _("Only a percent coupon may have a cap; leave it empty."))
     if clean.get("valid_days") is not None:

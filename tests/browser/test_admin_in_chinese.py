@@ -6,6 +6,7 @@ Debian's Chromium, driven by Playwright against pytest-django's live server."""
 
 import csv
 import io
+import re
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -18,6 +19,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 from core import clock
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import grants, issuing
+from coupons.single_use_codes import SingleUseCode
 from orders import services as order_services
 from orders.models import Category, Order, Product
 from tests.support.admin_users import VIEW_ONLY, staff_with
@@ -62,16 +64,37 @@ def run_action(page: Page, action: str, *, row: int | None = None) -> None:
         page.locator("#action-toggle").check()
     else:
         page.locator(f"input[name=_selected_action][value='{row}']").check()
-    page.select_option("select[name=action]", action)
-    submit(page, "button[name=index]")
+    submit(page, f"button[data-name={action}]")  # simpleui: a button per action
 
 
 def log_in(page: Page, admin: str, username: str) -> None:
     page.goto(admin)
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit]")
-    expect(page.locator("#user-tools")).to_be_visible()
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click(".login-btn button")
+    # simpleui's frame: the menu, and the user's name on its menu.
+    expect(page.locator("#main .el-dropdown")).to_contain_text(username)
+
+
+def requests_leaving(context: BrowserContext, live_server) -> list[str]:
+    """Every request the pages of `context` make, from now on, to anywhere but the live
+    server (simpleui's and ECharts' files are all ours: nothing from a CDN, nothing reported)."""
+    leaving: list[str] = []
+
+    def note(request) -> None:
+        if not request.url.startswith((live_server.url, "data:", "blob:", "about:")):
+            leaving.append(request.url)
+
+    context.on("request", note)
+    return leaving
+
+
+def menu_pages(page: Page, admin: str) -> set[str]:
+    """The pages simpleui's menu opens (its menu is drawn from a script, not from links)."""
+    urls = page.evaluate(
+        "() => menus.flatMap(menu => (menu.models || [menu]).map(model => model.url))"
+    )
+    return {urljoin(admin, url) for url in urls if url}
 
 
 def a_shop() -> dict:
@@ -129,12 +152,17 @@ def a_shop() -> dict:
     }
 
 
-def admin_links(page: Page, admin: str) -> set[str]:
-    """The admin pages a page links to, without query strings (filters and sorting show the
-    same texts) and without the links that leave, log out or act."""
+# simpleui's buttons that open a page name it in the HTML it was sent, not as a link: "add"
+# (url="..."), "history" (go_url('...')) and "delete" (del('...')).
+BUTTON_URLS = re.compile(r"""(?:\surl="|go_url\('|del\(')([^"']+)""")
+
+
+def admin_links(page: Page, admin: str, html: str) -> set[str]:
+    """The admin pages a page links to or opens with a button, without query strings (filters
+    and sorting show the same texts) and without the links that leave, log out or act."""
     hrefs = page.eval_on_selector_all("a[href]", "links => links.map(link => link.href)")
     found = set()
-    for href in hrefs:
+    for href in [*hrefs, *BUTTON_URLS.findall(html)]:
         url = urljoin(page.url, href).split("#")[0]
         if not url.startswith(admin) or "?" in url:
             continue
@@ -169,14 +197,17 @@ def test_every_admin_page_and_form_is_chinese(browser, live_server):
     shop = a_shop()
     admin = f"{live_server.url}/admin/"
     context = chinese_context(browser, live_server)
+    leaving = requests_leaving(context, live_server)
     page = context.new_page()
     log_in(page, admin, "operator")
     started = time.monotonic()
     english = EnglishFound()
+    expect(page.frame_locator("iframe").first.locator("#chart-activity svg")).to_be_visible()
+    english.check(page, "simpleui's frame with the dashboard tab")
 
-    # Walk every admin page reachable from the index: lists, add and change forms, history,
-    # delete confirmations, the template's grant page, user password pages.
-    to_visit, visited = [admin], set()
+    # Walk every admin page reachable from the menu and the dashboard: lists, add and change
+    # forms, history, delete confirmations, the template's grant page, user password pages.
+    to_visit, visited = sorted(menu_pages(page, admin)) + [f"{admin}dashboard/"], {admin}
     while to_visit:
         url = to_visit.pop()
         if url in visited:
@@ -185,17 +216,26 @@ def test_every_admin_page_and_form_is_chinese(browser, live_server):
         response = page.goto(url)
         assert response.status in (200, 409), f"{url}: {response.status}"
         english.check(page, url)
-        to_visit.extend(sorted(admin_links(page, admin) - visited))
+        to_visit.extend(sorted(admin_links(page, admin, response.text()) - visited))
     assert len(visited) > 40, sorted(visited)
-    for expected in ("/grant/", "/history/", "/delete/", "/password/", "/orders/category/"):
+    for expected in (
+        "/grant/",
+        "/history/",
+        "/delete/",
+        "/password/",
+        "/orders/category/",
+        "/dashboard/",
+        "/records/",
+        "/codes/",
+    ):
         assert any(expected in url for url in visited), expected
 
     # Forms sent back with errors: every add form empty, then the template form wrong.
     add_forms = sorted(url for url in visited if url.endswith("/add/"))
     for url in add_forms:
         page.goto(url)
-        submit(page, "input[name=_save]")
-        expect(page.locator(".errornote")).to_be_visible()
+        submit(page, "[name=_save]")
+        expect(page.locator("#alert .el-alert--error")).to_be_visible()
         english.check(page, f"{url} with errors")
     page.goto(f"{admin}coupons/coupontemplate/add/")
     page.fill("#id_name", "错误示例")
@@ -204,7 +244,7 @@ def test_every_admin_page_and_form_is_chinese(browser, live_server):
     page.fill("#id_total", "0")
     page.fill("#id_code", "no")
     page.select_option("#id_scope", "categories")
-    submit(page, "input[name=_save]")
+    submit(page, "[name=_save]")
     expect(page.locator(".field-value .errorlist")).to_be_visible()
     english.check(page, "the template form with every kind of error")
 
@@ -215,7 +255,7 @@ def test_every_admin_page_and_form_is_chinese(browser, live_server):
     page.fill("#id_users", "zhangsan\nnobody")
     page.fill("#id_reason", "活动")
     submit(page, "#grant-to-users input[type=submit]")
-    expect(page.locator(".messagelist")).to_contain_text("zhangsan")
+    expect(page.locator(".el-notification")).to_contain_text("zhangsan")
     english.check(page, "the grant's result")
     page.goto(f"{admin}auth/user/")
     run_action(page, "grant_coupon_to_users", row=shop["zhangsan"].pk)
@@ -223,16 +263,17 @@ def test_every_admin_page_and_form_is_chinese(browser, live_server):
     page.select_option("#id_template", str(shop["direct"].pk))
     page.fill("#id_reason", "回访")
     submit(page, "#grant-to-selected-users input[type=submit]")
-    expect(page.locator(".messagelist")).to_contain_text("zhangsan")
+    expect(page.locator(".el-notification")).to_contain_text("zhangsan")
     english.check(page, "the user list's grant result")
     page.goto(f"{admin}coupons/coupontemplate/{shop['direct'].pk}/history/")
     english.check(page, "the template's history with the grant")
     page.goto(f"{admin}orders/order/")
     run_action(page, "cancel_orders")
-    expect(page.locator(".messagelist .success")).to_be_visible()
+    expect(page.locator(".el-notification .el-icon-success")).to_be_visible()
     english.check(page, "the cancel action's result")
     assert Order.objects.filter(status=Order.Status.PENDING_PAYMENT).count() == 0
 
+    assert leaving == [], leaving
     assert not english.pages, "English left:\n" + "\n".join(
         f"{where}: {words}" for where, words in english.pages.items()
     )
@@ -258,11 +299,14 @@ def test_a_view_only_staff_member_can_act_nowhere(browser, live_server):
     # No action, button or field that acts is shown to them.
     for listing in ("coupons/coupontemplate/", "auth/user/", "orders/order/", "orders/product/"):
         page.goto(f"{admin}{listing}")
-        expect(page.locator("select[name=action]")).to_have_count(0)
+        expect(page.locator(".actions button[data-name]:not([data-name=add_item])")).to_have_count(
+            0
+        )
         assert_chinese(page, listing)
     page.goto(f"{admin}coupons/coupontemplate/{shop['percent'].pk}/change/")
     expect(page.locator("a.grant-to-users")).to_have_count(0)
     expect(page.locator("a.export-csv")).to_have_count(0)
+    expect(page.locator("a.generate-codes")).to_have_count(0)
     page.goto(f"{admin}orders/product/{product.pk}/change/")
     expect(page.locator("#id_stock_change")).to_have_count(0)
 
@@ -306,6 +350,7 @@ def test_a_view_only_staff_member_can_act_nowhere(browser, live_server):
             f"{admin}orders/product/{product.pk}/change/",
             {"name": "乌龙茶", "price": "88.00", "stock_change": "1000"},
         ),
+        (f"{admin}coupons/coupontemplate/{template_pk}/codes/", {"count": "5", "code_prefix": ""}),
     ]
     statuses = [page.request.post(url, form=data, headers=headers).status for url, data in forged]
     assert all(status in (200, 302, 403) for status in statuses), statuses
@@ -313,6 +358,8 @@ def test_a_view_only_staff_member_can_act_nowhere(browser, live_server):
     export = page.request.get(f"{admin}coupons/coupontemplate/{template_pk}/coupons.csv")
     assert export.status == 403
 
+    assert page.request.get(f"{admin}coupons/coupontemplate/{template_pk}/codes/").status == 403
+    assert not SingleUseCode.objects.exists()
     assert UserCoupon.objects.count() == coupons_before
     assert not UserCoupon.objects.filter(grant_reason="forged").exists()
     assert sorted(Order.objects.values_list("pk", "status")) == orders_before

@@ -81,6 +81,9 @@ def test_name_of_64_multibyte_characters_is_accepted(staff_client):
         ({"value": "ten"}, "value"),
         ({"value": 2**64}, "value"),
         ({"value": 10**40}, "value"),
+        ({"value": 120_000_000_000_000}, "value"),  # 1.2 trillion yuan, in cents
+        ({"type": "percent", "value": 150, "min_amount": 0}, "value"),
+        ({"min_amount": 10**9 + 1}, "min_amount"),
         ({"min_amount": -5}, "min_amount"),
         ({"min_amount": 4999}, "min_amount"),
         ({"type": "direct", "min_amount": 100}, "min_amount"),
@@ -110,6 +113,27 @@ def test_each_rule_is_a_400_naming_the_field(staff_client, change, field):
     body = response.json()
     assert body["code"] == "invalid"
     assert list(body["fields"]) == [field]
+    assert CouponTemplate.objects.count() == 0
+
+
+def test_an_implausible_amount_and_a_percent_past_99_say_why(staff_client):
+    amount = staff_client.post("/api/admin/coupons", VALID | {"value": 1.2e14}, format="json")
+    too_big = staff_client.post(
+        "/api/admin/coupons", VALID | {"value": 120_000_000_000_000}, format="json"
+    )
+    percent = staff_client.post(
+        "/api/admin/coupons",
+        VALID | {"type": "percent", "value": 150, "min_amount": 0},
+        format="json",
+    )
+
+    assert amount.status_code == too_big.status_code == percent.status_code == 400
+    assert too_big.json()["fields"] == {
+        "value": ["Must be from ¥0.01 to ¥10,000,000.00 (at most 1000000000 cents)."]
+    }
+    assert percent.json()["fields"] == {
+        "value": ["A percent coupon takes 1 to 99 percent off: 15 means 15 percent off (85折)."]
+    }
     assert CouponTemplate.objects.count() == 0
 
 

@@ -97,3 +97,39 @@ def test_the_admin_has_no_bulk_delete(admin_site):
     page = admin_site.get(CHANGELIST)
     assert b"delete_selected" not in page.content
     assert b"grant_to_users" in page.content
+
+
+def test_a_percent_past_99_is_refused_with_what_to_type(admin_site):
+    response = admin_site.post(f"{CHANGELIST}add/", form_data(value="150"))
+
+    errors = response.context["adminform"].form.errors
+    assert errors["value"] == [
+        "A percent coupon takes 1 to 99 percent off: 15 means 15 percent off (85折)."
+    ]
+    assert CouponTemplate.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"type": "direct", "value": "1200000000000", "max_discount": ""}, "value"),
+        ({"min_amount": "1,200,000,000,000.00"}, "min_amount"),
+        ({"max_discount": "10000000.01"}, "max_discount"),
+    ],
+)
+def test_an_implausible_amount_is_refused(admin_site, overrides, field):
+    response = admin_site.post(f"{CHANGELIST}add/", form_data(**overrides))
+
+    errors = response.context["adminform"].form.errors
+    assert list(errors) == [field]
+    assert "10,000,000.00" in errors[field][0]
+    assert CouponTemplate.objects.count() == 0
+
+
+def test_the_amount_bound_admits_ten_million(admin_site):
+    response = admin_site.post(
+        f"{CHANGELIST}add/", form_data(type="direct", value="10000000.00", max_discount="")
+    )
+
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    assert CouponTemplate.objects.get().value == 10_000_000_00

@@ -63,8 +63,8 @@ def test_a_view_only_staff_member_sees_no_grant_or_export_and_issues_nothing(cli
     grant_page = client.get(f"{LIST_URL}{template.pk}/grant/")
     export = client.get(f"{LIST_URL}{template.pk}/coupons.csv")
 
-    assert 'value="grant_to_users"' not in template_list
-    assert 'value="grant_coupon_to_users"' not in users_list
+    assert 'data-name="grant_to_users"' not in template_list
+    assert 'data-name="grant_coupon_to_users"' not in users_list
     assert "grant-to-users" not in page and "export-csv" not in page
     # The actions are unknown to them (the list again, "No action selected."); the page is 403.
     assert answers == [200, 403, 200]
@@ -86,7 +86,7 @@ def test_the_grant_permission_alone_grants_from_every_place(client):
         response = client.post(url, data | {"reason": f"reason {index}"})
         assert response.status_code == 302, url
 
-    assert 'value="grant_to_users"' in template_list
+    assert 'data-name="grant_to_users"' in template_list
     assert "grant-to-users" in page and "export-csv" not in page
     granted = UserCoupon.objects.filter(user=grantee).order_by("pk")
     assert [(c.source, c.granted_by_id, c.grant_reason) for c in granted] == [

@@ -240,3 +240,24 @@ def test_a_scope_frozen_meanwhile_is_named_in_the_admins_language(admin_site):
         label = str(CouponTemplateForm.base_fields["scope_categories"].label)
     assert label != "categories in scope" and f"“{label}”" in error
     assert "scope" not in error
+
+
+def field_labels(page: str) -> list[str]:
+    """The labels of the page's form rows, as an operator reads them (tags and colons off)."""
+    labels = re.findall(r"<label[^>]*>(.*?)</label>", page, flags=re.S)
+    return [re.sub(r"<[^>]+>", "", label).strip().rstrip(":：") for label in labels]
+
+
+def test_the_issue_total_is_a_count_and_the_scope_is_shown_once(admin_site):
+    tea = Category.objects.create(name="茶叶")
+    template = CouponTemplateFactory(scope="categories", scope_ids=[tea.pk])
+    add_page = admin_site.get(f"{LIST_URL}add/", **ZH).content.decode()
+    CouponTemplate.objects.filter(pk=template.pk).update(claimed_count=1)  # frozen
+
+    frozen = admin_site.get(f"{LIST_URL}{template.pk}/change/", **ZH).content.decode()
+    listed = admin_site.get(LIST_URL, **ZH).content.decode()
+
+    assert "发放总量" in field_labels(add_page) and "总额" not in field_labels(add_page)
+    assert field_labels(frozen).count("适用范围") == 1
+    assert "指定类目的商品：茶叶" in frozen
+    assert "已领取 / 发放总量" in listed

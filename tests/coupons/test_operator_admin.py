@@ -425,7 +425,7 @@ def test_a_bad_admin_filter_answers_an_admin_page_not_json(admin_site):
 
     assert response.status_code == 400
     assert response["Content-Type"].startswith("text/html")
-    assert "Coupons administration" in response.content.decode()
+    assert "<title>Bad request | Coupons admin</title>" in response.content.decode()
 
 
 def test_an_unknown_admin_address_is_an_admin_page_and_the_api_stays_json(admin_site):
@@ -438,9 +438,9 @@ def test_an_unknown_admin_address_is_an_admin_page_and_the_api_stays_json(admin_
 
 
 def test_view_site_leads_to_the_api_docs(admin_site):
-    page = admin_site.get("/admin/").content.decode()
+    page = admin_site.get("/admin/dashboard/").content.decode()
 
-    assert '<a href="/api/docs/">' in page
+    assert '<a href="/api/docs/" id="view-site">' in page
 
 
 # --- Grants from the template page and the user list --------------------------------------------

@@ -75,3 +75,15 @@ def test_the_printed_curl_lines_work_on_the_real_port_and_match_the_readme(
     assert listed["count"] == CouponTemplate.objects.filter(visibility="public").count()
     assert claimed["template_id"] == claimable
     assert [coupon["id"] for coupon in mine["results"]] == [claimed["id"]]
+
+
+def test_what_make_run_prints_names_the_time_zone_and_the_redis_prefix(settings):
+    settings.TIME_ZONE = "Asia/Shanghai"
+    call_command("seed_demo_products", stdout=StringIO())
+    out = StringIO()
+
+    call_command("seed_demo", stdout=out)
+
+    printed = [line.strip() for line in out.getvalue().splitlines()]
+    assert "Times:     shown in Asia/Shanghai (TIME_ZONE to change)" in printed
+    assert f"Redis:     keys under {settings.COUPON_REDIS_PREFIX}" in printed

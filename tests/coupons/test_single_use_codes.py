@@ -7,6 +7,7 @@ import re
 import pytest
 from django.contrib.auth.models import Permission
 
+from coupons.errors import TemplateInvalid
 from coupons.models import UserCoupon
 from coupons.services import codes
 from coupons.single_use_codes import SingleUseCode
@@ -213,3 +214,17 @@ def test_the_admin_exports_the_codes_as_csv_to_whoever_may_export(admin_site, cl
     allowed = client.post("/admin/coupons/coupontemplate/", export)
     assert allowed.status_code == 200
     assert len(b"".join(allowed.streaming_content).decode().splitlines()) == 4
+
+
+@pytest.mark.django_db
+def test_a_prefix_starts_every_code_and_a_bad_one_makes_none():
+    template = CouponTemplateFactory(total=10)
+
+    created = codes.single_use_codes_create(template_id=template.pk, count=3, prefix=" vip ")
+    with pytest.raises(TemplateInvalid) as refused:
+        codes.single_use_codes_create(template_id=template.pk, count=3, prefix="VIP-2")
+
+    made = list(SingleUseCode.objects.values_list("code", flat=True))
+    assert created == 3 and len(made) == 3
+    assert all(re.fullmatch(r"VIP-[23456789ABCDEFGHJKMNPQRSTUVWXYZ]{12}", code) for code in made)
+    assert list(refused.value.fields) == ["prefix"]

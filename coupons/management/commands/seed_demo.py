@@ -30,6 +30,8 @@ def how_to_use(base: str, *, claimable_id: int) -> str:
             f"  Admin:     {base}/admin/  (admin / {DEMO_PASSWORD})",
             f"  Health:    {base}/healthz",
             f"  Logins:    admin (staff), alice, bob; password {DEMO_PASSWORD}",
+            f"  Times:     shown in {settings.TIME_ZONE} (TIME_ZONE to change)",
+            f"  Redis:     keys under {settings.COUPON_REDIS_PREFIX or '(no prefix)'}",
             "  Try it (the README's lines, with this port):",
             f"    TOKEN=$(curl -s -X POST {base}/api/auth/token -H 'Content-Type: application/json'"
             f" -d '{login}' | {read_access})",

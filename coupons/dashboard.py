@@ -1,0 +1,147 @@
+"""The admin dashboard's figures (SPEC section 23): claims, uses and discount given per day,
+the templates most claimed and the campaigns ending soon, in five queries whatever the volume
+(tests/coupons/test_dashboard.py counts them). Discounts live on orders, which coupons does
+not import: the orders app answers through the COUPON_ADMIN_DISCOUNTS_LOOKUP setting."""
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+
+from django.conf import settings
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import TruncHour
+from django.utils.module_loading import import_string
+
+from coupons.models import CouponTemplate, UserCoupon
+
+DASHBOARD_DAYS = 30
+TOP_TEMPLATES = 10
+ENDING_WITHIN = timedelta(days=7)
+ENDING_SOON_ROWS = 10
+
+# (start, end) in UTC -> {UTC hour: cents of discount on orders that used a coupon and stand}.
+DiscountsPerHour = Callable[..., Mapping[datetime, int]]
+
+
+@dataclass(frozen=True)
+class DashboardDay:
+    day: date
+    claims: int
+    uses: int
+    discount: int  # cents
+
+
+@dataclass(frozen=True)
+class TopTemplate:
+    template_id: int
+    name: str
+    claims: int  # within the dashboard's days
+    uses: int  # of those claims
+
+
+@dataclass(frozen=True)
+class EndingSoon:
+    template_id: int
+    name: str
+    valid_until: datetime
+    claimed_count: int
+    total: int
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    days: list[DashboardDay]
+    top_templates: list[TopTemplate]
+    ending_soon: list[EndingSoon]
+
+
+def discounts_lookup() -> DiscountsPerHour:
+    return import_string(settings.COUPON_ADMIN_DISCOUNTS_LOOKUP)
+
+
+def hours_per_day(per_hour: Mapping[datetime, int], zone: tzinfo) -> dict[date, int]:
+    """Counts per UTC hour summed into the days of `zone` (the database needs no time-zone
+    tables; in a zone whose offset is not whole hours, an hour straddling midnight is counted
+    on the day it starts)."""
+    per_day: dict[date, int] = defaultdict(int)
+    for hour, count in per_hour.items():
+        per_day[hour.astimezone(zone).date()] += count
+    return per_day
+
+
+def coupons_per_hour(coupons: QuerySet[UserCoupon], moment_field: str) -> dict[datetime, int]:
+    """How many of `coupons` per UTC hour of `moment_field` (one query)."""
+    rows = (
+        coupons.annotate(hour=TruncHour(moment_field, tzinfo=UTC))
+        .order_by()
+        .values("hour")
+        .annotate(n=Count("pk"))
+        .values_list("hour", "n")
+    )
+    return dict(rows)
+
+
+def local_days_span(first_day: date, last_day: date, zone: tzinfo) -> tuple[datetime, datetime]:
+    """The UTC instants from the start of `first_day` to the end of `last_day` in `zone`."""
+    start = datetime.combine(first_day, time.min, tzinfo=zone).astimezone(UTC)
+    end = datetime.combine(last_day + timedelta(days=1), time.min, tzinfo=zone).astimezone(UTC)
+    return start, end
+
+
+def dashboard_figures(*, now: datetime, zone: tzinfo, days: int = DASHBOARD_DAYS) -> Dashboard:
+    """The dashboard for the `days` days up to today in `zone` (oldest first, quiet days as 0)
+    and the campaigns whose claim window closes within ENDING_WITHIN. Five queries."""
+    last_day = now.astimezone(zone).date()
+    first_day = last_day - timedelta(days=days - 1)
+    start, end = local_days_span(first_day, last_day, zone)
+    claimed = UserCoupon.objects.filter(created_at__gte=start, created_at__lt=end)
+    used = UserCoupon.objects.filter(
+        status=UserCoupon.Status.USED, used_at__gte=start, used_at__lt=end
+    )
+    claims = hours_per_day(coupons_per_hour(claimed, "created_at"), zone)
+    uses = hours_per_day(coupons_per_hour(used, "used_at"), zone)
+    discounts = hours_per_day(discounts_lookup()(start=start, end=end), zone)
+    every_day = [first_day + timedelta(days=offset) for offset in range(days)]
+    return Dashboard(
+        days=[
+            DashboardDay(day=day, claims=claims[day], uses=uses[day], discount=discounts[day])
+            for day in every_day
+        ],
+        top_templates=_top_templates(claimed),
+        ending_soon=_ending_soon(now),
+    )
+
+
+def _top_templates(claimed: QuerySet[UserCoupon]) -> list[TopTemplate]:
+    rows = (
+        claimed.order_by()
+        .values("template_id", "template__name")
+        .annotate(claims=Count("pk"), uses=Count("pk", filter=Q(status=UserCoupon.Status.USED)))
+        .order_by("-claims", "template_id")[:TOP_TEMPLATES]
+    )
+    return [
+        TopTemplate(
+            template_id=row["template_id"],
+            name=row["template__name"],
+            claims=row["claims"],
+            uses=row["uses"],
+        )
+        for row in rows
+    ]
+
+
+def _ending_soon(now: datetime) -> list[EndingSoon]:
+    templates = CouponTemplate.objects.filter(
+        valid_from__lte=now, valid_until__gt=now, valid_until__lte=now + ENDING_WITHIN
+    ).order_by("valid_until", "id")[:ENDING_SOON_ROWS]
+    return [
+        EndingSoon(
+            template_id=template.pk,
+            name=template.name,
+            valid_until=template.valid_until,
+            claimed_count=template.claimed_count,
+            total=template.total,
+        )
+        for template in templates.only("name", "valid_until", "claimed_count", "total")
+    ]

@@ -1,0 +1,146 @@
+"""A template's codes and records pages in the admin (SPEC section 23): single-use codes
+generated with a count and a prefix by whoever may manage codes, recorded once, counted on the
+template's page; and the template's claims and uses, searched by user and order number."""
+
+import re
+
+import pytest
+from django.contrib.admin.models import LogEntry
+
+from accounts.staff_actions import StaffAction, recorded_action
+from coupons.models import UserCoupon
+from coupons.services import issuing
+from coupons.single_use_codes import SingleUseCode
+from orders import services as order_services
+from tests.support.admin_users import VIEW_ONLY, staff_with
+from tests.support.factories import (
+    CouponTemplateFactory,
+    ProductFactory,
+    UserCouponFactory,
+    UserFactory,
+)
+
+pytestmark = pytest.mark.django_db
+TEMPLATES = "/admin/coupons/coupontemplate/"
+ZH = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
+
+
+def code_manager():
+    return staff_with(*VIEW_ONLY, "coupons.manage_codes")
+
+
+def test_codes_are_generated_with_a_prefix_recorded_once_and_counted(client):
+    manager = code_manager()
+    template = CouponTemplateFactory(total=10)
+    client.force_login(manager)
+
+    response = client.post(
+        f"{TEMPLATES}{template.pk}/codes/", {"count": "3", "code_prefix": "spring"}
+    )
+    issuing.coupon_redeem(code=SingleUseCode.objects.first().code.lower(), user_id=UserFactory().pk)
+    page = client.get(f"{TEMPLATES}{template.pk}/change/", **ZH).content.decode()
+
+    assert response.status_code == 302
+    assert response["Location"] == f"{TEMPLATES}{template.pk}/change/"
+    made = list(SingleUseCode.objects.filter(template=template).values_list("code", flat=True))
+    assert len(made) == 3 and all(re.fullmatch(r"SPRING-[2-9A-Z]{12}", code) for code in made)
+    entries = [recorded_action(entry) for entry in LogEntry.objects.filter(user=manager)]
+    assert entries == [(StaffAction.CODES_CREATE, {"count": 3})]
+    assert '<td class="codes-created">3</td>' in page
+    assert '<td class="codes-used">1</td>' in page
+    assert "generate-codes" in page and "生成一次性券码" in page
+
+
+@pytest.mark.parametrize(
+    ("posted", "field"),
+    [
+        ({"count": "0", "code_prefix": ""}, "count"),
+        ({"count": "100001", "code_prefix": ""}, "count"),
+        ({"count": "2", "code_prefix": "春季"}, "code_prefix"),
+        ({"count": "2", "code_prefix": "SPRING-1"}, "code_prefix"),
+        ({"count": "2", "code_prefix": "NINECHARS"}, "code_prefix"),
+    ],
+)
+def test_a_bad_count_or_prefix_is_a_form_error_and_nothing_is_made(client, posted, field):
+    template = CouponTemplateFactory()
+    client.force_login(code_manager())
+
+    response = client.post(f"{TEMPLATES}{template.pk}/codes/", posted, **ZH)
+
+    assert response.status_code == 200
+    assert list(response.context["form"].errors) == [field]
+    assert SingleUseCode.objects.count() == 0
+    assert LogEntry.objects.count() == 0
+
+
+def test_without_manage_codes_there_is_no_button_and_no_page(client):
+    template = CouponTemplateFactory()
+    viewer = staff_with(*VIEW_ONLY)
+    client.force_login(viewer)
+
+    page = client.get(f"{TEMPLATES}{template.pk}/change/").content.decode()
+    shown = client.get(f"{TEMPLATES}{template.pk}/codes/")
+    posted = client.post(f"{TEMPLATES}{template.pk}/codes/", {"count": "5", "code_prefix": ""})
+
+    assert "generate-codes" not in page and "claim-records" in page
+    assert shown.status_code == posted.status_code == 403
+    assert SingleUseCode.objects.count() == 0
+    assert LogEntry.objects.count() == 0
+
+
+@pytest.fixture
+def claims():
+    template = CouponTemplateFactory(total=100, per_user_limit=1)
+    other = CouponTemplateFactory()
+    alice, bob = UserFactory(username="alice"), UserFactory(username="bob")
+    carol = UserFactory(username="carol")
+    coupons = {
+        user.username: UserCouponFactory(template=template, user=user)
+        for user in (alice, bob, carol)
+    }
+    UserCouponFactory(template=other, user=alice)  # another template's: never listed
+    product = ProductFactory(price=9900)
+    order = order_services.order_checkout(
+        user_id=bob.pk,
+        items=[{"product_id": product.pk, "quantity": 1}],
+        coupon_id=coupons["bob"].pk,
+    )
+    return {"template": template, "coupons": coupons, "order": order, "users": (alice, bob, carol)}
+
+
+def users_listed(page: str) -> list[str]:
+    return re.findall(r'<td class="record-user"><a [^>]*>([^<]+)</a>', page)
+
+
+def test_the_records_are_searched_by_user_and_by_order_number(admin_site, claims):
+    url = f"{TEMPLATES}{claims['template'].pk}/records/"
+    alice, bob, _carol = claims["users"]
+
+    everyone = admin_site.get(url, **ZH).content.decode()
+    by_name = admin_site.get(url, {"q": "ali"}, **ZH).content.decode()
+    by_user_id = admin_site.get(url, {"q": str(alice.pk)}, **ZH).content.decode()
+    by_order = admin_site.get(url, {"q": str(claims["order"].pk)}, **ZH).content.decode()
+    nobody = admin_site.get(url, {"q": "zed"}, **ZH).content.decode()
+
+    assert users_listed(everyone) == ["carol", "bob", "alice"]
+    assert users_listed(by_name) == ["alice"]
+    assert users_listed(by_user_id) == ["alice"]
+    assert users_listed(by_order) == ["bob"]
+    assert f"#{claims['order'].pk}</a> (待支付)" in by_order
+    assert users_listed(nobody) == [] and "共 0 张" in nobody
+    assert "领取/使用记录" in everyone and "共 3 张" in everyone
+
+
+def test_the_records_come_a_page_at_a_time(admin_site, claims, django_assert_max_num_queries):
+    template = claims["template"]
+    for _ in range(50):
+        UserCouponFactory(template=template)
+    url = f"{TEMPLATES}{template.pk}/records/"
+
+    first = admin_site.get(url).content.decode()
+    with django_assert_max_num_queries(12):
+        second = admin_site.get(url, {"page": "2"}).content.decode()
+
+    assert len(users_listed(first)) == 50
+    assert users_listed(second) == ["carol", "bob", "alice"]  # the oldest, newest first
+    assert UserCoupon.objects.filter(template=template).count() == 53
