@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 WORKERS ?= 2
 
-.PHONY: run test check bench lint format demo messages
+.PHONY: run test check bench lint format demo messages cluster cluster-stop
 
 # Translations: the .po files are the source, the .mo files are built (msgfmt, from Debian's
 # gettext, which scripts/ensure-build-deps installs) and not committed.
@@ -59,6 +59,15 @@ check: $(VENV)/.dev-installed
 bench: $(VENV)/.dev-installed
 	scripts/ensure-bench-deps
 	$(BIN)/python -m bench.run
+
+## cluster: a local 3-node Galera cluster behind HAProxy (data in var/cluster, ports from
+## 13300); prints the DATABASE_URL (HAProxy's writer port) and DATABASE_REPLICA_URL to export
+cluster: $(VENV)/.runtime-installed
+	scripts/cluster start
+
+## cluster-stop: a clean shutdown of that cluster (the writer last, so it bootstraps next time)
+cluster-stop: $(VENV)/.runtime-installed
+	scripts/cluster stop
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
