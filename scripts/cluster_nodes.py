@@ -456,6 +456,7 @@ listen reader
             position = self._recovered_position(node)
             if position and not position.endswith(":-1"):
                 command.append(f"--wsrep-start-position={position}")
+        (directory / "mariadbd.pid").unlink(missing_ok=True)  # a killed node's, stale
         child = self._spawn(command, directory / "stdout.log")
         wait_for(
             lambda: self.running(node) or child.poll() is not None,
