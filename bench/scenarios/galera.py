@@ -133,6 +133,9 @@ def run(harness: Harness, *, worker_class: str) -> ClaimRow | None:
                 expected_201=len(tokens),
                 redis_up=True,
             )
+    except Exception as error:  # the row is lost, not the run: the other rows still print
+        log(f"[galera] FAILED, no row: {error!r}; logs in {directory}")
+        return None
     finally:
         if gunicorn is not None:
             gunicorn.stop()
