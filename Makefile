@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 WORKERS ?= 2
 
-.PHONY: run test check bench lint format demo messages
+.PHONY: run test check bench lint format demo messages cluster cluster-stop
 
 # Translations: the .po files are the source, the .mo files are built (msgfmt, from Debian's
 # gettext, which scripts/ensure-build-deps installs) and not committed.
@@ -45,6 +45,7 @@ run: $(VENV)/.runtime-installed $(MO_FILES)
 ## test: the whole suite against MariaDB (DATABASE_URL) and Redis (REDIS_URL)
 test: $(VENV)/.dev-installed $(MO_FILES)
 	scripts/ensure-bench-deps
+	scripts/ensure-cluster-deps
 	$(BIN)/pytest
 
 ## check: static checks that need no database (pyproject.toml): the import contracts, ruff's
@@ -58,7 +59,17 @@ check: $(VENV)/.dev-installed
 ## bench: load benchmarks; prints a table and writes bench/results/*.json
 bench: $(VENV)/.dev-installed
 	scripts/ensure-bench-deps
+	scripts/ensure-cluster-deps
 	$(BIN)/python -m bench.run
+
+## cluster: a local 3-node Galera cluster behind HAProxy (data in var/cluster, ports from
+## 13300); prints the DATABASE_URL (HAProxy's writer port) and DATABASE_REPLICA_URL to export
+cluster: $(VENV)/.runtime-installed
+	scripts/cluster start
+
+## cluster-stop: a clean shutdown of that cluster (the writer last, so it bootstraps next time)
+cluster-stop: $(VENV)/.runtime-installed
+	scripts/cluster stop
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

@@ -35,6 +35,7 @@ SCENARIOS = (
     "limits",
     "list",
     "selling",
+    "galera",
     "storm",
     "sold_out",
     "redis_stopped",
@@ -49,6 +50,7 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
     from bench.scenarios import (
         baseline,
         comparison,
+        galera,
         limits,
         reads,
         scale,
@@ -67,6 +69,8 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
     bare = limits.bare_drf(harness) if wants("limits") else None
     list_load = shopper_list.run(harness) if wants("list") else None
     selling_row = selling.run(harness) if wants("selling") else None
+    # The same selling phase through HAProxy and 3 Galera nodes (None when they cannot run).
+    galera_row = galera.run(harness, worker_class=args.worker_class) if wants("galera") else None
     storm_row: ClaimRow | None = None
     sold_out_row: ClaimRow | None = None
     if wants("storm") or wants("sold_out"):
@@ -91,6 +95,7 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
         hot_row=hot,
         shopper_list=list_load,
         selling=selling_row,
+        selling_galera=galera_row,
         storm=storm_row,
         sold_out=sold_out_row,
         storm_redis_stopped=stopped_row,

@@ -19,6 +19,7 @@ logger = logging.getLogger("config.database")
 UNAVAILABLE_ERROR_CODES = frozenset(
     {
         1040,  # too many connections
+        1047,  # WSREP has not yet prepared node: a Galera node outside the primary component
         1053,  # server shutdown in progress
         1205,  # lock wait timeout exceeded
         1213,  # deadlock found
@@ -38,7 +39,9 @@ UNAVAILABLE_ERROR_CODES = frozenset(
 
 # Of those, the ones that say the server itself is away (not one contended row): they open
 # the breaker below.
-CONNECTION_ERROR_CODES = frozenset({1040, 1053, 1927, 2002, 2003, 2005, 2006, 2013, 2055, 4031})
+CONNECTION_ERROR_CODES = frozenset(
+    {1040, 1047, 1053, 1927, 2002, 2003, 2005, 2006, 2013, 2055, 4031}
+)
 
 
 def database_unavailable(error: BaseException) -> bool:

@@ -1,0 +1,221 @@
+"""The local Galera cluster behind HAProxy (scripts/cluster_nodes.py): writes go to node 1,
+survive its SIGKILL on a backup, and the killed node rejoins with every row; a crash of every
+node is recovered from the most advanced one. The tests share one cluster and run in order."""
+
+import socket
+import subprocess
+
+import MySQLdb
+import pytest
+
+from core.database_errors import CONNECTION_ERROR_CODES, UNAVAILABLE_ERROR_CODES
+from scripts.cluster_nodes import NODES, Cluster, free_base_port, ist_ports, start
+from tests.support.mariadb_server import OwnMariaDB
+from tests.support.waiting import wait_until
+
+pytestmark = [pytest.mark.servers, pytest.mark.cluster]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    running = start(tmp_path_factory.mktemp("galera"), free_base_port())
+    connection = running.connect()
+    try:
+        cursor = connection.cursor()
+        cursor.execute("CREATE DATABASE drill")
+        cursor.execute(
+            "CREATE TABLE drill.acks (id INT AUTO_INCREMENT PRIMARY KEY, node VARCHAR(8))"
+        )
+    finally:
+        connection.close()
+    yield running
+    running.stop()
+
+
+def write_through_haproxy(cluster: Cluster) -> tuple[int, str]:
+    """One acknowledged insert through HAProxy: its id and the node that took it."""
+    connection = cluster.connect()
+    try:
+        connection.autocommit(True)
+        cursor = connection.cursor()
+        cursor.execute("INSERT INTO drill.acks (node) VALUES (@@wsrep_node_name)")
+        cursor.execute("SELECT LAST_INSERT_ID(), @@wsrep_node_name")
+        row_id, node = cursor.fetchone()
+        return int(row_id), str(node)
+    finally:
+        connection.close()
+
+
+def rows_on(cluster: Cluster, node: int) -> dict[int, str]:
+    connection = cluster.connect(node)
+    try:
+        cursor = connection.cursor()
+        cursor.execute("SET SESSION wsrep_sync_wait = 1")  # whatever node 1 applied, too
+        cursor.execute("SELECT id, node FROM drill.acks")
+        return {int(row_id): str(name) for row_id, name in cursor.fetchall()}
+    finally:
+        connection.close()
+
+
+def test_every_write_goes_to_node_1_and_reaches_every_node(cluster):
+    acknowledged = dict(write_through_haproxy(cluster) for _ in range(5))
+
+    assert cluster.writer() == 1
+    assert set(acknowledged.values()) == {"node1"}
+    for node in NODES:
+        assert rows_on(cluster, node) == acknowledged
+
+
+def test_writes_resume_on_a_backup_when_the_writer_is_killed_and_it_rejoins(cluster):
+    before = rows_on(cluster, 1)
+    cluster.kill(1)
+
+    def a_write_lands() -> tuple[int, str]:
+        return write_through_haproxy(cluster)
+
+    row_id, node = wait_until(
+        a_write_lands, timeout=30, what="a write after the kill", ignoring=(MySQLdb.Error,)
+    )
+    assert node == "node2"  # the first backup, never node 3 while node 2 is synced
+    assert cluster.writer() == 2
+    during = dict(write_through_haproxy(cluster) for _ in range(5))
+    assert set(during.values()) == {"node2"}
+
+    cluster.restart(1)  # a joiner, not a second bootstrap: it catches up by IST
+    cluster.wait_writer(1)
+    after = dict(write_through_haproxy(cluster) for _ in range(3))
+
+    assert set(after.values()) == {"node1"}
+    expected = {**before, row_id: node, **during, **after}
+    for node_number in NODES:
+        assert rows_on(cluster, node_number) == expected
+    assert cluster.wsrep_status(1)["wsrep_cluster_size"] == "3"
+
+
+def test_a_node_whose_ist_port_is_held_rejoins_by_ist_on_a_spare(cluster):
+    """After a transfer Galera's IST port can stay unbindable for a minute (TIME_WAIT, no
+    SO_REUSEADDR): here a socket holds it, and the restart takes the next spare port and
+    still catches up incrementally rather than by a full copy."""
+    cluster.kill(3)
+    missed = dict(write_through_haproxy(cluster) for _ in range(3))
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past a TIME_WAIT there
+    holder.bind(("127.0.0.1", cluster.ports(3).ist))
+    holder.listen()
+    log_before = cluster.error_log(3).stat().st_size
+    try:
+        cluster.restart(3)
+    finally:
+        holder.close()
+
+    spare = ist_ports(cluster.base_port, 3)[1]
+    assert f"ist.recv_addr=127.0.0.1:{spare};" in (cluster.node_dir(3) / "my.cnf").read_text()
+    with open(cluster.error_log(3), errors="replace") as log:
+        log.seek(log_before)
+        this_start = log.read()
+    assert f"IST receiver addr using tcp://127.0.0.1:{spare}" in this_start
+    assert "IST received" in this_start
+    assert "received from donor: Running IST" in this_start  # the SST script copied nothing
+    assert missed.items() <= rows_on(cluster, 3).items()
+
+
+def test_a_backup_of_a_desynced_backup_node_opens_with_every_row(cluster, tmp_path):
+    """docs/operations.md's backup: node 3 desynced, mariadb-backup --galera-info, prepared,
+    then opened by a plain mariadbd of its own."""
+    expected = rows_on(cluster, 1)
+    target = tmp_path / "backup"
+    node3 = cluster.connect(3)
+    try:
+        node3.cursor().execute("SET GLOBAL wsrep_desync = ON")
+        subprocess.run(
+            [
+                "mariadb-backup", f"--defaults-file={cluster.node_dir(3) / 'my.cnf'}",
+                "--backup", "--galera-info", f"--target-dir={target}", "--user=root",
+                f"--socket={cluster.node_dir(3) / 'mariadbd.sock'}",
+            ],
+            check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        node3.cursor().execute("SET GLOBAL wsrep_desync = OFF")
+        node3.close()
+    subprocess.run(
+        ["mariadb-backup", "--prepare", f"--target-dir={target}"],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+
+    uuid, seqno = (target / "xtrabackup_galera_info").read_text().split()[0].rsplit(":", 1)
+    assert uuid == cluster.wsrep_status(1)["wsrep_cluster_state_uuid"] and int(seqno) > 0
+    restored = OwnMariaDB(tmp_path)
+    restored.dir.mkdir()
+    restored.datadir = target
+    restored.start()
+    try:
+        connection = restored.connect()
+        cursor = connection.cursor()
+        cursor.execute("SELECT id, node FROM drill.acks")
+        assert {int(row_id): str(node) for row_id, node in cursor.fetchall()} == expected
+        connection.close()
+    finally:
+        restored.stop()
+    wait_until(lambda: cluster.is_synced(3), timeout=30, what="node 3 to be Synced again")
+
+
+def test_a_node_cut_off_from_the_majority_refuses_with_an_unavailable_error(cluster):
+    """Two nodes killed at once: node 1 alone is no primary component and answers 1047
+    (WSREP has not yet prepared node), which the app counts as the database away (503)."""
+    cluster.kill(2)
+    cluster.kill(3)
+    connection = wait_until(
+        lambda: cluster.connect(1), timeout=10, what="node 1", ignoring=(MySQLdb.Error,)
+    )
+    try:
+
+        def refused() -> int:
+            try:
+                connection.cursor().execute("SELECT COUNT(*) FROM drill.acks")
+            except MySQLdb.OperationalError as error:
+                return int(error.args[0])
+            return 0
+
+        code = wait_until(refused, timeout=30, what="node 1 to leave the primary component")
+    finally:
+        connection.close()
+
+    assert code == 1047
+    assert code in UNAVAILABLE_ERROR_CODES and code in CONNECTION_ERROR_CODES
+    # HAProxy's check sees it too, and it has no synced node to send anyone to.
+    wait_until(lambda: cluster.writer() is None, timeout=10, what="HAProxy to mark node 1 down")
+
+
+def test_after_every_node_crashed_the_cluster_starts_from_the_most_advanced_node(cluster):
+    """Node 1 dies first and misses writes that nodes 2 and 3 took; then those two die at
+    once. No grastate.dat says safe_to_bootstrap: 1, so start() recovers each node's
+    position (--wsrep-recover) and bootstraps from node 2 or 3: from node 1, the writes it
+    missed would be lost."""
+    cluster.kill(1)
+    cluster.start()  # every node crashed: equal positions, bootstrapped from node 1 again
+    assert cluster.writer() == 1 and cluster.wsrep_status(3)["wsrep_cluster_size"] == "3"
+    cluster.kill(1)
+    missed_by_node_1 = dict(
+        wait_until(
+            lambda: write_through_haproxy(cluster),
+            timeout=30,
+            what="a write on a backup",
+            ignoring=(MySQLdb.Error,),
+        )
+        for _ in range(3)
+    )
+    assert set(missed_by_node_1.values()) == {"node2"}
+    expected = rows_on(cluster, 2)
+    cluster.kill(3)
+    cluster.kill(2)
+    for node in NODES:
+        assert cluster._grastate(node)["safe_to_bootstrap"] == "0"
+
+    cluster.start()
+
+    for node in NODES:
+        assert rows_on(cluster, node) == expected
+    assert cluster.writer() == 1
+    row_id, node = write_through_haproxy(cluster)
+    assert node == "node1" and row_id > max(expected)
