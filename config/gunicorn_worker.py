@@ -10,11 +10,12 @@ new is refused. Decision 0644."""
 
 import selectors
 import socket
+import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from types import FrameType
 
-from gunicorn.workers.gthread import TConn, ThreadWorker
+from gunicorn.workers.gthread import DEFAULT_WORKER_DATA_TIMEOUT, TConn, ThreadWorker
 
 # Threads per worker kept for /healthz: a check waits at most HEALTH_TIMEOUT (0.5 s), so a
 # second thread answers from the cache meanwhile.
@@ -72,9 +73,11 @@ class HealthReservedWorker(ThreadWorker):
 
     def _wait_for_request(self, conn: TConn) -> None:
         """gthread's own path for a connection that sent nothing yet (finish_request's
-        deferral): on the poller, closed after the keep-alive timeout if it stays silent."""
+        deferral): on the poller, closed if it stays silent as long as gthread would wait
+        (its thread's wait for data, then the keep-alive timeout). murder_pending stops at the
+        first live entry, so a silent connection behind one of these may close up to 5 s late."""
         conn.sock.setblocking(False)
-        conn.set_timeout()
+        conn.timeout = time.monotonic() + DEFAULT_WORKER_DATA_TIMEOUT + self.cfg.keepalive
         self.pending_conns.append(conn)
         self.poller.register(
             conn.sock, selectors.EVENT_READ, partial(self.on_pending_socket_readable, conn)
