@@ -4,16 +4,19 @@
 
 Threaded workers (gthread): a request stuck on a stalled database holds one thread, not a
 whole worker, and the database breaker (ops/database_faults.py) keeps new requests from
-joining it, so /healthz and the rest still find free threads. The main thread of each worker
-keeps sending gunicorn its heartbeat meanwhile, so a long freeze does not get workers killed
-by `timeout` (a sync worker blocked that long is). Numbers: docs/decisions/0320-*.md."""
+joining it. The claims in flight when it froze still hold every thread for up to the read
+timeout, so /healthz has threads of its own (config/gunicorn_worker.py, decision 0644). The
+main thread of each worker keeps sending gunicorn its heartbeat meanwhile, so a long freeze
+does not get workers killed by `timeout` (a sync worker blocked that long is). Numbers:
+docs/decisions/0320-*.md."""
 
 import os
 
 wsgi_app = "config.wsgi:application"
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", "2"))
-worker_class = "gthread"
+# gthread, with HEALTH_THREADS more threads per worker that serve only /healthz.
+worker_class = "config.gunicorn_worker.HealthReservedWorker"
 # Each thread may hold one database connection (CONN_MAX_AGE): workers x threads connections.
 threads = int(os.environ.get("GUNICORN_THREADS", "8"))
 # A worker that stops sending its heartbeat this long is killed and replaced.

@@ -4,11 +4,15 @@ keeps /healthz answering within a second while its database is frozen under clai
 
 import runpy
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from gunicorn.workers.gthread import ThreadWorker
 
+from config.gunicorn_worker import HealthReservedWorker
 from tests.support.shipped_server import (
     REPO,
+    Answer,
     ClaimStorm,
     dockerfile_command,
     option,
@@ -33,7 +37,9 @@ def test_make_run_and_the_image_start_gunicorn_from_the_one_config_file():
             assert option(command, setting) is None, (command, setting)
     shipped = runpy.run_path(str(REPO / GUNICORN_CONFIG))
     assert shipped["wsgi_app"] == "config.wsgi:application"
-    assert shipped["worker_class"] == "gthread"
+    # gthread's worker, with threads of its own for /healthz (decision 0644).
+    assert shipped["worker_class"] == "config.gunicorn_worker.HealthReservedWorker"
+    assert issubclass(HealthReservedWorker, ThreadWorker)
     assert shipped["threads"] >= 4
 
 
@@ -80,3 +86,56 @@ def test_healthz_answers_within_a_second_throughout_a_database_freeze(tmp_path, 
     assert {answer.body["status"] for answer in health[8:]} == {"down"}
     assert storm.failures == []
     assert {answer.status for answer in storm.answers} <= {201, 503}
+
+
+STORM_CLIENTS = 40  # more than the server's threads (2 workers x 8): every thread is busy
+PROBERS, PROBES_EACH = 16, 4
+
+
+@pytest.mark.servers
+@pytest.mark.django_db  # the test database must exist for the fixtures; the app uses its own
+def test_healthz_answers_within_a_second_from_the_first_moment_of_a_freeze_under_a_storm(
+    tmp_path, own_redis
+):
+    """Issue 21: with every request thread held by a claim stuck on the frozen database,
+    /healthz used to wait for a free thread (15 of 64 probes over 1 s, worst 16.5 s)."""
+    with shipped_app(tmp_path, own_redis.url, dockerfile_command()) as app:
+        for _ in range(4):  # first-request imports in both workers
+            request(app.port, "GET", "/healthz", {})
+        storm = ClaimStorm(
+            app.port, app.facts["template_id"], app.facts["tokens"], threads=STORM_CLIENTS
+        )
+        with storm:
+            wait_until(lambda: storm.created_since(0) >= 50, timeout=30, what="claims to work")
+
+            app.database.freeze()
+            with ThreadPoolExecutor(max_workers=PROBERS) as probers:
+                health = [
+                    answer
+                    for answers in probers.map(lambda _: probe(app.port), range(PROBERS))
+                    for answer in answers
+                ]
+            app.database.thaw()
+
+            thawed = len(storm.answers)
+            wait_until(
+                lambda: storm.created_since(thawed) >= 5, timeout=60, what="claims to recover"
+            )
+
+    slow = [answer for answer in health if answer.seconds >= 1]
+    worst = max(answer.seconds for answer in health)
+    print(f"healthz: {len(slow)} of {len(health)} over 1 s, worst {worst:.3f} s")  # -s
+    assert slow == [], f"{len(slow)} of {len(health)} over 1 s, worst {worst:.1f} s"
+    assert len(health) == PROBERS * PROBES_EACH
+    assert {answer.status for answer in health} <= {200, 503}
+    assert storm.failures == []
+    assert {answer.status for answer in storm.answers} <= {201, 503}
+
+
+def probe(port: int) -> list[Answer]:
+    """PROBES_EACH calls of /healthz, a quarter second apart, from the freeze on."""
+    answers = []
+    for _ in range(PROBES_EACH):
+        answers.append(request(port, "GET", "/healthz", {}))
+        time.sleep(0.25)
+    return answers
