@@ -14,8 +14,7 @@ from coupons.coupon_status import CouponStatus, coupon_status_q
 from coupons.fields import IncarnationField, MillisecondDateTimeField
 from coupons.grant_reasons import reason_key
 
-# Bounds of the columns: amounts as core.money allows them (far inside BIGINT), counts as INT
-# UNSIGNED stores them. Anything a client sends beyond them is a 400, never an overflow.
+# Column bounds: amounts as core.money allows (far inside BIGINT), counts as INT UNSIGNED.
 MAX_AMOUNT = MAX_AMOUNT_CENTS
 MAX_COUNT = MAX_INT_UNSIGNED
 NAME_MAX_LENGTH = 64

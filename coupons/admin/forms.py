@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy
 from core.admin_fields import MoneyField
 from core.limits import is_id_text
 from core.money import MoneyInvalid, format_cents, parse_money
+from coupons import template_terms_rules
 from coupons.admin.display import zhe
 from coupons.catalog import scope_catalog
 from coupons.errors import TemplateInvalid
@@ -193,7 +194,7 @@ class CouponTemplateForm(forms.ModelForm):
             for field in templates.TEMPLATE_TERMS
         }
         try:
-            terms = templates.template_terms_validate(terms, current=current)
+            terms = template_terms_rules.template_terms_validate(terms, current=current)
         except TemplateInvalid as error:
             for field, messages in error.fields.items():
                 if field == "scope_ids" and self.scope_pickers:
@@ -210,7 +211,7 @@ class CouponTemplateForm(forms.ModelForm):
         silently. Say so instead, when the posted value differs from the template's."""
         if current is None:
             return
-        for field in templates.FROZEN_ONCE_CLAIMED:
+        for field in template_terms_rules.FROZEN_ONCE_CLAIMED:
             if field in self.fields or (field == "scope_ids" and self.scope_pickers):
                 continue  # editable here: the pickers stand for scope_ids when shown
             if field == "scope_ids" and field not in self.data:
@@ -281,7 +282,7 @@ def value_from_form(kind: str | None, text: str) -> int:
         if not (text.isascii() and text.isdigit() and len(text) <= 3):
             raise forms.ValidationError(_("A whole percent, 1 to 99."))
         if not 1 <= int(text) <= MAX_PERCENT:  # said here: the deep-discount check would misread it
-            raise forms.ValidationError(templates.percent_range_message())
+            raise forms.ValidationError(template_terms_rules.percent_range_message())
         return int(text)
     try:
         return parse_money(text)

@@ -18,7 +18,7 @@ from accounts.staff_actions import StaffAction, staff_may
 from core import clock
 from core.admin_fields import RefusalAsFormErrorAdmin, RefusedOnSave
 from core.money import format_money
-from coupons import selectors
+from coupons import selectors, template_terms_rules
 from coupons.admin import grants, promotions
 from coupons.admin.display import (
     STATE_LABELS,
@@ -129,12 +129,12 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin, TemplatePa
 
     def get_exclude(self, request, obj=None):
         # Without this the model's own (cents) fields would stand in for the money fields.
-        return list(templates.FROZEN_ONCE_CLAIMED) if self.is_frozen(obj) else None
+        return list(template_terms_rules.FROZEN_ONCE_CLAIMED) if self.is_frozen(obj) else None
 
     def get_readonly_fields(self, request, obj=None):
         if not self.is_frozen(obj):
             return self.readonly_fields
-        return [*self.frozen_shown(templates.FROZEN_ONCE_CLAIMED), *self.readonly_fields]
+        return [*self.frozen_shown(template_terms_rules.FROZEN_ONCE_CLAIMED), *self.readonly_fields]
 
     @classmethod
     def frozen_shown(cls, fields) -> list[str]:

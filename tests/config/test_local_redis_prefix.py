@@ -25,7 +25,7 @@ from coupons.counter_setup import counter_from_settings
 port = __import__("os").environ["PORT"]
 seen = cache.get("probe")
 cache.set("probe", port, 60)
-print(settings.COUPON_REDIS_PREFIX, counter_from_settings().keys(7, 1)[0], seen)
+print(settings.COUPON_REDIS_PREFIX, counter_from_settings().count_keys(7, 'i', 1)[0], seen)
 """
 
 
@@ -58,7 +58,7 @@ def test_two_ports_keep_their_keys_apart(tmp_path):
     again = run_server_settings(tmp_path, "18001")
     try:
         prefix, counter_key, seen = first
-        assert prefix.startswith("local-") and counter_key == f"{prefix}coupon:claimed:{{7}}"
+        assert prefix.startswith("local-") and counter_key == f"{prefix}coupon:claimed:{{7}}:i"
         assert seen == "None"  # nothing there before
         assert second[0] != prefix and second[1].startswith(second[0])
         assert second[2] == "None"  # the other port's cache key is not this one's

@@ -74,8 +74,9 @@ def test_the_shopper_list_reads_its_terms_on_the_replica_and_its_counts_on_the_w
     assert not reading(first.on("default"), CouponTemplate._meta.db_table)
     assert second.on(REPLICA) == []
     # The per-request statement (version, claimed_count, the caller's own count) stays on
-    # the writer; with the user lookup, 2 statements, as decision 0220 counts.
-    assert len(second.on("default")) == 2
+    # the writer, and is the only one: the caller is known from the user's facts in Redis
+    # (decision 0720), so no user lookup joins it.
+    assert len(second.on("default")) == 1
 
 
 def test_the_report_and_both_exports_read_on_the_replica(routed, admin_site):
