@@ -68,10 +68,12 @@ def claims_have_rows(connection, attempts: list[Attempt]) -> Check:
         )
     }
     lost = sorted(
-        coupon
-        for coupon, owners in acked.items()
-        for owner in owners
-        if found.get(coupon) != owner[:2] or len(owners) > 1
+        {
+            coupon
+            for coupon, owners in acked.items()
+            for owner in owners
+            if found.get(coupon) != owner[:2] or len(owners) > 1
+        }
     )
     told = sum(len(owners) for owners in acked.values())
     return Check(
@@ -182,9 +184,12 @@ def claim_effects(connection, attempts: list[Attempt]) -> list[str]:
     """Per user and template, rows <= the keys that may have made one (answered 201, or
     without a definite answer): a key's second effect would be a row too many."""
     may: Counter[tuple[int, int]] = Counter()
-    for (user_id, _), tries in by_key(attempts, "claim").items():
+    story: dict[tuple[int, int], list[str]] = defaultdict(list)
+    for (user_id, key), tries in by_key(attempts, "claim").items():
         if any(attempt.ok or attempt.ambiguous for attempt in tries):
             may[(user_id, claim_template(tries[0]))] += 1
+        if any(attempt.ambiguous for attempt in tries) and any(attempt.ok for attempt in tries):
+            story[(user_id, claim_template(tries[0]))].append(f"key {key}: {answers(tries)}")
     templates = {template for _, template in may}
     found = rows(
         connection,
@@ -193,9 +198,25 @@ def claim_effects(connection, attempts: list[Attempt]) -> list[str]:
     )
     return [
         f"user {user} template {template}: {count} rows from {may[(user, template)]} keys"
+        + (f" ({'; '.join(story[(user, template)][:3])})" if story[(user, template)] else "")
         for user, template, count in found
         if count > may[(user, template)]
     ]
+
+
+def answers(tries: list[Attempt]) -> str:
+    """A key's answers in order, e.g. "503, 409 request_in_progress x7, final 201"."""
+    words: list[str] = []
+    for attempt in sorted(tries, key=lambda attempt: attempt.started):
+        word = ("final " if attempt.final_pass else "") + (
+            "no answer" if attempt.status == 0 else f"{attempt.status} {attempt.code or ''}"
+        ).strip()
+        if words and words[-1].split(" x")[0] == word:
+            count = int(words[-1].split(" x")[1]) + 1 if " x" in words[-1] else 2
+            words[-1] = f"{word} x{count}"
+        else:
+            words.append(word)
+    return ", ".join(words)
 
 
 def checkout_effects(connection, attempts: list[Attempt]) -> list[str]:

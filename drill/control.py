@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bench.processes import MariaDBServer, free_port
 from drill.app import DrillApp
-from drill.checks import Check, all_checks, recovery
+from drill.checks import Check, all_checks
 from drill.ledger import Ledger
 from drill.load import Load
 
@@ -115,7 +115,7 @@ def run_control(work_dir: Path, *, load_seconds: float = 4.0) -> ControlResult:
             )
         finally:
             connection.close()
-        return ControlResult(checks=[*checks, recovery(ledger)], ledger=ledger)
+        return ControlResult(checks=checks, ledger=ledger)
     finally:
         for load in loads:
             load.stop()

@@ -1,9 +1,11 @@
 """The client-side ledger: every request the drill sent and what came back, and the kills.
 The checks (drill.checks) hold it against the database after recovery."""
 
+import json
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from drill.client import Attempt
 
@@ -72,3 +74,11 @@ class Ledger:
                 label += f" {attempt.code}"
             counts[(attempt.kind, label)] += 1
         return counts
+
+    def dump(self, path: Path) -> None:
+        """Every attempt and kill as JSON lines, to read a finding after the run."""
+        with path.open("w") as out:
+            for kill in self.kills:
+                out.write(json.dumps({"kill": asdict(kill)}) + "\n")
+            for attempt in self.snapshot():
+                out.write(json.dumps(asdict(attempt)) + "\n")

@@ -17,7 +17,7 @@ from drill.control import run_control
 from drill.ledger import RECOVERY_LIMIT, Ledger
 from drill.load import Load
 from drill.report import table
-from scripts.cluster_nodes import NODES, Cluster, free_base_port, start
+from scripts.cluster_nodes import NODES, Cluster, ClusterError, free_base_port, start
 
 DATABASE = "coupons_drill"
 RECOVERY_WAIT = 15.0  # seconds a kill waits for a 201 claim before the node restarts anyway
@@ -71,8 +71,22 @@ def kill_writer(cluster: Cluster, ledger: Ledger, number: int) -> None:
     kill.recovered_in = ledger.first_claim_after(kill.at)
     shown = "none" if kill.recovered_in is None else f"{kill.recovered_in:.2f} s"
     log(f"kill {number}: node{writer}, claims again after {shown}; restarting it")
-    cluster.restart(writer)
+    restart(cluster, writer)
     wait_all_synced(cluster)
+
+
+def restart(cluster: Cluster, node: int, tries: int = 3) -> None:
+    """Rejoin `node`, again if it exits at start: its IST port can still be held by the
+    transfer before (bind: address in use), and the next start then succeeds."""
+    for attempt in range(1, tries + 1):
+        try:
+            cluster.restart(node)
+            return
+        except ClusterError as error:
+            if attempt == tries:
+                raise
+            log(f"node{node} did not rejoin ({error}); starting it again")
+            time.sleep(3)
 
 
 def run_drill(
@@ -103,6 +117,7 @@ def run_drill(
             raise RuntimeError(f"the drill's clients failed: {load.failures[0]!r}")
         retried = load.final_pass()
         log(f"final pass: {retried} keys sent again; checking the ledger")
+        ledger.dump(work_dir / "ledger.jsonl")
         wait_all_synced(cluster)
         connection = cluster.connect(database=DATABASE)
         try:
