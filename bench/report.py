@@ -100,6 +100,7 @@ def evaluate_targets(results: Results) -> list[Target]:
     )
     at_least("selling phase claims/s", ratio(rps(selling), base), SELLING_MIN_RATIO)
     exact("selling phase", selling)
+    exact("selling phase through HAProxy + Galera", results.selling_galera)
     statements_within(
         "statements per request: successful claim",
         None if selling is None else selling.load,
@@ -219,6 +220,7 @@ def throughput_loads(results: Results) -> list[tuple[str, Load]]:
         loads.append(("list", results.shopper_list))
     for label, row in (
         ("selling phase", results.selling),
+        ("selling phase, Galera", results.selling_galera),
         ("mixed storm, Redis up", results.storm),
         ("sold-out", results.sold_out),
         ("mixed storm, Redis stopped", results.storm_redis_stopped),
@@ -246,6 +248,7 @@ def render(document: RunDocument) -> str:
                                    base, None))  # fmt: skip
     for label, row in (
         ("selling phase (all new users, room left)", results.selling),
+        ("the same through HAProxy + 3 Galera nodes", results.selling_galera),
         ("mixed claim storm, Redis up", results.storm),
         ("claims on the sold-out template", results.sold_out),
         ("mixed claim storm, Redis stopped", results.storm_redis_stopped),

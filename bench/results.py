@@ -204,6 +204,7 @@ class Results:
     baseline: Load
     shopper_list: Load | None = None  # GET /api/coupons, a page of 20, at the baseline's load
     selling: ClaimRow | None = None
+    selling_galera: ClaimRow | None = None  # the same, through HAProxy and 3 Galera nodes
     storm: ClaimRow | None = None
     sold_out: ClaimRow | None = None
     storm_redis_stopped: ClaimRow | None = None

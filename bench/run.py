@@ -31,7 +31,9 @@ from bench.results import ClaimRow, Machine, Results, RunDocument, Server
 # holding the template's row lock waits for the GIL).
 DEFAULT_WORKER_CLASS = "gthread"
 DEFAULT_THREADS = 2
-SCENARIOS = ("list", "selling", "storm", "sold_out", "redis_stopped", "scale", "reads", "compare")
+SCENARIOS = (
+    "list", "selling", "galera", "storm", "sold_out", "redis_stopped", "scale", "reads", "compare",
+)  # fmt: skip
 
 
 def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
@@ -39,6 +41,7 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
     from bench.scenarios import (
         baseline,
         comparison,
+        galera,
         reads,
         scale,
         selling,
@@ -55,6 +58,8 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
     base = baseline.run(harness)
     list_load = shopper_list.run(harness) if wants("list") else None
     selling_row = selling.run(harness) if wants("selling") else None
+    # The same selling phase through HAProxy and 3 Galera nodes (None when they cannot run).
+    galera_row = galera.run(harness, worker_class=args.worker_class) if wants("galera") else None
     storm_row: ClaimRow | None = None
     sold_out_row: ClaimRow | None = None
     if wants("storm") or wants("sold_out"):
@@ -74,6 +79,7 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
         baseline=base,
         shopper_list=list_load,
         selling=selling_row,
+        selling_galera=galera_row,
         storm=storm_row,
         sold_out=sold_out_row,
         storm_redis_stopped=stopped_row,

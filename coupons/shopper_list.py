@@ -28,6 +28,7 @@ from django.db.models import Subquery
 from rest_framework import serializers
 from rest_framework.renderers import JSONRenderer
 
+from core.read_routing import replica_reads
 from coupons import selectors
 from coupons.customers import customer_history
 from coupons.models import CouponTemplate, UserCoupon
@@ -206,7 +207,11 @@ def _published_terms_read(*, user_id: int) -> tuple[PublishedTerms, dict[int, Te
     templates: list[ListedTemplate] = []
     counts: dict[int, TemplateCounts] = {}
     versions: set[int | None] = set()
-    for row in rows:
+    # On the replica when there is one: its session waits for the cluster (wsrep_sync_wait),
+    # so the version, the counts and the caller's own claims are as current as on the writer.
+    with replica_reads():
+        rows_read = list(rows)
+    for row in rows_read:
         templates.append(_listed(row))
         counts[row["id"]] = TemplateCounts(
             claimed_count=row["claimed_count"], claimed_by_me=row["claimed_by_me"]

@@ -55,12 +55,14 @@ def pytest_configure(config):
     """Transactional tests (django_db(transaction=True)) commit for real, so their claims
     decide on the "decision" connection (a mirror of "default": the same test database) and
     may use it; TestCase tests wrap "default" in a transaction, so decisions there take a
-    savepoint on it and the decision connection stays forbidden."""
+    savepoint on it and the decision connection stays forbidden. The replica (another mirror,
+    config/settings/test.py) is allowed where the decision is, for the routing tests."""
     from django.test import TestCase, TransactionTestCase
 
+    from core.read_routing import REPLICA
     from coupons.services.decision_transaction import DECISION_ALIAS
 
-    TransactionTestCase.databases = {"default", DECISION_ALIAS}
+    TransactionTestCase.databases = {"default", DECISION_ALIAS, REPLICA}
     TestCase.databases = {"default"}
 
 

@@ -164,11 +164,47 @@ def decision_database(default: dj_database_url.DBConfig) -> dj_database_url.DBCo
     }
 
 
+# Each read on the replica alias first waits until its node has applied every write the
+# cluster committed before the read began (Galera's wsrep_sync_wait; 1: SELECT and SHOW; 0:
+# no wait, reads may be a moment behind). Harmless on a server without wsrep.
+DATABASE_REPLICA_SYNC_WAIT = int(os.environ.get("DATABASE_REPLICA_SYNC_WAIT", "1"))
+
+
+def replica_database(default: dj_database_url.DBConfig, url: str = "") -> dj_database_url.DBConfig:
+    """The alias "replica" (core/read_routing.py, docs/decisions/0801-read-routing.md): reads
+    that need not see the caller's own writes, on another node of the cluster (`url`, e.g.
+    HAProxy's reader port; empty: the default's own server), with the default's settings and
+    OPTIONS plus the wait above. Tests see it as a mirror of "default"."""
+    server = dj_database_url.parse(url) if url else default
+    options = dict(default.get("OPTIONS", {}))
+    options["init_command"] = (
+        f"{options['init_command']}, wsrep_sync_wait={DATABASE_REPLICA_SYNC_WAIT}"
+    )
+    return {
+        **default,
+        "NAME": server["NAME"],
+        "USER": server["USER"],
+        "PASSWORD": server["PASSWORD"],
+        "HOST": server["HOST"],
+        "PORT": server["PORT"],
+        "OPTIONS": options,
+        "TEST": {**default.get("TEST", {}), "MIRROR": "default"},
+    }
+
+
 DATABASES = {"default": database_from_env()}
 # SQLite (`make run` without DATABASE_URL) has no decision alias: decisions take the default
-# connection there.
+# connection there; nor a replica.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.mysql":
     DATABASES["decision"] = decision_database(DATABASES["default"])
+    if os.environ.get("DATABASE_REPLICA_URL"):
+        DATABASES["replica"] = replica_database(
+            DATABASES["default"], os.environ["DATABASE_REPLICA_URL"]
+        )
+# Reads marked as needing not see the caller's own writes go to the replica when there is one
+# (else everything stays on default, the writer).
+DATABASE_REPLICA_READS = "replica" in DATABASES
+DATABASE_ROUTERS = ["core.read_routing.ReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Database down or stalled: 503 `unavailable` with this Retry-After (seconds), and one log

@@ -7,6 +7,12 @@ os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 
 from .base import *  # noqa: E402, F403
 
+# The replica alias exists in every run, as a second connection to the test database (a
+# mirror), so that the routing tests (tests/core/test_read_routing.py) can turn the routing
+# on; everywhere else reads stay on default, where TestCase's transaction holds the data.
+DATABASES.setdefault("replica", replica_database(DATABASES["default"]))  # noqa: F405
+DATABASE_REPLICA_READS = False
+
 SECRET_KEY = "test-only-not-secret-but-long-enough-for-hs256"
 ALLOWED_HOSTS = ["testserver", "127.0.0.1", "localhost"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

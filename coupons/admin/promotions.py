@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from accounts.staff_actions import StaffAction, staff_action_check, staff_action_record
 from core.csv_cells import csv_row
+from core.read_routing import replica_lines
 from coupons.admin.reports import in_language
 from coupons.models import CouponTemplate
 from coupons.services import templates
@@ -77,7 +78,12 @@ def export_single_use_codes(
 
 def codes_csv_lines(template_ids: Iterable[int]) -> Iterator[str]:
     """The templates' single-use codes as CSV lines (a BOM first, headers in the admin's
-    language, local times without microseconds), read in keyset batches."""
+    language, local times without microseconds), read in keyset batches, on the replica
+    when there is one (core/read_routing.py)."""
+    return replica_lines(_codes_csv_lines(template_ids))
+
+
+def _codes_csv_lines(template_ids: Iterable[int]) -> Iterator[str]:
 
     class Line:  # csv.writer wants a file; this one hands back the line just written
         def write(self, text: str) -> str:

@@ -2,11 +2,14 @@
 survive its SIGKILL on a backup, and the killed node rejoins with every row; a crash of every
 node is recovered from the most advanced one. The tests share one cluster and run in order."""
 
+import subprocess
+
 import MySQLdb
 import pytest
 
 from core.database_errors import CONNECTION_ERROR_CODES, UNAVAILABLE_ERROR_CODES
 from scripts.cluster_nodes import NODES, Cluster, free_base_port, start
+from tests.support.mariadb_server import OwnMariaDB
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.servers, pytest.mark.cluster]
@@ -86,6 +89,47 @@ def test_writes_resume_on_a_backup_when_the_writer_is_killed_and_it_rejoins(clus
     for node_number in NODES:
         assert rows_on(cluster, node_number) == expected
     assert cluster.wsrep_status(1)["wsrep_cluster_size"] == "3"
+
+
+def test_a_backup_of_a_desynced_backup_node_opens_with_every_row(cluster, tmp_path):
+    """docs/operations.md's backup: node 3 desynced, mariadb-backup --galera-info, prepared,
+    then opened by a plain mariadbd of its own."""
+    expected = rows_on(cluster, 1)
+    target = tmp_path / "backup"
+    node3 = cluster.connect(3)
+    try:
+        node3.cursor().execute("SET GLOBAL wsrep_desync = ON")
+        subprocess.run(
+            [
+                "mariadb-backup", f"--defaults-file={cluster.node_dir(3) / 'my.cnf'}",
+                "--backup", "--galera-info", f"--target-dir={target}", "--user=root",
+                f"--socket={cluster.node_dir(3) / 'mariadbd.sock'}",
+            ],
+            check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        node3.cursor().execute("SET GLOBAL wsrep_desync = OFF")
+        node3.close()
+    subprocess.run(
+        ["mariadb-backup", "--prepare", f"--target-dir={target}"],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+
+    uuid, seqno = (target / "xtrabackup_galera_info").read_text().split()[0].rsplit(":", 1)
+    assert uuid == cluster.wsrep_status(1)["wsrep_cluster_state_uuid"] and int(seqno) > 0
+    restored = OwnMariaDB(tmp_path)
+    restored.dir.mkdir()
+    restored.datadir = target
+    restored.start()
+    try:
+        connection = restored.connect()
+        cursor = connection.cursor()
+        cursor.execute("SELECT id, node FROM drill.acks")
+        assert {int(row_id): str(node) for row_id, node in cursor.fetchall()} == expected
+        connection.close()
+    finally:
+        restored.stop()
+    wait_until(lambda: cluster.is_synced(3), timeout=30, what="node 3 to be Synced again")
 
 
 def test_a_node_cut_off_from_the_majority_refuses_with_an_unavailable_error(cluster):

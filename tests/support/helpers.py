@@ -54,7 +54,9 @@ def statements_made_by(action) -> dict[str, int]:
             cursor.execute(SESSION_STATUS_SQL)
             return Counter({name: int(value) for name, value in cursor.fetchall()})
 
-    sessions = list(connections.all())
+    from core.read_routing import REPLICA
+
+    sessions = [connections[alias] for alias in connections if alias != REPLICA]
     for connection in sessions:
         connection.ensure_connection()
     thread_ids = [connection.connection.thread_id() for connection in sessions]
