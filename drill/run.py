@@ -5,6 +5,7 @@ ledger's checks, and the negative control. Prints a table; exits 1 on any violat
 the control's loss went unseen. `python -m drill.run --help`."""
 
 import argparse
+import os
 import random
 import sys
 import time
@@ -17,7 +18,7 @@ from drill.control import run_control
 from drill.ledger import RECOVERY_LIMIT, Ledger
 from drill.load import Load
 from drill.report import table
-from scripts.cluster_nodes import NODES, Cluster, ClusterError, free_base_port, start
+from scripts.cluster_nodes import NODES, Cluster, ClusterError, all_ports, port_free, start
 
 DATABASE = "coupons_drill"
 RECOVERY_WAIT = 15.0  # seconds a kill waits for a 201 claim before the node restarts anyway
@@ -37,6 +38,21 @@ class DrillResult:
 
 def log(message: str) -> None:
     print(f"[drill {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def quiet_base_port() -> int:
+    """A free base port for the drill's cluster below the kernel's ephemeral range: a node's
+    IST port is bound only when it rejoins, and under the drill's thousands of client
+    connections a port inside that range is soon some socket's local port, so the rejoin
+    fails (bind: address in use)."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    first = 20000 if low > 21000 else 10000
+    bases = list(range(first, low - 40, 40))
+    start_at = os.getpid() % len(bases)
+    for base in bases[start_at:] + bases[:start_at]:
+        if all(port_free(port) for port in all_ports(base)):
+            return base
+    raise ClusterError("no free range of ports below the ephemeral range")
 
 
 def fresh_database(cluster: Cluster) -> None:
@@ -71,22 +87,8 @@ def kill_writer(cluster: Cluster, ledger: Ledger, number: int) -> None:
     kill.recovered_in = ledger.first_claim_after(kill.at)
     shown = "none" if kill.recovered_in is None else f"{kill.recovered_in:.2f} s"
     log(f"kill {number}: node{writer}, claims again after {shown}; restarting it")
-    restart(cluster, writer)
+    cluster.restart(writer)
     wait_all_synced(cluster)
-
-
-def restart(cluster: Cluster, node: int, tries: int = 3) -> None:
-    """Rejoin `node`, again if it exits at start: its IST port can still be held by the
-    transfer before (bind: address in use), and the next start then succeeds."""
-    for attempt in range(1, tries + 1):
-        try:
-            cluster.restart(node)
-            return
-        except ClusterError as error:
-            if attempt == tries:
-                raise
-            log(f"node{node} did not rejoin ({error}); starting it again")
-            time.sleep(3)
 
 
 def run_drill(
@@ -144,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-control", action="store_true", help="skip the negative control")
     args = parser.parse_args(argv)
     log(f"starting a 3-node cluster under {args.work_dir / 'cluster'}")
-    cluster = start(args.work_dir / "cluster", free_base_port())
+    cluster = start(args.work_dir / "cluster", quiet_base_port())
     try:
         result = run_drill(cluster, args.work_dir, kills=args.kills)
     finally:
