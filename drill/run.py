@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import MySQLdb
+
 from drill.app import REPO, DrillApp
 from drill.checks import Check, all_checks, recovery
 from drill.control import run_control
@@ -55,8 +57,18 @@ def quiet_base_port() -> int:
     raise ClusterError("no free range of ports below the ephemeral range")
 
 
-def fresh_database(cluster: Cluster) -> None:
-    connection = cluster.connect()
+def fresh_database(cluster: Cluster, timeout: float = 60) -> None:
+    """An empty drill database, through HAProxy (again while a loaded machine's health checks
+    still flap after the start)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            connection = cluster.connect()
+            break
+        except MySQLdb.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
     try:
         with connection.cursor() as cursor:
             cursor.execute(f"DROP DATABASE IF EXISTS {DATABASE}")
