@@ -45,6 +45,7 @@ run: $(VENV)/.runtime-installed $(MO_FILES)
 ## test: the whole suite against MariaDB (DATABASE_URL) and Redis (REDIS_URL)
 test: $(VENV)/.dev-installed $(MO_FILES)
 	scripts/ensure-bench-deps
+	scripts/ensure-cluster-deps
 	$(BIN)/pytest
 
 ## check: static checks that need no database (pyproject.toml): the import contracts, ruff's
@@ -58,6 +59,7 @@ check: $(VENV)/.dev-installed
 ## bench: load benchmarks; prints a table and writes bench/results/*.json
 bench: $(VENV)/.dev-installed
 	scripts/ensure-bench-deps
+	scripts/ensure-cluster-deps
 	$(BIN)/python -m bench.run
 
 ## cluster: a local 3-node Galera cluster behind HAProxy (data in var/cluster, ports from

@@ -12,11 +12,11 @@ layout; docs/decisions/0800-galera-single-writer-behind-haproxy.md says why).
 Ports, all on 127.0.0.1 and all derived from `base_port`: HAProxy's writer port is base,
 its reader port base + 1 (DATABASE_REPLICA_URL: nodes 2 and 3, node 1 as the fallback);
 node n (1-3) listens for SQL on base + 10n, for Galera replication on base + 10n + 1, for
-incremental state transfers (IST) on base + 10n + 2 and for full ones (SST, mariabackup) on
-base + 10n + 3. Data, configuration, logs and pid files live under `base_dir`: one
-directory per node and haproxy.cfg. Processes outlive the Python process that started them
-(scripts/cluster start, then scripts/cluster stop from another shell): pid files are the
-truth, never a handle in memory."""
+incremental state transfers (IST) on base + 10n + 2 (or a spare, + 4 to + 6: ist_ports) and
+for full ones (SST, mariabackup) on base + 10n + 3. Data, configuration, logs and pid files
+live under `base_dir`: one directory per node and haproxy.cfg. Processes outlive the Python
+process that started them (scripts/cluster start, then scripts/cluster stop from another
+shell): pid files are the truth, never a handle in memory."""
 
 import argparse
 import json
@@ -70,11 +70,20 @@ def node_ports(base_port: int, node: int) -> NodePorts:
     return NodePorts(mysql=first, galera=first + 1, ist=first + 2, sst=first + 3)
 
 
+def ist_ports(base_port: int, node: int) -> list[int]:
+    """The IST port and its spares (base + 10n + 4..6). Galera opens its IST listener without
+    SO_REUSEADDR, so for a minute after a transfer (its connections in TIME_WAIT) the port
+    cannot be bound and a rejoin falls back to a full copy, or fails: a restart takes the
+    first of these that is free."""
+    first = base_port + 10 * node
+    return [node_ports(base_port, node).ist, first + 4, first + 5, first + 6]
+
+
 def all_ports(base_port: int) -> list[int]:
     ports = [base_port, base_port + 1]
     for node in NODES:
         p = node_ports(base_port, node)
-        ports += [p.mysql, p.galera, p.ist, p.sst]
+        ports += [p.mysql, p.galera, p.sst, *ist_ports(base_port, node)]
     return ports
 
 
@@ -268,7 +277,12 @@ class Cluster:
         if not process_alive(pid):
             raise ClusterError(f"node{node} is not running")
         assert pid is not None
-        os.kill(pid, signal.SIGKILL)
+        # The node's whole process group, as when its machine dies: an SST script it was
+        # running (socat, mariabackup) must not outlive it and hold its ports.
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
         child = self._children.pop(pid, None)
         if child is not None:
             child.wait(timeout=30)
@@ -338,17 +352,18 @@ class Cluster:
         path = self.node_dir(node) / "data" / "grastate.dat"
         path.write_text(re.sub(r"safe_to_bootstrap: *0", "safe_to_bootstrap: 1", path.read_text()))
 
-    def _write_config(self, node: int) -> None:
+    def _write_config(self, node: int, ist_port: int | None = None) -> None:
         directory = self.node_dir(node)
         directory.mkdir(parents=True, exist_ok=True)
         ports = self.ports(node)
+        ist = ist_port or ports.ist
         peers = ",".join(f"127.0.0.1:{self.ports(n).galera}" for n in NODES)
         # A rejoining node takes its state from a backup rather than the writer: a donor is
         # out of HAProxy's rotation while it sends. The trailing comma allows any node.
         donors = ",".join(f"node{n}" for n in sorted(NODES, reverse=True) if n != node) + ","
         provider_options = (
             f"base_host=127.0.0.1;base_port={ports.galera};"
-            f"gmcast.listen_addr=tcp://127.0.0.1:{ports.galera};ist.recv_addr=127.0.0.1:{ports.ist};"
+            f"gmcast.listen_addr=tcp://127.0.0.1:{ports.galera};ist.recv_addr=127.0.0.1:{ist};"
             f"gcache.size=128M;gcache.recover=yes;{EVS_TIMEOUTS}"
         )
         lines = [
@@ -456,6 +471,9 @@ listen reader
             position = self._recovered_position(node)
             if position and not position.endswith(":-1"):
                 command.append(f"--wsrep-start-position={position}")
+        candidates = ist_ports(self.base_port, node)
+        self._write_config(node, next((p for p in candidates if port_free(p)), candidates[0]))
+        (directory / "mariadbd.pid").unlink(missing_ok=True)  # a killed node's, stale
         child = self._spawn(command, directory / "stdout.log")
         wait_for(
             lambda: self.running(node) or child.poll() is not None,

@@ -2,13 +2,14 @@
 survive its SIGKILL on a backup, and the killed node rejoins with every row; a crash of every
 node is recovered from the most advanced one. The tests share one cluster and run in order."""
 
+import socket
 import subprocess
 
 import MySQLdb
 import pytest
 
 from core.database_errors import CONNECTION_ERROR_CODES, UNAVAILABLE_ERROR_CODES
-from scripts.cluster_nodes import NODES, Cluster, free_base_port, start
+from scripts.cluster_nodes import NODES, Cluster, free_base_port, ist_ports, start
 from tests.support.mariadb_server import OwnMariaDB
 from tests.support.waiting import wait_until
 
@@ -89,6 +90,33 @@ def test_writes_resume_on_a_backup_when_the_writer_is_killed_and_it_rejoins(clus
     for node_number in NODES:
         assert rows_on(cluster, node_number) == expected
     assert cluster.wsrep_status(1)["wsrep_cluster_size"] == "3"
+
+
+def test_a_node_whose_ist_port_is_held_rejoins_by_ist_on_a_spare(cluster):
+    """After a transfer Galera's IST port can stay unbindable for a minute (TIME_WAIT, no
+    SO_REUSEADDR): here a socket holds it, and the restart takes the next spare port and
+    still catches up incrementally rather than by a full copy."""
+    cluster.kill(3)
+    missed = dict(write_through_haproxy(cluster) for _ in range(3))
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past a TIME_WAIT there
+    holder.bind(("127.0.0.1", cluster.ports(3).ist))
+    holder.listen()
+    log_before = cluster.error_log(3).stat().st_size
+    try:
+        cluster.restart(3)
+    finally:
+        holder.close()
+
+    spare = ist_ports(cluster.base_port, 3)[1]
+    assert f"ist.recv_addr=127.0.0.1:{spare};" in (cluster.node_dir(3) / "my.cnf").read_text()
+    with open(cluster.error_log(3), errors="replace") as log:
+        log.seek(log_before)
+        this_start = log.read()
+    assert f"IST receiver addr using tcp://127.0.0.1:{spare}" in this_start
+    assert "IST received" in this_start
+    assert "received from donor: Running IST" in this_start  # the SST script copied nothing
+    assert missed.items() <= rows_on(cluster, 3).items()
 
 
 def test_a_backup_of_a_desynced_backup_node_opens_with_every_row(cluster, tmp_path):
