@@ -205,7 +205,10 @@ def record_finish(*, record_id: int, response: Response) -> None:
                 continue
             # One line, no traceback: during a database outage this repeats per request.
             logger.error(
-                "Could not record the answer of idempotency record %s: %s", record_id, error
+                "Could not record the answer (%s) of idempotency record %s: %s",
+                getattr(response, "status_code", None),
+                record_id,
+                error,
             )
             return
 
