@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 WORKERS ?= 2
 
-.PHONY: run test check bench lint format demo messages cluster cluster-stop
+.PHONY: run test check bench lint format demo messages cluster cluster-stop drill
 
 # Translations: the .po files are the source, the .mo files are built (msgfmt, from Debian's
 # gettext, which scripts/ensure-build-deps installs) and not committed.
@@ -70,6 +70,14 @@ cluster: $(VENV)/.runtime-installed
 ## cluster-stop: a clean shutdown of that cluster (the writer last, so it bootstraps next time)
 cluster-stop: $(VENV)/.runtime-installed
 	scripts/cluster stop
+
+## drill: the failover drill (docs/operations.md): claims, checkouts and pays through HAProxy
+## while the writer node of a 3-node cluster of its own is SIGKILLed KILLS (20) times, the
+## ledger's checks, then the negative control (an async replica promoted); exit 1 on a violation
+KILLS ?= 20
+drill: $(VENV)/.dev-installed
+	scripts/ensure-cluster-deps
+	$(BIN)/python -m drill.run --kills $(KILLS)
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

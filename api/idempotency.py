@@ -16,14 +16,16 @@ key's lifetime: when its request died (the worker was stopped) or its 5xx could 
 
 import functools
 import hashlib
+import itertools
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, InterfaceError, connection, transaction
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.encoders import JSONEncoder
@@ -31,6 +33,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from api.errors import IdempotencyKeyInvalid, IdempotencyKeyReused, RequestInProgress
 from api.models import IdempotencyRecord
 from core import clock
+from core.database_errors import database_unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -166,25 +169,50 @@ def record_begin(
     raise RequestInProgress()
 
 
+# How long an answer that must be kept may wait for the database to take it again: longer
+# than a writer failover (about 3 s behind HAProxy, docs/measurements/
+# 2026-12-01-failover-drill.md), short enough to hold one thread, not the worker.
+KEEP_ANSWER_SECONDS = 5.0
+KEEP_ANSWER_PAUSE = 0.5
+
+
 def record_finish(*, record_id: int, response: Response) -> None:
     """Keep the answer for replays, or drop the record for a 5xx, a 429 or a 404 (the request
     did nothing: a throttle counted in the handler, SPEC section 15, must not make its answer
-    the key's for good, and a missing order must not buy a row for a day). A failure to
-    write it is logged and the real answer still goes out: the work is done and the client
-    must hear so; the record then stays "in progress" (409 to retries) until its lease ends.
-    """
-    try:
-        if not isinstance(response, Response) or response.status_code in NOT_KEPT_STATUSES:
-            IdempotencyRecord.objects.filter(pk=record_id).delete()
+    the key's for good, and a missing order must not buy a row for a day). A failure to write
+    it is logged and the real answer still goes out: the work is done and the client must hear
+    so. An answer to keep is first tried again on a new
+    connection for up to KEEP_ANSWER_SECONDS, so that a switch of the database's writer
+    between the work's commit and this write does not leave the key "in progress" (retried
+    after the lease, the work would run a second time: decision 0322); the record stays so
+    only when the database stays away longer."""
+    keep = isinstance(response, Response) and response.status_code not in NOT_KEPT_STATUSES
+    deadline = time.monotonic() + KEEP_ANSWER_SECONDS
+    for attempt in itertools.count():
+        try:
+            if not keep:
+                IdempotencyRecord.objects.filter(pk=record_id).delete()
+                return
+            IdempotencyRecord.objects.filter(pk=record_id).update(
+                response_status=response.status_code,
+                response_body=json.dumps(response.data, cls=JSONEncoder),
+                completed_at=clock.now(),
+            )
             return
-        IdempotencyRecord.objects.filter(pk=record_id).update(
-            response_status=response.status_code,
-            response_body=json.dumps(response.data, cls=JSONEncoder),
-            completed_at=clock.now(),
-        )
-    except DatabaseError as error:
-        # One line, no traceback: during a database outage this repeats per request.
-        logger.error("Could not record the answer of idempotency record %s: %s", record_id, error)
+        except (DatabaseError, InterfaceError) as error:
+            if keep and database_unavailable(error) and time.monotonic() < deadline:
+                connection.close()  # the broken one; the next query connects again
+                if attempt:
+                    time.sleep(KEEP_ANSWER_PAUSE)
+                continue
+            # One line, no traceback: during a database outage this repeats per request.
+            logger.error(
+                "Could not record the answer (%s) of idempotency record %s: %s",
+                getattr(response, "status_code", None),
+                record_id,
+                error,
+            )
+            return
 
 
 def records_purge(*, batch_size: int = 1000) -> int:

@@ -10,6 +10,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import AccessToken
 
+from api import idempotency
 from api.models import IdempotencyRecord
 from ops.database_faults import breaker
 from orders import services
@@ -124,3 +125,34 @@ def test_a_completed_answer_is_still_replayed_long_after_the_lease(frozen_now):
     assert (replay.status_code, replay["Idempotent-Replayed"]) == (201, "true")
     assert replay.json() == first.json()
     assert Order.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_answer_whose_connection_died_before_it_was_kept_is_kept_on_a_new_one(
+    frozen_now, monkeypatch
+):
+    # given: the checkout committed and rendered its 201, then its connection died (the
+    # writer switched, as in `make drill`) before the answer was written to the record
+    client, product = shopper(), ProductFactory(price=100, stock=10)
+    real_finish = idempotency.record_finish
+
+    def connection_lost_first(**kwargs):
+        kill_own_connection()
+        real_finish(**kwargs)
+
+    monkeypatch.setattr(idempotency, "record_finish", connection_lost_first)
+    first = checkout(client, product, "lost-after-commit")
+    monkeypatch.setattr(idempotency, "record_finish", real_finish)
+    connection.close()
+    breaker.reset()
+
+    # when: the client retries after the lease (before, the key stayed "in progress" and the
+    # checkout ran a second time)
+    frozen_now(frozen_now.now() + LEASE)
+    retried = checkout(client, product, "lost-after-commit")
+
+    # then: the first answer again, one order
+    assert first.status_code == 201
+    assert (retried.status_code, retried.json()["id"]) == (201, first.json()["id"])
+    assert retried["Idempotent-Replayed"] == "true"
+    assert Order.objects.filter(user_id=first.json()["user_id"]).count() == 1

@@ -1,0 +1,181 @@
+"""`make drill` (SPEC section 22): the app through HAProxy on a 3-node Galera cluster of its
+own, under load, while the writer node is SIGKILLed KILLS times (each kill waits for the
+claims to succeed again, then the node rejoins and is Synced before the next); then the
+ledger's checks, and the negative control. Prints a table; exits 1 on any violation or when
+the control's loss went unseen. `python -m drill.run --help`."""
+
+import argparse
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import MySQLdb
+
+from drill.app import REPO, DrillApp
+from drill.checks import Check, all_checks, recovery
+from drill.control import run_control
+from drill.ledger import RECOVERY_LIMIT, Ledger
+from drill.load import Load
+from drill.report import table
+from scripts.cluster_nodes import NODES, Cluster, ClusterError, all_ports, port_free, start
+
+DATABASE = "coupons_drill"
+RECOVERY_WAIT = 15.0  # seconds a kill waits for a 201 claim before the node restarts anyway
+LOSS_CHECK = "every 201 claim has its row"
+
+
+@dataclass
+class DrillResult:
+    checks: list[Check]
+    ledger: Ledger
+    final_pass: int
+
+    @property
+    def passed(self) -> bool:
+        return all(check.passed for check in self.checks)
+
+
+def log(message: str) -> None:
+    print(f"[drill {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def quiet_base_port() -> int:
+    """A free base port for the drill's cluster below the kernel's ephemeral range: a node's
+    IST port is bound only when it rejoins, and under the drill's thousands of client
+    connections a port inside that range is soon some socket's local port, so the rejoin
+    fails (bind: address in use)."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    first = 20000 if low > 21000 else 10000
+    bases = list(range(first, low - 40, 40))
+    start_at = os.getpid() % len(bases)
+    for base in bases[start_at:] + bases[:start_at]:
+        if all(port_free(port) for port in all_ports(base)):
+            return base
+    raise ClusterError("no free range of ports below the ephemeral range")
+
+
+def fresh_database(cluster: Cluster, timeout: float = 60) -> None:
+    """An empty drill database, through HAProxy (again while a loaded machine's health checks
+    still flap after the start)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            connection = cluster.connect()
+            break
+        except MySQLdb.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS {DATABASE}")
+            cursor.execute(f"CREATE DATABASE {DATABASE} CHARACTER SET utf8mb4")
+    finally:
+        connection.close()
+
+
+def wait_all_synced(cluster: Cluster, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(cluster.is_synced(node) for node in NODES) and cluster.writer() is not None:
+            return
+        time.sleep(0.25)
+    raise RuntimeError(f"the cluster was not Synced on every node within {timeout:g} s")
+
+
+def kill_writer(cluster: Cluster, ledger: Ledger, number: int) -> None:
+    """SIGKILL the node HAProxy writes to, wait for a 201 claim, restart it until Synced."""
+    writer = cluster.writer()
+    if writer is None:
+        raise RuntimeError("no writer before a kill")
+    kill = ledger.kill(f"node{writer}", time.monotonic())
+    cluster.kill(writer)
+    deadline = kill.at + RECOVERY_WAIT
+    while time.monotonic() < deadline and ledger.first_claim_after(kill.at) is None:
+        time.sleep(0.1)
+    kill.recovered_in = ledger.first_claim_after(kill.at)
+    shown = "none" if kill.recovered_in is None else f"{kill.recovered_in:.2f} s"
+    log(f"kill {number}: node{writer}, claims again after {shown}; restarting it")
+    cluster.restart(writer)
+    wait_all_synced(cluster)
+
+
+def run_drill(
+    cluster: Cluster,
+    work_dir: Path,
+    *,
+    kills: int,
+    between: tuple[float, float] = (1.0, 3.0),
+    storms: int = 4,
+    shoppers: int = 2,
+) -> DrillResult:
+    """The drill on a running cluster; the cluster is left running."""
+    fresh_database(cluster)
+    app = DrillApp(work_dir / "app", cluster.haproxy_url(DATABASE))
+    load: Load | None = None
+    try:
+        seed = app.prepare()
+        app.start()
+        ledger = Ledger()
+        load = Load(app.port, seed, ledger, storms=storms, shoppers=shoppers).start()
+        pause = random.Random(23)
+        for number in range(1, kills + 1):
+            time.sleep(pause.uniform(*between))
+            kill_writer(cluster, ledger, number)
+        time.sleep(between[1])
+        load.stop()
+        if load.failures:
+            raise RuntimeError(f"the drill's clients failed: {load.failures[0]!r}")
+        retried = load.final_pass()
+        log(f"final pass: {retried} keys sent again; checking the ledger")
+        ledger.dump(work_dir / "ledger.jsonl")
+        wait_all_synced(cluster)
+        connection = cluster.connect(database=DATABASE)
+        try:
+            checks = all_checks(
+                connection,
+                ledger,
+                templates=list(seed.templates.values()),
+                products=seed.products,
+                stock=seed.stock,
+            )
+        finally:
+            connection.close()
+        return DrillResult([*checks, recovery(ledger)], ledger, retried)
+    finally:
+        if load is not None:
+            load.stop()
+        app.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make drill", description=__doc__.splitlines()[0])
+    parser.add_argument("--kills", type=int, default=20, help="SIGKILLs of the writer (20)")
+    parser.add_argument("--work-dir", type=Path, default=REPO / "var" / "drill")
+    parser.add_argument("--no-control", action="store_true", help="skip the negative control")
+    args = parser.parse_args(argv)
+    log(f"starting a 3-node cluster under {args.work_dir / 'cluster'}")
+    cluster = start(args.work_dir / "cluster", quiet_base_port())
+    try:
+        result = run_drill(cluster, args.work_dir, kills=args.kills)
+    finally:
+        cluster.stop()
+    print(table("Galera behind HAProxy, the writer SIGKILLed", result.ledger, result.checks))
+    failed = not result.passed
+    if not args.no_control:
+        log("negative control: an asynchronous replica promoted")
+        control = run_control(args.work_dir / "control")
+        print(table("control: async replica promoted (must show a loss)", control.ledger,
+                    control.checks))  # fmt: skip
+        seen = not control.check(LOSS_CHECK).passed
+        print(f"control: the loss was {'SEEN' if seen else 'NOT SEEN (the drill is blind)'}")
+        failed = failed or not seen
+    print(f"drill: {'FAIL' if failed else 'PASS'} (recovery bound {RECOVERY_LIMIT:g} s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
