@@ -27,7 +27,7 @@ TEMPLATE_TERMS = (
 # A shopper sees only public templates, and codes are handed out, not listed.
 SHOPPER_TERMS = tuple(term for term in TEMPLATE_TERMS if term not in ("code", "visibility"))
 # What the claim path needs of a template without reading it (the terms Redis keeps,
-# coupons/services/terms_cache.py): the rule's terms, what the issue stamps on the coupon and
+# coupons/terms_cache.py): the rule's terms, what the issue stamps on the coupon and
 # the 201's template summary; a claim by code has found its template already, and a template
 # reached only by single-use codes is not claimable by id (SPEC section 18).
 CLAIM_PATH_TERMS = (

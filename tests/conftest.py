@@ -60,7 +60,7 @@ def pytest_configure(config):
     from django.test import TestCase, TransactionTestCase
 
     from core.read_routing import REPLICA
-    from coupons.services.decision_transaction import DECISION_ALIAS
+    from coupons.decision_transaction import DECISION_ALIAS
 
     TransactionTestCase.databases = {"default", DECISION_ALIAS, REPLICA}
     TestCase.databases = {"default"}

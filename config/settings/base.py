@@ -170,7 +170,7 @@ def database_timeouts() -> dict[str, int]:
 
 def decision_database(default: dj_database_url.DBConfig) -> dj_database_url.DBConfig:
     """The coupon decision's own connection to the same MySQL database (alias "decision";
-    coupons/services/decision_transaction.py, docs/decisions/0240-decision-connection.md): the
+    coupons/decision_transaction.py, docs/decisions/0240-decision-connection.md): the
     default's settings and OPTIONS (READ COMMITTED, the lock wait, the timeouts, the health
     check), but kept out of autocommit, so a decision opens its transaction with its first
     statement and ends it with one CALL (docs/decisions/0700-claim-decision-in-one-call.md).
@@ -242,7 +242,7 @@ HEALTH_CACHE_SECONDS = min(env_float("HEALTH_CACHE_SECONDS", 1.0), 1.0)
 DATABASE_FAULT_REPORTER = "ops.database_faults.report_database_unavailable"
 HEALTH_REDIS = "coupons.counter_setup.coupon_counter"
 # How often the scheduler lowers Redis claim counts that are above the database's
-# (coupons/services/counter_reconcile.py; after a restore from backup, say).
+# (coupons/counter_reconcile.py; after a restore from backup, say).
 COUPON_COUNTER_RECONCILE_SECONDS = env_float("COUPON_COUNTER_RECONCILE_SECONDS", 60)
 if COUPON_COUNTER_RECONCILE_SECONDS <= 0:
     raise ImproperlyConfigured("COUPON_COUNTER_RECONCILE_SECONDS must be above 0.")
@@ -254,7 +254,7 @@ SCHEDULED_JOBS: dict[str, str | tuple[str, float]] = {
     "expired tokens": ("accounts.jobs.flush_expired_tokens", 3600),
     "idempotency records": ("api.jobs.purge_idempotency_records", 3600),
     "coupon counters": (
-        "coupons.services.counter_reconcile.coupon_counters_reconcile",
+        "coupons.counter_reconcile.coupon_counters_reconcile",
         COUPON_COUNTER_RECONCILE_SECONDS,
     ),
 }

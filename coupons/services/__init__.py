@@ -1,3 +1,5 @@
-"""Every write to coupons, one module per idea: templates, issuing (with its SQL in claim_sql
-and the Redis upkeep in counter_sync) and grants. Transactions live here; views and the admin
-only call these. Import from the specific module; this package re-exports nothing."""
+"""Every write to coupons, one module per idea: templates, issuing, grants and codes.
+Transactions live here; views and the admin only call these. Their machinery lives beside
+this package (coupons/claim_sql.py, decision.py, decision_transaction.py, terms_cache.py,
+counter_sync.py, counter_reconcile.py). Import from the specific module; this package
+re-exports nothing."""

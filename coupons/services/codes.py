@@ -14,7 +14,6 @@ from coupons.errors import CodesCreationBusy, TemplateInvalid, TemplateNotFound
 from coupons.models import (
     CouponTemplate,
 )
-from coupons.services.terms_cache import next_version, terms_change
 from coupons.shopper_list import published_terms_changed
 from coupons.single_use_codes import (
     MAX_SINGLE_USE_CODES_PER_REQUEST,
@@ -23,6 +22,7 @@ from coupons.single_use_codes import (
     SingleUseCode,
     single_use_code_prefix_validate,
 )
+from coupons.terms_cache import next_version, terms_change
 
 # One INSERT per batch: measured at 100,000 codes (larger batches gained little and make one
 # statement's packet larger): docs/measurements/2026-11-30-single-use-codes.md.

@@ -8,6 +8,7 @@ from django.utils.translation import gettext as _
 
 from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
 from core import clock
+from coupons.decision import AlreadyGranted, GrantNote
 from coupons.errors import (
     ClaimLimitReached,
     ClaimNotEligible,
@@ -23,7 +24,6 @@ from coupons.models import (
     CouponTemplate,
     UserCoupon,
 )
-from coupons.services.decision import AlreadyGranted, GrantNote
 from coupons.services.issuing import coupon_issue
 
 MAX_GRANT_USERS = 1000

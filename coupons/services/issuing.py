@@ -1,6 +1,6 @@
 """Issuing coupons (SPEC sections 4, 14 and 15): the claim's Redis screen, and the one issuing
 core every claim, code and grant goes through, deciding in one short transaction
-(coupons/services/decision_transaction.py)."""
+(coupons/decision_transaction.py)."""
 
 import time
 
@@ -10,6 +10,10 @@ from django.utils.translation import gettext as _
 
 from api.throttles import Rate
 from core import clock
+from coupons.claim_sql import (
+    ClaimFacts,
+    claim_facts,
+)
 from coupons.counter_results import (
     CouponMayHaveRoom,
     CouponNotClaimableById,
@@ -19,7 +23,9 @@ from coupons.counter_results import (
     ScreenResult,
 )
 from coupons.counter_setup import AnyCounter, coupon_counter
+from coupons.counter_sync import record_facts, resync_from_database
 from coupons.customers import customer_history
+from coupons.decision import GrantNote, decide
 from coupons.errors import (
     ClaimLimitReached,
     ClaimNotEligible,
@@ -36,16 +42,10 @@ from coupons.models import (
     UserCoupon,
 )
 from coupons.rules import ClaimState, claim_state
-from coupons.services.claim_sql import (
-    ClaimFacts,
-    claim_facts,
-)
-from coupons.services.counter_sync import record_facts, resync_from_database
-from coupons.services.decision import GrantNote, decide
-from coupons.services.terms_cache import cached_terms, template_from_row
 from coupons.single_use_codes import (
     SingleUseCode,
 )
+from coupons.terms_cache import cached_terms, template_from_row
 
 REJECTION_BY_STATE: dict[ClaimState, type[ClaimRejected]] = {
     ClaimState.NOT_STARTED: ClaimNotInWindow,

@@ -11,9 +11,9 @@ import pytest
 from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
+from coupons.decision import AlreadyGranted, GrantNote, decide
+from coupons.decision_transaction import DECISION_ALIAS
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.services.decision import AlreadyGranted, GrantNote, decide
-from coupons.services.decision_transaction import DECISION_ALIAS
 from coupons.services.issuing import coupon_issue
 from coupons.single_use_codes import SingleUseCode
 from tests.support.concurrency import run_together

@@ -12,10 +12,10 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from core import clock
+from coupons.counter_reconcile import coupon_counters_reconcile
 from coupons.counter_setup import coupon_counter
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import templates
-from coupons.services.counter_reconcile import coupon_counters_reconcile
 from tests.support.clients import bearer_client
 from tests.support.factories import UserFactory
 from tests.support.helpers import claim_url, redis_counts

@@ -6,9 +6,9 @@ the alias is not configured."""
 import pytest
 from django.db import OperationalError, connection, connections, transaction
 
+from coupons import decision_transaction as decisions
+from coupons.decision_transaction import DECISION_ALIAS, decision_transaction
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.services import decision_transaction as decisions
-from coupons.services.decision_transaction import DECISION_ALIAS, decision_transaction
 from coupons.services.issuing import coupon_issue
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, UserFactory

@@ -87,7 +87,7 @@ def test_the_scheduler_runs_every_job_the_setting_names_past_a_failing_one(setti
 def test_order_expiry_runs_every_interval_and_the_cleanups_hourly():
     from accounts.jobs import flush_expired_tokens
     from api.jobs import purge_idempotency_records
-    from coupons.services.counter_reconcile import coupon_counters_reconcile
+    from coupons.counter_reconcile import coupon_counters_reconcile
     from orders.jobs import expire_overdue_orders
 
     assert {name: (job.run, job.every_seconds) for name, job in scheduled_jobs().items()} == {

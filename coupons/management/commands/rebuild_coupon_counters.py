@@ -2,10 +2,10 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
+from coupons import counter_reconcile
 from coupons.counter import REDIS_FAILURES
 from coupons.errors import TemplateNotFound
 from coupons.models import CouponTemplate
-from coupons.services import counter_reconcile
 
 
 class Command(BaseCommand):

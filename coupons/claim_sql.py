@@ -45,7 +45,7 @@ TEMPLATE_FACT_COLUMNS = (
     "audience",
 )
 TEMPLATE_SUMMARY_COLUMNS = (
-    "updated_at",  # the terms' version (coupons.services.terms_cache)
+    "updated_at",  # the terms' version (coupons.terms_cache)
     "name",
     "type",
     "value",

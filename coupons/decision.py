@@ -7,9 +7,7 @@ from dataclasses import dataclass, replace
 from django.db import IntegrityError, connection
 
 from core import clock
-from coupons.customers import customer_history
-from coupons.models import CouponTemplate, UserCoupon, UseWindow
-from coupons.services.claim_sql import (
+from coupons.claim_sql import (
     END_OF_TIME,
     GRANT_REASON_KEY,
     INSERT_COUPON_SQL,
@@ -19,7 +17,9 @@ from coupons.services.claim_sql import (
     count_the_claim,
     decide_in_one_call,
 )
-from coupons.services.decision_transaction import decision_transaction, is_slot_taken
+from coupons.customers import customer_history
+from coupons.decision_transaction import decision_transaction, is_slot_taken
+from coupons.models import CouponTemplate, UserCoupon, UseWindow
 
 
 @dataclass(frozen=True)

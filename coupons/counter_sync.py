@@ -8,10 +8,10 @@ from datetime import datetime
 from django.db import DatabaseError
 
 from core import clock
+from coupons.claim_sql import ClaimFacts, claim_facts
 from coupons.counter_setup import AnyCounter
 from coupons.errors import TemplateNotFound
-from coupons.services.claim_sql import ClaimFacts, claim_facts
-from coupons.services.terms_cache import cached_terms
+from coupons.terms_cache import cached_terms
 
 logger = logging.getLogger(__name__)
 
