@@ -153,6 +153,10 @@ def user_facts_forget_after_commit(user_id: int) -> None:
     lease handed out before. If Redis did not confirm that, return only once every copy read
     before the commit has expired (USER_FACTS_LEASE seconds, and a margin)."""
 
+    pending = transaction.get_connection().run_on_commit
+    if any(getattr(callback, "forgets_user", None) == user_id for _, callback, _ in pending):
+        return  # this commit forgets (or waits) for the user already: a second wait adds nothing
+
     def after_commit() -> None:
         if _forget(user_id):
             return
@@ -165,6 +169,7 @@ def user_facts_forget_after_commit(user_id: int) -> None:
         )
         time.sleep(wait)
 
+    after_commit.forgets_user = user_id  # type: ignore[attr-defined]  # found again above
     transaction.on_commit(after_commit)
 
 
