@@ -8,10 +8,18 @@ meets the unique (user, key) index and is told 409 `request_in_progress`; the an
 after the handler returns. 5xx, 429 and 404 answers are not kept (the record is deleted): the
 attempt committed nothing, so running it again is safe.
 
-A record still without an answer is a lease of IDEMPOTENCY_LEASE_SECONDS, not a lock for the
-key's lifetime: when its request died (the worker was stopped) or its 5xx could not be dropped
-(the database still away), the key is free again after the lease, so a client that retries a
-5xx is never locked out for a day (docs/decisions/0322-idempotency-lease.md).
+A command with an effect (a claim, a checkout, a payment) is decorated
+`@idempotent(effect_answer=...)`: its service writes the effect's id into the record inside
+the effect's own transaction (`effect_record`, or the claim's procedure with
+`effect_record_id()`), so whatever committed, the record says so. A record with an effect
+is never dropped by a 5xx nor freed by the lease; a retry that finds it without a stored
+answer (the answer was lost with the database between the two writes) gets the effect's
+answer rendered again by `effect_answer`. Nothing runs twice.
+
+A record still without an answer or an effect is a lease of IDEMPOTENCY_LEASE_SECONDS, not a
+lock for the key's lifetime: when its request died (the worker was stopped) or its 5xx could
+not be dropped (the database still away), the key is free again after the lease, so a client
+that retries a 5xx is never locked out for a day (docs/decisions/0322-idempotency-lease.md).
 """
 
 import functools
@@ -21,6 +29,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -56,9 +65,28 @@ class StoredAnswer:
     body: str
 
 
-def idempotent(handler: Callable) -> Callable:
+@dataclass(frozen=True)
+class CommittedEffect:
+    """An earlier use of the key whose effect committed but whose answer was never stored."""
+
+    effect_id: int
+
+
+# The record of the command being served, while its handler runs: the services write their
+# effect's id into it (effect_record). Per request thread, like every ContextVar.
+_pending_record: ContextVar[int | None] = ContextVar("pending_idempotency_record", default=None)
+
+# (view, request, effect_id, *args, **kwargs) -> the answer the command gives for that effect.
+EffectAnswer = Callable[..., Response]
+
+
+def idempotent(handler: Callable | None = None, *, effect_answer: EffectAnswer | None = None):
     """Decorate a DRF view handler (`def post(self, request, ...)`) to honour Idempotency-Key.
-    Without the header the handler runs as before."""
+    Without the header the handler runs as before. With `effect_answer`, the handler's
+    service records its effect in its own transaction and a retry that finds the effect
+    without an answer is answered by `effect_answer(view, request, effect_id, ...)`."""
+    if handler is None:
+        return functools.partial(idempotent, effect_answer=effect_answer)
 
     @functools.wraps(handler)
     def wrapper(view, request: Request, *args, **kwargs) -> Response:
@@ -73,20 +101,44 @@ def idempotent(handler: Callable) -> Callable:
             return Response(
                 json.loads(begun.body), status=begun.status, headers={REPLAYED_HEADER: "true"}
             )
+        if isinstance(begun, CommittedEffect):
+            if effect_answer is None:  # only a command with an answer records an effect
+                raise RequestInProgress()
+            response = effect_answer(view, request, begun.effect_id, *args, **kwargs)
+            response[REPLAYED_HEADER] = "true"
+            return response
         # No answer at all (the worker stopped by gunicorn's timeout raises SystemExit here)
         # leaves the record "in progress": the work may have committed, so a retry must not
-        # run it again (docs/decisions/0018-idempotency-keys-in-mysql.md, a known limit).
+        # run it again until the lease ends; an effect that did commit holds the key for good.
+        armed = _pending_record.set(begun.pk if effect_answer is not None else None)
         try:
             response = handler(view, request, *args, **kwargs)
         except Exception as error:
             # Rendered here (as DRF would after us) so that a 4xx is kept like any answer.
             response = view.handle_exception(error)
+        finally:
+            _pending_record.reset(armed)
         record_finish(record_id=begun.pk, response=response)
         return response
 
     # Read by the schema generator (getattr) to document the header.
     setattr(wrapper, "idempotent", True)  # noqa: B010
     return wrapper
+
+
+def effect_record_id() -> int | None:
+    """The record the command being served writes its effect's id into, if any (the claim's
+    procedure takes it as a parameter)."""
+    return _pending_record.get()
+
+
+def effect_record(*, effect_id: int, using: str = "default") -> None:
+    """Write the effect's id into the command's record. Must run inside the effect's own
+    transaction (on `using`), so the two commit together; does nothing when the command
+    came without an Idempotency-Key."""
+    record_id = _pending_record.get()
+    if record_id is not None:
+        IdempotencyRecord.objects.using(using).filter(pk=record_id).update(effect_id=effect_id)
 
 
 def key_validate(key: str) -> None:
@@ -120,19 +172,24 @@ def lease() -> timedelta:
 
 
 def record_is_stale(record: IdempotencyRecord, *, now: datetime) -> bool:
-    """Past the key's lifetime, or still without an answer after the lease (its request
-    failed or died): the key may be taken again."""
+    """Past the key's lifetime, or still without an answer or an effect after the lease (its
+    request failed or died with nothing committed): the key may be taken again."""
     if record.created_at <= now - key_lifetime():
         return True
-    return record.response_status is None and record.created_at <= now - lease()
+    return (
+        record.response_status is None
+        and record.effect_id is None
+        and record.created_at <= now - lease()
+    )
 
 
 def record_begin(
     *, user_id: int, key: str, request_digest: str
-) -> IdempotencyRecord | StoredAnswer:
+) -> IdempotencyRecord | StoredAnswer | CommittedEffect:
     """Claim the key for this request (committed at once), or say what the earlier use of the
-    key means for it: its stored answer, 422 for a different request, 409 while it runs. Must
-    run outside any transaction that the request's work uses."""
+    key means for it: its stored answer, its committed effect without an answer, 422 for a
+    different request, 409 while it runs. Must run outside any transaction that the request's
+    work uses."""
     digest = key_digest(key)
     # Twice at most: the row found may be expired (deleted here) or deleted by its own 5xx
     # between our insert and our read, and then the key is free to take.
@@ -164,6 +221,8 @@ def record_begin(
             raise IdempotencyKeyReused()
         # record_finish writes the status and the body together.
         if earlier.response_status is None or earlier.response_body is None:
+            if earlier.effect_id is not None:
+                return CommittedEffect(earlier.effect_id)
             raise RequestInProgress()
         return StoredAnswer(status=earlier.response_status, body=earlier.response_body)
     raise RequestInProgress()
@@ -179,7 +238,9 @@ KEEP_ANSWER_PAUSE = 0.5
 def record_finish(*, record_id: int, response: Response) -> None:
     """Keep the answer for replays, or drop the record for a 5xx, a 429 or a 404 (the request
     did nothing: a throttle counted in the handler, SPEC section 15, must not make its answer
-    the key's for good, and a missing order must not buy a row for a day). A failure to write
+    the key's for good, and a missing order must not buy a row for a day), unless the record
+    holds an effect: a 5xx after the effect's commit (the connection lost with the answer)
+    keeps the record, and the retry replays the effect. A failure to write
     it is logged and the real answer still goes out: the work is done and the client must hear
     so. An answer to keep is first tried again on a new
     connection for up to KEEP_ANSWER_SECONDS, so that a switch of the database's writer
@@ -191,7 +252,7 @@ def record_finish(*, record_id: int, response: Response) -> None:
     for attempt in itertools.count():
         try:
             if not keep:
-                IdempotencyRecord.objects.filter(pk=record_id).delete()
+                IdempotencyRecord.objects.filter(pk=record_id, effect_id__isnull=True).delete()
                 return
             IdempotencyRecord.objects.filter(pk=record_id).update(
                 response_status=response.status_code,

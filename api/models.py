@@ -4,7 +4,10 @@ from django.db import models
 
 class IdempotencyRecord(models.Model):
     """One user's use of one Idempotency-Key: inserted (and committed) before the request
-    runs, completed with the answer after it. `response_status` is NULL while it runs."""
+    runs, completed with the answer after it. `response_status` is NULL while it runs.
+    `effect_id` is written in the same transaction as the command's effect (the coupon a
+    claim issued, the order a checkout made or paid), so a record whose answer was lost still
+    says that the work committed (docs/decisions/0322-idempotency-lease.md)."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     # SHA-256 of the key, hex: unique per user whatever the column's collation would make of
@@ -17,6 +20,7 @@ class IdempotencyRecord(models.Model):
     response_body = models.TextField(null=True)  # JSON as rendered; NULL while running
     created_at = models.DateTimeField()
     completed_at = models.DateTimeField(null=True)
+    effect_id = models.BigIntegerField(null=True)  # the id of what the command committed
 
     class Meta:
         db_table = "idempotency_records"

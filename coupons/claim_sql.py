@@ -199,18 +199,25 @@ class Decided:
 
 
 # MySQL: the guarded UPDATE, the INSERT and the COMMIT in one round trip, by the procedure of
-# coupons/migrations/0011_claim_decision_procedure.py
+# coupons/migrations/0014_claim_records_its_idempotency_effect.py
 # (docs/decisions/0700-claim-decision-in-one-call.md): the row lock is taken and released
 # inside the server, never held across the client's Python. Its parameters are ClaimCount's,
-# then CouponInsert's (`decide_in_one_call`).
-CALL_DECIDE_SQL = "CALL coupon_decide(" + ", ".join(["%s"] * 17) + ")"
+# then CouponInsert's, then the Idempotency-Key record that commits with the coupon
+# (`decide_in_one_call`).
+CALL_DECIDE_SQL = "CALL coupon_decide(" + ", ".join(["%s"] * 18) + ")"
 
 
 def decide_in_one_call(
-    cursor: Any, count: "ClaimCount", insert: CouponInsert, adapt: Callable[[datetime], Any]
+    cursor: Any,
+    count: "ClaimCount",
+    insert: CouponInsert,
+    adapt: Callable[[datetime], Any],
+    *,
+    idempotency_record_id: int | None,
 ) -> Decided:
-    """Count the claim and insert the coupon, committed or rolled back by the server; the
-    decision's transaction is over when this returns or raises."""
+    """Count the claim and insert the coupon (and write its id into the request's
+    Idempotency-Key record, if any), committed or rolled back by the server; the decision's
+    transaction is over when this returns or raises."""
     cursor.execute(
         CALL_DECIDE_SQL,
         [
@@ -225,6 +232,7 @@ def decide_in_one_call(
             adapt(insert.template_window.valid_from),
             adapt(insert.template_window.valid_until),
             insert.template_valid_days,
+            idempotency_record_id,
         ],
     )
     claimed_count, coupon_id, waited = cursor.fetchone()

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 from django.db import IntegrityError, connection
 
+from api.idempotency import effect_record, effect_record_id
 from core import clock
 from coupons.claim_sql import (
     END_OF_TIME,
@@ -124,6 +125,7 @@ def decide(
                     count,
                     coupon_insert(template, count, user_id=user_id, grant=grant, source=source),
                     adapt,
+                    idempotency_record_id=effect_record_id(),
                 )
                 decision.ended_in_server()
                 if decided.coupon_id is None:
@@ -148,6 +150,7 @@ def decide(
                     decision.roll_back()
                     return IssueOutcome()
                 coupon_id = cursor.lastrowid
+                effect_record(effect_id=coupon_id, using=decision.connection.alias)
             window = template.use_window_at(now)
     except IntegrityError as error:
         if GRANT_REASON_KEY in str(error):

@@ -13,7 +13,7 @@ from django.utils.module_loading import import_string
 from core.limits import is_id_text
 from coupons.coupon_status import CouponStatus
 from coupons.dashboard import coupons_per_hour, hours_per_day, local_days_span
-from coupons.errors import TemplateNotFound
+from coupons.errors import CouponNotFound, TemplateNotFound
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.rules import ClaimState, claim_state
 from coupons.single_use_codes import SingleUseCode
@@ -118,6 +118,16 @@ def coupons_of_user(*, user_id: int, status: str | None, now: datetime) -> Query
     if status is None:
         return coupons
     return coupons.with_status(CouponStatus(status), now=now)
+
+
+def coupon_of_user(*, user_id: int, coupon_id: int) -> UserCoupon:
+    """One of the user's coupons with its template; CouponNotFound for anyone else's."""
+    coupon = (
+        UserCoupon.objects.filter(pk=coupon_id, user_id=user_id).select_related("template").first()
+    )
+    if coupon is None:
+        raise CouponNotFound()
+    return coupon
 
 
 def derived_status(coupon: UserCoupon, *, now: datetime) -> str:

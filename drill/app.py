@@ -66,18 +66,29 @@ class Seed:
 class DrillApp:
     """gunicorn with the shipped config against `database_url`, its own redis-server."""
 
-    def __init__(self, work_dir: Path, database_url: str, *, workers: int = 2):
+    def __init__(
+        self,
+        work_dir: Path,
+        database_url: str,
+        *,
+        replica_url: str | None = None,
+        workers: int = 2,
+    ):
         self.work_dir = work_dir
         work_dir.mkdir(parents=True, exist_ok=True)
         self.redis = RedisServer(free_port(), log_dir=work_dir)
         self.database_url = database_url
+        self.replica_url = replica_url
         self.workers = workers
         self.port = free_port()
         self.secret_key = secrets.token_urlsafe(50)
         self.gunicorn: ManagedProcess | None = None
 
     def env(self) -> dict[str, str]:
+        # Reads that may lag go to the reader port, as in a deployment (SPEC section 22).
+        replica = {} if self.replica_url is None else {"DATABASE_REPLICA_URL": self.replica_url}
         return {
+            **replica,
             "PATH": f"{BIN}:/usr/bin:/bin:/usr/sbin:/sbin",
             "DJANGO_SETTINGS_MODULE": "config.settings.production",
             "SECRET_KEY": self.secret_key,

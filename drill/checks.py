@@ -276,10 +276,16 @@ def recovery(ledger: Ledger) -> Check:
     times = [kill.recovered_in for kill in ledger.kills]
     slow = [t for t in times if t is None or t > RECOVERY_LIMIT]
     known = [t for t in times if t is not None]
+    faults = Counter(kill.fault for kill in ledger.kills)
+    worst = {
+        fault: max((k.recovered_in or float("inf")) for k in ledger.kills if k.fault == fault)
+        for fault in faults
+    }
+    detail = ", ".join(f"{faults[fault]} {fault}s max {worst[fault]:.2f} s" for fault in faults)
     return Check(
-        f"claims succeed within {RECOVERY_LIMIT:g} s of each kill",
+        f"claims succeed within {RECOVERY_LIMIT:g} s of each kill, freeze and thaw",
         bool(times) and not slow,
-        f"{len(times)} kills, max {max(known):.2f} s" if known else "no kill recovered",
+        detail if known else "no fault recovered",
     )
 
 

@@ -19,7 +19,7 @@ EXPLAINED = {
     "pay": {(200, None), (409, "invalid_state")},
 }
 IN_PROGRESS = (409, "request_in_progress")
-RECOVERY_LIMIT = 5.0  # seconds from a kill to the next 201 claim (SPEC section 22)
+RECOVERY_LIMIT = 5.0  # seconds from a fault to the next 201 claim (SPEC section 22)
 
 
 def explained(attempt: Attempt) -> bool:
@@ -31,9 +31,13 @@ def explained(attempt: Attempt) -> bool:
 
 @dataclass
 class Kill:
+    """A fault of the writer node: "kill" (SIGKILL), "freeze" (SIGSTOP) or "thaw" (SIGCONT
+    after a freeze)."""
+
     node: str
-    at: float  # time.monotonic() just before the SIGKILL
+    at: float  # time.monotonic() just before the signal
     recovered_in: float | None = None  # seconds to the first 201 claim sent after it
+    fault: str = "kill"
 
 
 @dataclass
@@ -46,8 +50,8 @@ class Ledger:
         with self.lock:
             self.attempts.append(attempt)
 
-    def kill(self, node: str, at: float) -> Kill:
-        kill = Kill(node=node, at=at)
+    def kill(self, node: str, at: float, fault: str = "kill") -> Kill:
+        kill = Kill(node=node, at=at, fault=fault)
         with self.lock:
             self.kills.append(kill)
         return kill

@@ -17,13 +17,14 @@ import MySQLdb
 from drill.app import REPO, DrillApp
 from drill.checks import Check, all_checks, recovery
 from drill.control import run_control
-from drill.ledger import RECOVERY_LIMIT, Ledger
+from drill.ledger import RECOVERY_LIMIT, Kill, Ledger
 from drill.load import Load
 from drill.report import table
 from scripts.cluster_nodes import NODES, Cluster, ClusterError, all_ports, port_free, start
 
 DATABASE = "coupons_drill"
 RECOVERY_WAIT = 15.0  # seconds a kill waits for a 201 claim before the node restarts anyway
+FREEZE_SECONDS = 10.0  # how long a frozen writer stays stopped (SIGSTOP, then SIGCONT)
 LOSS_CHECK = "every 201 claim has its row"
 
 
@@ -86,20 +87,48 @@ def wait_all_synced(cluster: Cluster, timeout: float = 120) -> None:
     raise RuntimeError(f"the cluster was not Synced on every node within {timeout:g} s")
 
 
-def kill_writer(cluster: Cluster, ledger: Ledger, number: int) -> None:
-    """SIGKILL the node HAProxy writes to, wait for a 201 claim, restart it until Synced."""
+def claims_again(ledger: Ledger, fault: Kill, *, wait: float) -> str:
+    """Wait up to `wait` s for a 201 claim sent after the fault; note and show how long."""
+    deadline = fault.at + wait
+    while time.monotonic() < deadline and ledger.first_claim_after(fault.at) is None:
+        time.sleep(0.1)
+    fault.recovered_in = ledger.first_claim_after(fault.at)
+    return "none" if fault.recovered_in is None else f"{fault.recovered_in:.2f} s"
+
+
+def current_writer(cluster: Cluster) -> int:
     writer = cluster.writer()
     if writer is None:
-        raise RuntimeError("no writer before a kill")
+        raise RuntimeError("no writer before a fault")
+    return writer
+
+
+def kill_writer(cluster: Cluster, ledger: Ledger, number: int) -> None:
+    """SIGKILL the node HAProxy writes to, wait for a 201 claim, restart it until Synced."""
+    writer = current_writer(cluster)
     kill = ledger.kill(f"node{writer}", time.monotonic())
     cluster.kill(writer)
-    deadline = kill.at + RECOVERY_WAIT
-    while time.monotonic() < deadline and ledger.first_claim_after(kill.at) is None:
-        time.sleep(0.1)
-    kill.recovered_in = ledger.first_claim_after(kill.at)
-    shown = "none" if kill.recovered_in is None else f"{kill.recovered_in:.2f} s"
+    shown = claims_again(ledger, kill, wait=RECOVERY_WAIT)
     log(f"kill {number}: node{writer}, claims again after {shown}; restarting it")
     cluster.restart(writer)
+    wait_all_synced(cluster)
+
+
+def freeze_writer(cluster: Cluster, ledger: Ledger, number: int) -> None:
+    """SIGSTOP the node HAProxy writes to for FREEZE_SECONDS, then SIGCONT: claims must come
+    back within the bound of the freeze and again of the thaw (the node rejoins, and the
+    writer may move back to it), then every node is Synced before the next fault."""
+    writer = current_writer(cluster)
+    freeze = ledger.kill(f"node{writer}", time.monotonic(), fault="freeze")
+    cluster.freeze(writer)
+    try:
+        shown = claims_again(ledger, freeze, wait=FREEZE_SECONDS)
+        time.sleep(max(0.0, freeze.at + FREEZE_SECONDS - time.monotonic()))
+    finally:
+        thaw = ledger.kill(f"node{writer}", time.monotonic(), fault="thaw")
+        cluster.thaw(writer)
+    thawed = claims_again(ledger, thaw, wait=RECOVERY_WAIT)
+    log(f"freeze {number}: node{writer}, claims again after {shown}; after the thaw {thawed}")
     wait_all_synced(cluster)
 
 
@@ -108,13 +137,19 @@ def run_drill(
     work_dir: Path,
     *,
     kills: int,
+    freezes: int = 2,
     between: tuple[float, float] = (1.0, 3.0),
     storms: int = 4,
     shoppers: int = 2,
 ) -> DrillResult:
-    """The drill on a running cluster; the cluster is left running."""
+    """The drill on a running cluster: `kills` SIGKILLs of the writer with `freezes` freezes
+    spread among them; the cluster is left running."""
     fresh_database(cluster)
-    app = DrillApp(work_dir / "app", cluster.haproxy_url(DATABASE))
+    app = DrillApp(
+        work_dir / "app",
+        cluster.haproxy_url(DATABASE),
+        replica_url=cluster.reader_url(DATABASE),
+    )
     load: Load | None = None
     try:
         seed = app.prepare()
@@ -122,9 +157,16 @@ def run_drill(
         ledger = Ledger()
         load = Load(app.port, seed, ledger, storms=storms, shoppers=shoppers).start()
         pause = random.Random(23)
+        # Freezes after evenly spaced kills, so each follows a rejoined, Synced cluster.
+        freeze_after = {round((kills * (n + 1)) / (freezes + 1)) for n in range(freezes)}
+        frozen = 0
         for number in range(1, kills + 1):
             time.sleep(pause.uniform(*between))
             kill_writer(cluster, ledger, number)
+            if number in freeze_after:
+                frozen += 1
+                time.sleep(pause.uniform(*between))
+                freeze_writer(cluster, ledger, frozen)
         time.sleep(between[1])
         load.stop()
         if load.failures:
@@ -154,16 +196,20 @@ def run_drill(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make drill", description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=20, help="SIGKILLs of the writer (20)")
+    parser.add_argument(
+        "--freezes", type=int, default=2, help="freezes of the writer, SIGSTOP 10 s (2)"
+    )
     parser.add_argument("--work-dir", type=Path, default=REPO / "var" / "drill")
     parser.add_argument("--no-control", action="store_true", help="skip the negative control")
     args = parser.parse_args(argv)
     log(f"starting a 3-node cluster under {args.work_dir / 'cluster'}")
     cluster = start(args.work_dir / "cluster", quiet_base_port())
     try:
-        result = run_drill(cluster, args.work_dir, kills=args.kills)
+        result = run_drill(cluster, args.work_dir, kills=args.kills, freezes=args.freezes)
     finally:
         cluster.stop()
-    print(table("Galera behind HAProxy, the writer SIGKILLed", result.ledger, result.checks))
+    title = "Galera behind HAProxy, the writer SIGKILLed and frozen"
+    print(table(title, result.ledger, result.checks))
     failed = not result.passed
     if not args.no_control:
         log("negative control: an asynchronous replica promoted")

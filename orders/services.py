@@ -15,6 +15,7 @@ from django.db.models import F, QuerySet
 from django.utils.translation import gettext as _
 
 from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
+from api.idempotency import effect_record
 from core import clock
 from core.money import format_money
 from coupons import ports
@@ -83,7 +84,7 @@ def _order_place(
             judged = ports.judge_cart(coupon, cart)
             raise_if_not_applied(judged)
             line_discounts = list(judged.line_discounts)
-        return _order_create(
+        order = _order_create(
             user_id=user_id,
             order_type=order_type,
             lines=lines,
@@ -93,6 +94,8 @@ def _order_place(
             coupon_id=coupon_id,
             now=now,
         )
+        effect_record(effect_id=order.pk)  # the request's Idempotency-Key, committed with it
+        return order
 
 
 def _unpaid_room_check(*, user_id: int) -> None:
@@ -131,6 +134,7 @@ def order_cancel(*, user_id: int, order_id: int, actor: Actor | None = None) -> 
             if not Order.objects.filter(pk=order_id, user_id=user_id).exists():
                 raise OrderNotFound()
             raise OrderInvalidState(_("Only an order awaiting payment can be cancelled."))
+        effect_record(effect_id=order.pk)
         staff_action_record(
             actor=actor,
             action=StaffAction.ORDER_CANCEL,
@@ -182,6 +186,7 @@ def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
         order.paid_at = now
         order.updated_at = now
         order.save(update_fields=["status", "paid_at", "updated_at"])
+        effect_record(effect_id=order.pk)
     return order
 
 

@@ -290,6 +290,25 @@ class Cluster:
             child.wait(timeout=30)
         wait_for(lambda: not process_alive(pid), timeout=30, what=f"node{node} to die")
 
+    def freeze(self, node: int) -> None:
+        """SIGSTOP the node's process group: it holds its connections and answers nothing, as
+        a machine that stalls (a long GC-like pause, a hung disk) does."""
+        self._signal_group(node, signal.SIGSTOP)
+
+    def thaw(self, node: int) -> None:
+        """SIGCONT after freeze(): the node runs on from where it stopped."""
+        self._signal_group(node, signal.SIGCONT)
+
+    def _signal_group(self, node: int, signum: int) -> None:
+        pid = self.pid(node)
+        if not process_alive(pid):
+            raise ClusterError(f"node{node} is not running")
+        assert pid is not None
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
+
     def restart(self, node: int, timeout: float = 120) -> None:
         """Start a stopped or killed node as a joiner of the running cluster (IST from a
         donor's gcache when it has the missing write sets, else a full SST) and wait until it

@@ -182,7 +182,9 @@ def one_call_claim(cursor, connection, *, template_id: int, user_id: int) -> tup
         template_window=window,
         template_valid_days=None,
     )
-    decided = decide_in_one_call(cursor, count, insert, lambda moment: moment)
+    decided = decide_in_one_call(
+        cursor, count, insert, lambda moment: moment, idempotency_record_id=None
+    )
     cursor.nextset()  # the CALL's own status: read before the next statement
     return decided.coupon_id is not None, time.perf_counter() - started
 

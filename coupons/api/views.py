@@ -31,6 +31,13 @@ from coupons.errors import (
 from coupons.services import issuing
 
 
+def claimed_coupon_answer(view, request, effect_id: int, *args, **kwargs) -> Response:
+    """The answer of a claim whose coupon committed but whose answer was lost
+    (api.idempotency): 201 with the coupon as it stands now."""
+    coupon = selectors.coupon_of_user(user_id=request.user.pk, coupon_id=effect_id)
+    return Response(user_coupon_data(coupon, now=clock.now()), status=status.HTTP_201_CREATED)
+
+
 class CouponListView(GenericAPIView):
     """The public templates a shopper can see, each with `state` for this user (claimable,
     not_started, ended, sold_out, limit_reached) and how many they hold (`claimed_by_me`)."""
@@ -82,7 +89,7 @@ class CouponClaimView(GenericAPIView):
         ClaimLimitReached,
         ClaimThrottled,
     )
-    @idempotent
+    @idempotent(effect_answer=claimed_coupon_answer)
     def post(self, request, template_id: int):
         coupon = issuing.coupon_claim(template_id=template_id, user_id=request.user.pk)
         data = user_coupon_data(coupon, now=clock.now())
@@ -111,7 +118,7 @@ class CouponRedeemView(GenericAPIView):
         ClaimSoldOut,
         ClaimLimitReached,
     )
-    @idempotent
+    @idempotent(effect_answer=claimed_coupon_answer)
     def post(self, request):
         payload = RedeemInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)

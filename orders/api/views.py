@@ -44,6 +44,16 @@ def order_response(user_id: int, order_id: int, status_code: int = status.HTTP_2
     return Response(OrderSerializer(order).data, status=status_code)
 
 
+def order_effect_answer(status_code: int):
+    """The answer of an order command whose order committed but whose answer was lost
+    (api.idempotency): the order as it stands now."""
+
+    def answer(view, request, effect_id: int, *args, **kwargs) -> Response:
+        return order_response(request.user.pk, effect_id, status_code)
+
+    return answer
+
+
 class OrderListView(GenericAPIView):
     serializer_class = OrderSerializer
 
@@ -73,7 +83,7 @@ class OrderListView(GenericAPIView):
         CouponNotApplicable,
         TooManyUnpaidOrders,
     )
-    @idempotent
+    @idempotent(effect_answer=order_effect_answer(status.HTTP_201_CREATED))
     def post(self, request):
         """Check out: lines of products (stock is taken now) and optionally one of my unused
         coupons, which must apply to the lines in its scope and meet its threshold. The order
@@ -101,7 +111,7 @@ class OrderCancelView(GenericAPIView):
 
     @extend_schema(request=None, responses=OrderSerializer)
     @api_errors(OrderNotFound, OrderInvalidState, CouponRollbackFailed)
-    @idempotent
+    @idempotent(effect_answer=order_effect_answer(status.HTTP_200_OK))
     def post(self, request, order_id: int):
         """Cancel an order awaiting payment: its stock and coupon are given back. Any other
         state is 409 `invalid_state`."""
@@ -114,7 +124,7 @@ class OrderPayView(GenericAPIView):
 
     @extend_schema(request=PayInputSerializer, responses=OrderSerializer)
     @api_errors(OrderNotFound, OrderInvalidState, AmountMismatch, CouponNotEligible)
-    @idempotent
+    @idempotent(effect_answer=order_effect_answer(status.HTTP_200_OK))
     def post(self, request, order_id: int):
         """Pay an order awaiting payment with exactly its `pay_amount` (cents): 409
         `amount_mismatch` otherwise, `invalid_state` once paid, cancelled or expired;

@@ -6,12 +6,15 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
-from django.db import DatabaseError
-from django.db.models import QuerySet
+from django.db import DatabaseError, OperationalError
+from django.db.models import F, QuerySet
 
 from api.models import IdempotencyRecord
+from coupons.api import views as coupon_views
 from coupons.models import CouponTemplate, UserCoupon
 from orders import services
+from orders.api import views as order_views
+from ops.database_faults import breaker as database_breaker
 from orders.models import Order, Product
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
@@ -376,30 +379,111 @@ def test_a_retried_grant_replays_its_first_answer(staff_client):
     assert UserCoupon.objects.filter(user=shopper).count() == 1
 
 
-@pytest.mark.django_db
-def test_an_answer_that_cannot_be_recorded_still_goes_out_and_retries_wait(
-    user, shopper_client, monkeypatch
-):
-    # given: the database refuses to store the answer after the checkout committed
-    product = ProductFactory(price=100, stock=10)
+def answer_writes_fail(monkeypatch) -> None:
+    """The database refuses to store any answer (the write after the work's commit); the
+    effect's own write inside the work's transaction still goes through."""
     real_update = QuerySet.update
 
     def failing_update(queryset, **changes):
-        if queryset.model is IdempotencyRecord:
+        if queryset.model is IdempotencyRecord and "response_status" in changes:
             raise DatabaseError("connection lost")
         return real_update(queryset, **changes)
 
     monkeypatch.setattr(QuerySet, "update", failing_update)
+
+
+@pytest.mark.django_db
+def test_a_checkout_whose_answer_was_lost_is_replayed_from_its_order(
+    user, shopper_client, monkeypatch
+):
+    # given: the checkout committed, then the database refused to store its answer
+    product = ProductFactory(price=100, stock=10)
+    answer_writes_fail(monkeypatch)
     first = post(shopper_client, "/api/orders", checkout_body(product), key="lost")
     monkeypatch.undo()
 
     # when: the client retries
     retry = post(shopper_client, "/api/orders", checkout_body(product), key="lost")
 
-    # then: the client heard of its order, and the retry is held off rather than run twice
+    # then: the client heard of its order both times, and there is one order
     assert first.status_code == 201
-    assert (retry.status_code, retry.json()["code"]) == (409, "request_in_progress")
-    assert Order.objects.count() == 1
+    assert (retry.status_code, retry["Idempotent-Replayed"]) == (201, "true")
+    assert retry.json()["id"] == first.json()["id"] == Order.objects.get().pk
+    assert Product.objects.get().stock == 8
+
+
+@pytest.mark.django_db
+def test_a_payment_whose_answer_was_lost_is_replayed_not_invalid_state(
+    user, shopper_client, monkeypatch
+):
+    order = post(shopper_client, "/api/orders", checkout_body(ProductFactory(price=100))).json()
+    url = f"/api/orders/{order['id']}/pay"
+    answer_writes_fail(monkeypatch)
+    first = post(shopper_client, url, {"amount": order["pay_amount"]}, key="pay-lost")
+    monkeypatch.undo()
+
+    retry = post(shopper_client, url, {"amount": order["pay_amount"]}, key="pay-lost")
+
+    assert first.status_code == 200
+    assert (retry.status_code, retry["Idempotent-Replayed"]) == (200, "true")
+    assert retry.json()["status"] == first.json()["status"] == "paid"
+
+
+@pytest.mark.django_db
+def test_a_5xx_after_the_checkout_committed_keeps_the_key_and_the_retry_replays_it(
+    user, shopper_client, monkeypatch
+):
+    # given: the order commits, then the database goes away before the answer is rendered
+    product = ProductFactory(price=100, stock=10)
+    real_response = order_views.order_response
+
+    def lost_on_the_way_back(*args, **kwargs):
+        raise OperationalError(2013, "Lost connection to server during query")
+
+    monkeypatch.setattr(order_views, "order_response", lost_on_the_way_back)
+    first = post(shopper_client, "/api/orders", checkout_body(product), key="committed-503")
+    monkeypatch.setattr(order_views, "order_response", real_response)
+    database_breaker.reset()  # the database is back
+
+    retry = post(shopper_client, "/api/orders", checkout_body(product), key="committed-503")
+
+    # then: the 503 did not drop the record; the retry is the committed order, not a second
+    assert first.status_code == 503
+    assert (retry.status_code, retry["Idempotent-Replayed"]) == (201, "true")
+    assert retry.json()["id"] == Order.objects.get().pk
+    assert Product.objects.get().stock == 8
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_decided_in_the_procedure_records_its_effect_with_its_coupon(monkeypatch):
+    # given: a committed claim (the one-call procedure on MySQL) whose answer is lost twice:
+    # first the connection on the way back (503), then the write of the answer
+    user = UserFactory()
+    client = bearer_client(user)
+    template = CouponTemplateFactory(total=10, per_user_limit=5)
+    url = f"/api/coupons/{template.pk}/claim"
+    real_data = coupon_views.user_coupon_data
+
+    def lost_on_the_way_back(*args, **kwargs):
+        raise OperationalError(2013, "Lost connection to server during query")
+
+    monkeypatch.setattr(coupon_views, "user_coupon_data", lost_on_the_way_back)
+    first = post(client, url, key="claim-across-a-failover")
+    monkeypatch.setattr(coupon_views, "user_coupon_data", real_data)
+    database_breaker.reset()  # the database is back
+
+    # when: the client retries with the key, long after the lease
+    IdempotencyRecord.objects.update(created_at=F("created_at") - timedelta(minutes=30))
+    retry = post(client, url, key="claim-across-a-failover")
+
+    # then: the record names the coupon the procedure committed; the retry replays it
+    record = IdempotencyRecord.objects.get()
+    coupon = UserCoupon.objects.get()
+    assert first.status_code == 503
+    assert record.effect_id == coupon.pk
+    assert (retry.status_code, retry["Idempotent-Replayed"]) == (201, "true")
+    assert retry.json()["id"] == coupon.pk
+    assert CouponTemplate.objects.get().claimed_count == 1
 
 
 @pytest.mark.django_db

@@ -1,5 +1,5 @@
-"""The failover drill (drill/, `make drill`; SPEC section 22) in short: two SIGKILLs of the
-writer under load pass every check of the ledger; and the negative control, an asynchronous
+"""The failover drill (drill/, `make drill`; SPEC section 22) in short: two SIGKILLs and a
+10 s freeze of the writer under load pass every check of the ledger; and the negative control, an asynchronous
 replica promoted, is caught losing acknowledged claims by the same checks."""
 
 import pytest
@@ -14,13 +14,13 @@ pytestmark = [pytest.mark.servers, pytest.mark.cluster]
 def test_two_writer_kills_lose_nothing_the_ledger_acknowledged(tmp_path):
     cluster = start(tmp_path / "cluster", quiet_base_port())
     try:
-        result = run_drill(cluster, tmp_path, kills=2, storms=3, shoppers=1)
+        result = run_drill(cluster, tmp_path, kills=2, freezes=1, storms=3, shoppers=1)
     finally:
         cluster.stop()
 
     failed = {check.name: check.detail for check in result.checks if not check.passed}
     assert failed == {}
-    assert len(result.ledger.kills) == 2
+    assert [fault.fault for fault in result.ledger.kills] == ["kill", "freeze", "thaw", "kill"]
     statuses = result.ledger.by_status()
     assert statuses[("claim", "201")] > 0 and statuses[("checkout", "201")] > 0
     assert statuses[("pay", "200")] > 0
