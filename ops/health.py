@@ -1,4 +1,7 @@
 """GET /healthz: the database decides (down -> 503); Redis is advisory (down -> degraded).
+A database that answers but lacks a stored procedure the app calls (HEALTH_REQUIRED_PROCEDURES:
+a dump restored without --routines) is `down` too: every claim would fail, so the instance
+must not be sent traffic; staff are told which procedure is missing.
 
 What a stranger learns is the overall state only (`ok`, `degraded`, `down`) and the status
 code; which component is down is for staff (a staff Bearer token), so an attacker cannot
@@ -53,36 +56,57 @@ RECHECK_WAIT = 0.1
 
 
 @dataclass(frozen=True)
+class DatabaseSeen:
+    answers: bool
+    at: float
+    missing_procedures: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Health:
-    database: bool
+    database: DatabaseSeen
     redis: bool
     at: float  # time.monotonic() when it was found
 
     @property
+    def ready(self) -> bool:
+        return self.database.answers and not self.database.missing_procedures
+
+    @property
     def status(self) -> str:
-        if not self.database:
+        if not self.ready:
             return "down"
         return "ok" if self.redis else "degraded"
 
 
+# One statement: it answers, and which of its procedures the schema has.
+PROCEDURES_SQL = (
+    "SELECT ROUTINE_NAME FROM information_schema.ROUTINES"
+    " WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE'"
+)
+
+
 class MySQLPing:
-    """SELECT 1 on one kept connection, from the checker thread only (a MySQLdb connection is
-    not shared between threads). Connect, read and write timeouts are 1 s, the client
-    library's smallest, so a stalled server costs this thread a few seconds per check."""
+    """PROCEDURES_SQL on one kept connection, from the checker thread only (a MySQLdb
+    connection is not shared between threads). Connect, read and write timeouts are 1 s, the
+    client library's smallest, so a stalled server costs this thread a few seconds per check.
+    Returns whether the database answered and which required procedures it lacks."""
 
     def __init__(self) -> None:
         self._link: MySQLdb.Connection | None = None
 
-    def __call__(self) -> bool:
+    def __call__(self) -> tuple[bool, tuple[str, ...]]:
         try:
             if self._link is None:
                 self._link = self._connect()
             cursor = self._link.cursor()
-            cursor.execute("SELECT 1")
-            return cursor.fetchone() == (1,)
+            cursor.execute(PROCEDURES_SQL)
+            present = {str(name) for (name,) in cursor.fetchall()}
         except MySQLdb.Error:
             self.close()
-            return False
+            return False, ()
+        required = settings.HEALTH_REQUIRED_PROCEDURES
+        return True, tuple(name for name in required if name not in present)
 
     def close(self) -> None:
         if self._link is not None:
@@ -117,12 +141,6 @@ def embedded_database_answers() -> bool:
         return False
 
 
-@dataclass(frozen=True)
-class DatabaseSeen:
-    answers: bool
-    at: float
-
-
 class HealthMonitor:
     """The process's latest health answer and the one database check that may be running."""
 
@@ -142,25 +160,26 @@ class HealthMonitor:
                 return latest
         redis = redis_check().ping()  # bounded by the 250 ms claim timeout and its back-off
         if connection.vendor == "mysql":
-            database = self._database_answers()
+            database = self._database_seen()
         else:
-            database = embedded_database_answers()
+            database = DatabaseSeen(embedded_database_answers(), time.monotonic())
         health = Health(database=database, redis=redis, at=time.monotonic())
         with self._lock:
             self._latest = health
         return health
 
-    def _database_answers(self) -> bool:
+    def _database_seen(self) -> DatabaseSeen:
         now = time.monotonic()
+        silent = DatabaseSeen(answers=False, at=now)
         with self._lock:
             seen = self._seen
             if seen is not None and now - seen.at < settings.HEALTH_CACHE_SECONDS:
-                return seen.answers
+                return seen
             if self._running is None or self._running.done():
                 self._running, self._running_since = self._checks.submit(self._check), now
             running, hung_for = self._running, now - self._running_since
         if hung_for >= settings.HEALTH_TIMEOUT:
-            return False  # the check is stalled: this caller does not wait for it
+            return silent  # the check is stalled: this caller does not wait for it
         wait = settings.HEALTH_TIMEOUT - hung_for
         if seen is not None and not seen.answers:
             # Known down: a short look only, long enough for a database that is back.
@@ -168,14 +187,15 @@ class HealthMonitor:
         try:
             return running.result(timeout=wait)
         except FutureTimeout:
-            return False
+            return silent
 
-    def _check(self) -> bool:
+    def _check(self) -> DatabaseSeen:
         """In the checker thread."""
-        answers = self._ping()
+        answers, missing = self._ping()
+        seen = DatabaseSeen(answers=answers, at=time.monotonic(), missing_procedures=missing)
         with self._lock:
-            self._seen = DatabaseSeen(answers=answers, at=time.monotonic())
-        return answers
+            self._seen = seen
+        return seen
 
     def reset(self) -> None:
         """Forget what was seen and close the kept connection (tests change Redis and the
@@ -207,8 +227,10 @@ def healthz(request: HttpRequest) -> JsonResponse:
         return method_not_allowed_response(request.method or "", ["GET", "HEAD"])
     health = monitor.current()
     body = {"status": health.status}
-    if health.database and is_staff_caller(request):
-        body |= {"database": "ok", "redis": "ok" if health.redis else "down"}
+    if health.database.answers and is_staff_caller(request):
+        missing = health.database.missing_procedures
+        database = f"missing procedure {', '.join(missing)}" if missing else "ok"
+        body |= {"database": database, "redis": "ok" if health.redis else "down"}
     response = JsonResponse(body, status=503 if health.status == "down" else 200)
     # A load balancer polls this every few seconds: the outage is logged where it is met
     # (ops.database_faults), not once more per poll by django.request.

@@ -13,7 +13,8 @@ Ports, all on 127.0.0.1 and all derived from `base_port`: HAProxy's writer port 
 its reader port base + 1 (DATABASE_REPLICA_URL: nodes 2 and 3, node 1 as the fallback);
 node n (1-3) listens for SQL on base + 10n, for Galera replication on base + 10n + 1, for
 incremental state transfers (IST) on base + 10n + 2 (or a spare, + 4 to + 6: ist_ports) and
-for full ones (SST, mariabackup) on base + 10n + 3. Data, configuration, logs and pid files
+for full ones (SST, mariabackup) on base + 10n + 3, and its HTTP health for HAProxy on
+base + 10n + 7. Data, configuration, logs and pid files
 live under `base_dir`: one directory per node and haproxy.cfg. Processes outlive the Python
 process that started them (scripts/cluster start, then scripts/cluster stop from another
 shell): pid files are the truth, never a handle in memory."""
@@ -26,6 +27,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +38,7 @@ import MySQLdb
 NODES = (1, 2, 3)
 WRITER_NODE = 1  # HAProxy's one active server; 2 and 3 are its backups, in that order
 GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"
-CHECK_SCRIPT = Path(__file__).resolve().parent / "galera-check"
+HEALTH_SCRIPT = Path(__file__).resolve().parent / "galera_health.py"
 SYNCED = "4"  # wsrep_local_state: 1 joining, 2 donor, 3 joined, 4 synced
 # Galera's failure detection, tightened from its defaults (5 s suspect, 15 s inactive) so that
 # a killed node leaves the view, and the survivors commit again, within about 2 s. On one
@@ -46,13 +48,19 @@ EVS_TIMEOUTS = (
     "evs.suspect_timeout=PT1.5S;evs.inactive_timeout=PT3S;evs.install_timeout=PT3S"
 )
 
-# Every node checked each second, and every 250 ms once a check failed: two failures mark it
-# down and cut its sessions (a killed node's clients find out at once instead of at their
-# read timeout); two successes, up. HAProxy kills an external check after `inter`: at 500 ms
-# a machine with load average 20 timed checks out and moved the writer for nothing.
+# Every node checked each second over HTTP (scripts/galera_health.py: one query on a kept
+# connection, no process forked per check), and every 250 ms once a check failed: two
+# failures mark it down and cut its sessions (a killed node's clients find out at once
+# instead of at their read timeout; a frozen node answers nothing within the health
+# process's 1 s, so it is down within about 3.5 s); two successes, up.
 HEALTH_CHECK = (
     "inter 1s fastinter 250ms downinter 1s rise 2 fall 2 on-marked-down shutdown-sessions"
 )
+# The writer node takes the writes back only after 20 healthy checks in a row (about 5 s at
+# 250 ms): a node thawed after a freeze answers from its stale state ("Synced, Primary")
+# for a moment before it sees it was left out, and a node that rejoined may still be
+# catching up; each switch back cuts the backup's sessions (a burst of 503s).
+WRITER_RETURN_RISE = 20
 
 
 class ClusterError(RuntimeError):
@@ -65,11 +73,14 @@ class NodePorts:
     galera: int
     ist: int
     sst: int
+    health: int  # HTTP, for HAProxy's check (scripts/galera_health.py)
 
 
 def node_ports(base_port: int, node: int) -> NodePorts:
     first = base_port + 10 * node
-    return NodePorts(mysql=first, galera=first + 1, ist=first + 2, sst=first + 3)
+    return NodePorts(
+        mysql=first, galera=first + 1, ist=first + 2, sst=first + 3, health=first + 7
+    )
 
 
 def ist_ports(base_port: int, node: int) -> list[int]:
@@ -85,7 +96,7 @@ def all_ports(base_port: int) -> list[int]:
     ports = [base_port, base_port + 1]
     for node in NODES:
         p = node_ports(base_port, node)
-        ports += [p.mysql, p.galera, p.sst, *ist_ports(base_port, node)]
+        ports += [p.mysql, p.galera, p.sst, p.health, *ist_ports(base_port, node)]
     return ports
 
 
@@ -261,6 +272,8 @@ class Cluster:
                 self._start_node(node)
         for node in NODES:
             self._wait_synced(node, timeout)
+        if not self.health_running():
+            self._start_health()
         if not self.haproxy_running():
             self._start_haproxy()
         wait_for(lambda: self.writer() == WRITER_NODE, timeout=30, what="HAProxy to pick node 1")
@@ -270,6 +283,7 @@ class Cluster:
         """A clean shutdown, backups first: the writer leaves last, so its grastate.dat says
         safe_to_bootstrap: 1 and the next start bootstraps from it."""
         self._stop_pid(read_pid(self.base_dir / "haproxy.pid"))
+        self._stop_pid(read_pid(self.base_dir / "health.pid"))
         for node in sorted(NODES, reverse=True):
             self._stop_pid(self.pid(node), timeout=120)
 
@@ -431,13 +445,12 @@ class Cluster:
         (directory / "my.cnf").write_text("\n".join(lines))
 
     def _write_haproxy_config(self) -> None:
-        servers = {n: f"127.0.0.1:{self.ports(n).mysql}" for n in NODES}
+        servers = {
+            n: f"127.0.0.1:{self.ports(n).mysql} check port {self.ports(n).health}" for n in NODES
+        }
         text = f"""# Written by scripts/cluster_nodes.py; every start rewrites it.
 global
     maxconn 2000
-    # external-check forks scripts/galera-check, which asks each node for its wsrep state.
-    external-check
-    insecure-fork-wanted
 
 defaults
     mode tcp
@@ -445,26 +458,27 @@ defaults
     timeout client 30m
     timeout server 30m
     timeout check 2s
-    option external-check
-    external-check path "/usr/bin:/bin:/usr/sbin"
-    external-check command {CHECK_SCRIPT}
+    # scripts/galera_health.py answers 200 for a Synced node of the primary component.
+    option httpchk GET /
+    http-check expect status 200
     default-server {HEALTH_CHECK}
 
 # Single writer: node 1 while it is synced, else the first synced backup. When node 1 comes
-# back, the backup's sessions are cut so that no two nodes take writes at once.
+# back (after WRITER_RETURN_RISE healthy checks), the backup's sessions are cut so that no
+# two nodes take writes at once.
 listen writer
     bind 127.0.0.1:{self.writer_port}
-    server node1 {servers[1]} check on-marked-up shutdown-backup-sessions
-    server node2 {servers[2]} check backup
-    server node3 {servers[3]} check backup
+    server node1 {servers[1]} rise {WRITER_RETURN_RISE} on-marked-up shutdown-backup-sessions
+    server node2 {servers[2]} backup
+    server node3 {servers[3]} backup
 
 # Reads that need not see the caller's own writes (DATABASE_REPLICA_URL): nodes 2 and 3.
 listen reader
     bind 127.0.0.1:{self.reader_port}
     balance leastconn
-    server node2 {servers[2]} check
-    server node3 {servers[3]} check
-    server node1 {servers[1]} check backup
+    server node2 {servers[2]}
+    server node3 {servers[3]}
+    server node1 {servers[1]} backup
 """
         (self.base_dir / "haproxy.cfg").write_text(text)
 
@@ -528,6 +542,27 @@ listen reader
             return self.is_synced(node)
 
         wait_for(synced, timeout=timeout, what=f"node{node} to be Synced")
+
+    def _start_health(self) -> None:
+        """scripts/galera_health.py, HAProxy's HTTP check of every node, in a process of its
+        own (never in a node's process group: a frozen node must not freeze its check)."""
+        pid_file = self.base_dir / "health.pid"
+        pid_file.unlink(missing_ok=True)
+        pairs = [f"--node={self.ports(n).mysql}:{self.ports(n).health}" for n in NODES]
+        command = [sys.executable, str(HEALTH_SCRIPT), *pairs]
+        child = self._spawn(command, self.base_dir / "health.log")
+        pid_file.write_text(f"{child.pid}\n")
+        wait_for(
+            lambda: child.poll() is not None
+            or all(self._port_open(self.ports(n).health) for n in NODES),
+            timeout=10,
+            what="the nodes' health checks to listen",
+        )
+        if child.poll() is not None:
+            raise ClusterError(f"the health checks exited; see {self.base_dir / 'health.log'}")
+
+    def health_running(self) -> bool:
+        return process_alive(read_pid(self.base_dir / "health.pid"))
 
     def _start_haproxy(self) -> None:
         pid_file = self.base_dir / "haproxy.pid"

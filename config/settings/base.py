@@ -241,6 +241,9 @@ HEALTH_CACHE_SECONDS = min(env_float("HEALTH_CACHE_SECONDS", 1.0), 1.0)
 # reports a database outage to the first; /healthz pings the Redis the second returns.
 DATABASE_FAULT_REPORTER = "ops.database_faults.report_database_unavailable"
 HEALTH_REDIS = "coupons.counter_setup.coupon_counter"
+# The stored procedures the app calls (MySQL): /healthz is `down`, naming them to staff, while
+# one is missing (a dump restored without --routines); `manage.py restore_procedures`.
+HEALTH_REQUIRED_PROCEDURES = ("coupon_decide",)
 # How often the scheduler lowers Redis claim counts that are above the database's
 # (coupons/counter_reconcile.py; after a restore from backup, say).
 COUPON_COUNTER_RECONCILE_SECONDS = env_float("COUPON_COUNTER_RECONCILE_SECONDS", 60)
