@@ -78,9 +78,7 @@ class NodePorts:
 
 def node_ports(base_port: int, node: int) -> NodePorts:
     first = base_port + 10 * node
-    return NodePorts(
-        mysql=first, galera=first + 1, ist=first + 2, sst=first + 3, health=first + 7
-    )
+    return NodePorts(mysql=first, galera=first + 1, ist=first + 2, sst=first + 3, health=first + 7)
 
 
 def ist_ports(base_port: int, node: int) -> list[int]:
@@ -553,8 +551,10 @@ listen reader
         child = self._spawn(command, self.base_dir / "health.log")
         pid_file.write_text(f"{child.pid}\n")
         wait_for(
-            lambda: child.poll() is not None
-            or all(self._port_open(self.ports(n).health) for n in NODES),
+            lambda: (
+                child.poll() is not None
+                or all(self._port_open(self.ports(n).health) for n in NODES)
+            ),
             timeout=10,
             what="the nodes' health checks to listen",
         )

@@ -12,9 +12,9 @@ from django.db.models import F, QuerySet
 from api.models import IdempotencyRecord
 from coupons.api import views as coupon_views
 from coupons.models import CouponTemplate, UserCoupon
+from ops.database_faults import breaker as database_breaker
 from orders import services
 from orders.api import views as order_views
-from ops.database_faults import breaker as database_breaker
 from orders.models import Order, Product
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together

@@ -1,6 +1,7 @@
 """The failover drill (drill/, `make drill`; SPEC section 22) in short: two SIGKILLs and a
-10 s freeze of the writer under load pass every check of the ledger; and the negative control, an asynchronous
-replica promoted, is caught losing acknowledged claims by the same checks."""
+10 s freeze of the writer under load pass every check of the ledger; and the negative
+control, an asynchronous replica promoted, is caught losing acknowledged claims by the same
+checks."""
 
 import pytest
 
