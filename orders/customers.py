@@ -4,6 +4,7 @@ paid, without coupons importing us. And the payment's side of that rule: a coupo
 paid order only pays for one order (SPEC section 20)."""
 
 from django.contrib.auth import get_user_model
+from django.utils.translation import gettext as _
 
 from coupons import ports
 from coupons.errors import CouponNotEligible
@@ -19,25 +20,32 @@ class OrdersCustomerHistory:
         return paid.exists()
 
 
-def first_order_coupon_lock(*, user_id: int, order_id: int) -> bool:
-    """Inside a payment's transaction, before the order's row lock: whether the order carries
-    a coupon for a first paid order only; if so the user's row is locked (the lock order of
-    orders/services.py: user, then order), so two such payments of one user are decided one
-    after the other by `first_order_coupon_check`."""
+def payer_lock(*, user_id: int, order_id: int) -> bool:
+    """Inside a payment's transaction, before the order's row lock: lock the user's row (the
+    lock order of orders/services.py: user, then order), so that every payment of one user,
+    with a coupon or without, is decided after the one before it commits; and say whether
+    the order carries a coupon for a first paid order only (then `first_order_coupon_check`).
+    Locking only for such orders let a plain payment commit beside one and the coupon pay
+    for a second paid order."""
+    get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk").first()
     coupon_id = (
         Order.objects.filter(pk=order_id, user_id=user_id)
         .values_list("coupon_id", flat=True)
         .first()
     )
-    if coupon_id is None or not ports.first_paid_order_only(coupon_id=coupon_id):
-        return False
-    get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk").first()
-    return True
+    return coupon_id is not None and ports.first_paid_order_only(coupon_id=coupon_id)
 
 
 def first_order_coupon_check(*, user_id: int, order_id: int) -> None:
     """Refuse (CouponNotEligible) to pay for this order when the user has paid for another:
-    its coupon was for the first paid order only. After `first_order_coupon_lock`."""
+    its coupon was for the first paid order only; the refusal says how to go on. After
+    `payer_lock`."""
     paid = Order.objects.filter(user_id=user_id, paid_at__isnull=False).exclude(pk=order_id)
     if paid.exists():
-        raise CouponNotEligible()
+        raise CouponNotEligible(
+            _(
+                "This order's coupon is for a first paid order only, and another order of "
+                "yours has been paid. Cancel this order to get the coupon back, then check "
+                "out again without it."
+            )
+        )

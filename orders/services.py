@@ -1,7 +1,7 @@
 """Every write to orders. Transactions live here; views and commands only call these.
 
 Lock order, the same in every transaction, so two of them never wait on each other in a circle:
-the user row (checkout; a payment with a first-order coupon), the order row (cancel, pay,
+the user row (checkout; a payment), the order row (cancel, pay,
 refund), then product rows by ascending id, then the user coupon row."""
 
 from collections.abc import Callable, Sequence
@@ -19,7 +19,7 @@ from api.idempotency import effect_record
 from core import clock
 from core.money import format_money
 from coupons import ports
-from orders.customers import first_order_coupon_check, first_order_coupon_lock
+from orders.customers import first_order_coupon_check, payer_lock
 from orders.errors import (
     AmountMismatch,
     CouponNotAllowed,
@@ -161,7 +161,7 @@ def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
     pay_amount; an order whose coupon is for a first paid order only is refused once the user
     has paid for another (CouponNotEligible). Runs in its own transaction."""
     with transaction.atomic():
-        first_order_coupon = first_order_coupon_lock(user_id=user_id, order_id=order_id)
+        first_order_coupon = payer_lock(user_id=user_id, order_id=order_id)
         # The row lock orders this against a concurrent cancel or expiry of the same order.
         order = Order.objects.select_for_update().filter(pk=order_id, user_id=user_id).first()
         if order is None:

@@ -93,6 +93,41 @@ def test_two_payments_racing_with_new_customers_coupons_pay_for_one_order():
     assert Order.objects.filter(user=user, status="paid").count() == 1
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_plain_payment_racing_a_new_customers_coupon_never_lets_the_coupon_pay_second():
+    # given: users each holding a plain order and one with a new-customers coupon
+    product = ProductFactory(price=5000, stock=100)
+    pairs = []
+    for _ in range(40):
+        user = UserFactory()
+        coupon = UserCouponFactory(
+            user=user, template=CouponTemplateFactory(audience="new_customers")
+        )
+        plain = order_checkout(user_id=user.pk, items=[{"product_id": product.pk, "quantity": 1}])
+        pairs.append((checkout(user, coupon, product), plain))
+
+    def attempt(order):
+        def run():
+            try:
+                return pay(order).status
+            except CouponNotEligible as error:
+                return error.code
+
+        return run
+
+    # when: each user's two payments race
+    for with_coupon, plain in pairs:
+        run_together([attempt(with_coupon), attempt(plain)])
+
+    # then: the coupon paid only for its user's first paid order
+    for with_coupon, plain in pairs:
+        with_coupon.refresh_from_db()
+        plain.refresh_from_db()
+        assert plain.status == Order.Status.PAID
+        if with_coupon.status == Order.Status.PAID:
+            assert with_coupon.paid_at < plain.paid_at
+
+
 @pytest.mark.django_db
 def test_coupon_options_show_a_payer_a_new_customers_coupon_as_not_eligible():
     user = UserFactory()
