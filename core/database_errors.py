@@ -21,6 +21,7 @@ UNAVAILABLE_ERROR_CODES = frozenset(
         1040,  # too many connections
         1047,  # WSREP has not yet prepared node: a Galera node outside the primary component
         1053,  # server shutdown in progress
+        1180,  # error during COMMIT: a Galera node out of the primary component (rolled back)
         1205,  # lock wait timeout exceeded
         1213,  # deadlock found
         1305,  # a stored procedure is missing (a dump restored without --routines): /healthz
@@ -42,7 +43,7 @@ UNAVAILABLE_ERROR_CODES = frozenset(
 # Of those, the ones that say the server itself is away (not one contended row): they open
 # the breaker below.
 CONNECTION_ERROR_CODES = frozenset(
-    {1040, 1047, 1053, 1927, 2002, 2003, 2005, 2006, 2013, 2055, 4031}
+    {1040, 1047, 1053, 1180, 1927, 2002, 2003, 2005, 2006, 2013, 2055, 4031}
 )
 
 

@@ -100,6 +100,9 @@ class DrillApp:
             # The drill measures the database, not the throttles: no shopper is limited.
             "THROTTLE_CLAIM": "1000000/min",
             "THROTTLE_CHECKOUT": "1000000/min",
+            # A drill checkout's line is unique per key by its quantity (drill.load), up to
+            # MAX_SEQUENCE / 4: the per-line cap must not refuse it (400 is not a fault's).
+            "ORDER_LINE_MAX_QUANTITY": "999",
             "JWT_ACCESS_MINUTES": "240",
             "GUNICORN_WORKERS": str(self.workers),
         }

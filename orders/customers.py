@@ -20,14 +20,21 @@ class OrdersCustomerHistory:
         return paid.exists()
 
 
-def payer_lock(*, user_id: int, order_id: int) -> bool:
-    """Inside a payment's transaction, before the order's row lock: lock the user's row (the
-    lock order of orders/services.py: user, then order), so that every payment of one user,
-    with a coupon or without, is decided after the one before it commits; and say whether
-    the order carries a coupon for a first paid order only (then `first_order_coupon_check`).
-    Locking only for such orders let a plain payment commit beside one and the coupon pay
-    for a second paid order."""
+def customer_lock(*, user_id: int) -> None:
+    """Lock the user's row: the first lock of every transaction that changes a user's orders
+    or coupons (checkout, pay, cancel, expiry, refund; the lock order of orders/services.py).
+    InnoDB reads it too when a user coupon's row changes (its foreign key check, a shared
+    lock), so taking it later than the order's row deadlocked a payment with a cancel."""
     get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk").first()
+
+
+def payer_lock(*, user_id: int, order_id: int) -> bool:
+    """Inside a payment's transaction, before the order's row lock: lock the user's row, so
+    that every payment of one user, with a coupon or without, is decided after the one before
+    it commits; and say whether the order carries a coupon for a first paid order only (then
+    `first_order_coupon_check`). Locking only for such orders let a plain payment commit
+    beside one and the coupon pay for a second paid order."""
+    customer_lock(user_id=user_id)
     coupon_id = (
         Order.objects.filter(pk=order_id, user_id=user_id)
         .values_list("coupon_id", flat=True)

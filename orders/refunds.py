@@ -1,7 +1,7 @@
 """Refunds (SPEC section 20): staff give a paid order's money back. The stock comes back, and
 the coupon too while its own window is open; recorded in the order's history. Under the lock
-order of orders/services.py (decision 0015): the order row, then products by ascending id,
-then the user coupon row, as a cancel takes them."""
+order of orders/services.py (decision 0015): the user row, the order row, then products by
+ascending id, then the user coupon row, as a cancel takes them."""
 
 from django.db import transaction
 from django.utils.translation import gettext as _
@@ -9,6 +9,7 @@ from django.utils.translation import gettext as _
 from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
 from core import clock
 from coupons import ports
+from orders.customers import customer_lock
 from orders.errors import OrderInvalidState, OrderNotFound
 from orders.models import Order
 from orders.services import stock_return
@@ -21,8 +22,12 @@ def order_refund(*, order_id: int, actor: Actor | None = None) -> Order:
     already refunded is returned as it is, nothing done or recorded again. Only a paid order
     (not yet shipped) can be refunded: OrderInvalidState otherwise."""
     staff_action_check(actor=actor, action=StaffAction.ORDER_REFUND)
+    user_id = Order.objects.filter(pk=order_id).values_list("user_id", flat=True).first()
+    if user_id is None:
+        raise OrderNotFound()
     with transaction.atomic():
-        # The order's row first, by primary key, as cancel and pay lock it.
+        customer_lock(user_id=user_id)
+        # Then the order's row, by primary key, as cancel and pay lock it.
         order = Order.objects.select_for_update().filter(pk=order_id).first()
         if order is None:
             raise OrderNotFound()

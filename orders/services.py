@@ -1,15 +1,14 @@
 """Every write to orders. Transactions live here; views and commands only call these.
 
 Lock order, the same in every transaction, so two of them never wait on each other in a circle:
-the user row (checkout; a payment), the order row (cancel, pay,
-refund), then product rows by ascending id, then the user coupon row."""
+the user row (orders.customers.customer_lock: checkout, pay, cancel, expiry, refund), the order
+row (cancel, pay, refund), then product rows by ascending id, then the user coupon row."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils.translation import gettext as _
@@ -19,7 +18,7 @@ from api.idempotency import effect_record
 from core import clock
 from core.money import format_money
 from coupons import ports
-from orders.customers import first_order_coupon_check, payer_lock
+from orders.customers import customer_lock, first_order_coupon_check, payer_lock
 from orders.errors import (
     AmountMismatch,
     CouponNotAllowed,
@@ -102,7 +101,7 @@ def _unpaid_room_check(*, user_id: int) -> None:
     """Raise TooManyUnpaidOrders when the user already holds MAX_UNPAID_ORDERS orders awaiting
     payment. The user's row is locked first, so concurrent checkouts of one user count one
     after the other and cannot pass the cap together. Inside the checkout's transaction."""
-    get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk").first()
+    customer_lock(user_id=user_id)
     unpaid = Order.objects.filter(user_id=user_id, status=Order.Status.PENDING_PAYMENT).count()
     if unpaid >= settings.MAX_UNPAID_ORDERS:
         raise TooManyUnpaidOrders()
@@ -129,6 +128,7 @@ def order_cancel(*, user_id: int, order_id: int, actor: Actor | None = None) -> 
     the shopper's own cancel passes none. Runs in its own transaction."""
     staff_action_check(actor=actor, action=StaffAction.ORDER_CANCEL)
     with transaction.atomic():
+        customer_lock(user_id=user_id)
         order = _cancel_pending(Order.objects.filter(pk=order_id, user_id=user_id))
         if order is None:
             if not Order.objects.filter(pk=order_id, user_id=user_id).exists():
@@ -151,7 +151,11 @@ def order_expire(*, order_id: int) -> bool:
     """Cancel the order if it is still awaiting payment after expire_at, through the same path
     as a user's cancel. Runs in its own transaction. False when there was nothing to do (paid,
     already cancelled, or a user's cancel won the race)."""
+    user_id = Order.objects.filter(pk=order_id).values_list("user_id", flat=True).first()
+    if user_id is None:
+        return False
     with transaction.atomic():
+        customer_lock(user_id=user_id)
         expired = Order.objects.filter(pk=order_id, expire_at__lt=clock.now())
         return _cancel_pending(expired) is not None
 

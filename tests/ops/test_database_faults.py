@@ -93,6 +93,9 @@ def test_the_session_lock_wait_timeout_is_set_on_every_connection(db):
         (OperationalError(2003, "Can't connect"), True),
         (OperationalError(1205, "Lock wait timeout exceeded"), True),
         (OperationalError(1213, "Deadlock found"), True),
+        # Seen by the drill at a thawed Galera writer's COMMIT (rolled back there)
+        (OperationalError(1180, "Not connected to Primary Component"), True),
+        (OperationalError(1305, "PROCEDURE coupon_decide does not exist"), True),
         (InterfaceError(0, ""), True),
         (OperationalError(1054, "Unknown column 'x'"), False),  # a bug, not an outage
         (OperationalError(1644, "forced failure"), False),
