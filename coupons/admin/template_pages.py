@@ -175,11 +175,21 @@ class TemplatePagesAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/coupons/coupontemplate/codes.html", context)
 
+    def has_records_permission(self, request) -> bool:
+        """The records page lists who holds the template's coupons: it asks for the view
+        permissions of the template and of user coupons (the orders column, of orders too)."""
+        return self.has_view_permission(request) and request.user.has_perm(
+            "coupons.view_usercoupon"
+        )
+
     def records_view(self, request, object_id: str):
         template = self.page_template(request, object_id)
+        if not self.has_records_permission(request):
+            raise PermissionDenied
+        show_orders = request.user.has_perm("orders.view_order")
         search = request.GET.get("q", "").strip()
         order_coupons = None
-        if is_id_text(search):  # an order number: its coupon, if it is this template's
+        if show_orders and is_id_text(search):  # an order number: its coupon, if it is ours
             found = orders_lookup()(template_id=template.pk, order_ids=[int(search)], limit=1)
             order_coupons = [order.coupon_id for order in found]
         coupons = selectors.template_records(
@@ -188,7 +198,9 @@ class TemplatePagesAdmin(admin.ModelAdmin):
         page = Paginator(coupons, RECORDS_PER_PAGE).get_page(request.GET.get("page"))
         ids = [coupon.pk for coupon in page]
         orders: dict[int, list] = {}
-        for order in orders_lookup()(coupon_ids=ids, limit=len(ids) * 3) if ids else []:
+        for order in (
+            orders_lookup()(coupon_ids=ids, limit=len(ids) * 3) if ids and show_orders else []
+        ):
             orders.setdefault(order.coupon_id, []).append(order)
         now = clock.now()
         rows = [
@@ -207,5 +219,6 @@ class TemplatePagesAdmin(admin.ModelAdmin):
             "rows": rows,
             "page_obj": page,
             "search": search,
+            "show_orders": show_orders,
         }
         return TemplateResponse(request, "admin/coupons/coupontemplate/records.html", context)

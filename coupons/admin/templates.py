@@ -243,9 +243,10 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin, TemplatePa
             if not self.has_grant_permission(request):
                 report["grant_url"] = None
             report["code_counts"] = selectors.single_use_code_counts(template_id=template.pk)
-            report["records_url"] = reverse(
-                "admin:coupons_coupontemplate_records", args=[template.pk]
-            )
+            if self.has_records_permission(request):
+                report["records_url"] = reverse(
+                    "admin:coupons_coupontemplate_records", args=[template.pk]
+                )
             if self.has_manage_codes_permission(request):
                 report["codes_url"] = reverse(
                     "admin:coupons_coupontemplate_codes", args=[template.pk]

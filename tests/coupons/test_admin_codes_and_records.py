@@ -144,3 +144,26 @@ def test_the_records_come_a_page_at_a_time(admin_site, claims, django_assert_max
     assert len(users_listed(first)) == 50
     assert users_listed(second) == ["carol", "bob", "alice"]  # the oldest, newest first
     assert UserCoupon.objects.filter(template=template).count() == 53
+
+
+def test_the_records_ask_for_the_view_permissions_of_what_they_show(client, claims):
+    url = f"{TEMPLATES}{claims['template'].pk}/records/"
+    order_number = str(claims["order"].pk)
+    nobody = UserFactory(is_staff=True)  # active staff, no permission at all
+    templates_only = staff_with("coupons.view_coupontemplate")
+    coupons_no_orders = staff_with("coupons.view_coupontemplate", "coupons.view_usercoupon")
+
+    client.force_login(nobody)
+    refused = client.get(url)
+    client.force_login(templates_only)
+    refused_too = client.get(url)
+    change_page = client.get(f"{TEMPLATES}{claims['template'].pk}/change/").content.decode()
+    client.force_login(coupons_no_orders)
+    page = client.get(url).content.decode()
+    searched = client.get(url, {"q": order_number}).content.decode()
+
+    assert refused.status_code == refused_too.status_code == 403
+    assert "claim-records" not in change_page  # no link to a page that would refuse
+    assert sorted(users_listed(page)) == ["alice", "bob", "carol"]
+    assert "record-orders" not in page  # no order numbers without orders.view_order
+    assert "record-orders" not in searched
