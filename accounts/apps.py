@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AccountsConfig(AppConfig):
@@ -6,6 +7,7 @@ class AccountsConfig(AppConfig):
     generations (accounts.models)."""
 
     name = "accounts"
+    verbose_name = _("accounts")
 
     def ready(self) -> None:
         from accounts import token_revocation  # noqa: F401  (connects the receivers)

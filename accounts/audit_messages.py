@@ -26,6 +26,7 @@ ACTION_LABELS: dict[StaffAction, Promise] = {
     StaffAction.STOCK_ADJUST: gettext_lazy("Adjust stock"),
     StaffAction.ORDER_CANCEL: gettext_lazy("Cancel an order"),
     StaffAction.ORDER_REFUND: gettext_lazy("Refund an order"),
+    StaffAction.STAFF_MANAGE: gettext_lazy("Manage staff access"),
 }
 
 GRANT_OUTCOMES = {
@@ -114,6 +115,13 @@ def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> 
                 "units": sum(amounts["stock_returned"].values()),
                 "coupon": coupon,
             }
+        case StaffAction.STAFF_MANAGE:
+            changes = "; ".join(
+                _("%(field)s from %(old)s to %(new)s")
+                % {"field": _field_name(entry, field), "old": _shown(old), "new": _shown(new)}
+                for field, (old, new) in amounts.items()
+            )
+            return _("Staff access changed: %(changes)s.") % {"changes": changes}
     return str(ACTION_LABELS.get(action, action.value))
 
 

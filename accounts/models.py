@@ -2,6 +2,7 @@
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class TokenGeneration(models.Model):
@@ -21,3 +22,20 @@ class TokenGeneration(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}: generation {self.generation}"
+
+
+class StaffManagement(models.Model):
+    """No rows: the holder of the one permission to manage staff accounts, groups and
+    permissions (accounts.manage_staff). Superusers hold it; anyone else only when granted
+    explicitly: "Can change user" or "Can change group" alone no longer let a staff member
+    make itself superuser or give its group more (docs/decisions/0600-one-permission-table-
+    and-one-audit-trail.md)."""
+
+    class Meta:
+        managed = False
+        default_permissions = ()
+        permissions = [("manage_staff", "Can manage staff accounts, groups and permissions")]
+        verbose_name = _("staff management")
+
+    def __str__(self) -> str:
+        return str(self._meta.verbose_name)

@@ -52,6 +52,7 @@ class StaffAction(StrEnum):
     STOCK_ADJUST = "stock_adjust"
     ORDER_CANCEL = "order_cancel"
     ORDER_REFUND = "order_refund"
+    STAFF_MANAGE = "staff_manage"
 
 
 VIEW_TEMPLATES = "coupons.view_coupontemplate"
@@ -62,6 +63,7 @@ EXPORT_COUPONS = "coupons.export_coupons"
 ADJUST_STOCK = "orders.adjust_stock"
 CANCEL_ORDER = "orders.cancel_order"
 REFUND_ORDER = "orders.refund_order"
+MANAGE_STAFF = "accounts.manage_staff"
 
 # The one place that says which operation needs which permissions (all of them). Codes are
 # bearer secrets: downloading them is both managing codes and an export.
@@ -80,6 +82,9 @@ PERMISSIONS_NEEDED: dict[StaffAction, tuple[str, ...]] = {
     StaffAction.STOCK_ADJUST: (ADJUST_STOCK,),
     StaffAction.ORDER_CANCEL: (CANCEL_ORDER,),
     StaffAction.ORDER_REFUND: (REFUND_ORDER,),
+    # Staff accounts (is_staff, is_superuser, groups, permissions, any change to a staff
+    # member) and groups: on top of Django's "change user" / "change group".
+    StaffAction.STAFF_MANAGE: (MANAGE_STAFF,),
 }
 
 # Django's admin lets whoever may change a model view it too; the table says the same.

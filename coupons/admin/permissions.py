@@ -6,9 +6,11 @@ from django.apps import apps
 from django.contrib import admin
 from django.contrib.auth.admin import GroupAdmin
 from django.contrib.auth.models import Group, Permission
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+
+from accounts.staff_admin import StaffGroupGuard
 
 # Plumbing whose permissions nobody grants by hand (token_blacklist keeps the refresh tokens,
 # accounts the token generations). "core" is the api package's idempotency records (its
@@ -34,6 +36,9 @@ CUSTOM_NAMES = {
     "Can adjust stock": gettext_lazy("Can adjust stock"),
     "Can cancel orders": gettext_lazy("Can cancel orders"),
     "Can refund orders": gettext_lazy("Can refund orders"),
+    "Can manage staff accounts, groups and permissions": gettext_lazy(
+        "Can manage staff accounts, groups and permissions"
+    ),
 }
 
 
@@ -55,7 +60,10 @@ def permission_label(permission: Permission) -> str:
 
 
 def operator_permissions(queryset: QuerySet[Permission]) -> QuerySet[Permission]:
-    return queryset.exclude(content_type__app_label__in=HIDDEN_APPS).exclude(
+    shown = ~Q(content_type__app_label__in=HIDDEN_APPS) | Q(
+        content_type__app_label="accounts", codename="manage_staff"
+    )
+    return queryset.filter(shown).exclude(
         content_type__app_label="coupons", content_type__model__in=HIDDEN_MODELS
     )
 
@@ -76,5 +84,5 @@ if admin.site.is_registered(Group):
 
 
 @admin.register(Group)
-class GroupWithLabelsAdmin(PermissionLabelsMixin, GroupAdmin):
+class GroupWithLabelsAdmin(StaffGroupGuard, PermissionLabelsMixin, GroupAdmin):
     pass

@@ -12,6 +12,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from accounts.staff_admin import StaffAccountGuard
 from coupons.admin import grants
 from coupons.admin.permissions import PermissionLabelsMixin
 from coupons.admin.user_coupons import UserCouponInline
@@ -90,7 +91,7 @@ if admin.site.is_registered(User):
 
 
 @admin.register(User)
-class UserWithCouponsAdmin(PermissionLabelsMixin, UserAdmin):
+class UserWithCouponsAdmin(StaffAccountGuard, PermissionLabelsMixin, UserAdmin):
     inlines = [*UserAdmin.inlines, UserCouponInline]
     change_password_form = PasswordChangeInAdminLanguageForm
     actions = [grant_coupon_to_users]

@@ -1,0 +1,115 @@
+"""Who may change staff access in the Django admin (StaffAction.STAFF_MANAGE, the permission
+accounts.manage_staff on top of Django's own): the user and group admins mix these in.
+
+Without it a staff member may still change shoppers ("Can change user"), but sees a staff
+member's account read-only, cannot set is_staff, groups or permissions, and cannot add,
+change or delete a group; is_superuser is a superuser's alone. Every change of staff access
+(those fields of a user, a group's permissions) is recorded in the audit trail, inside the
+transaction the admin's change form runs in."""
+
+from typing import Any
+
+from accounts.staff_actions import StaffAction, staff_action_record, staff_may
+
+STAFF_FIELDS = ("is_staff", "is_superuser", "groups", "user_permissions")
+
+
+def may_manage_staff(request) -> bool:
+    return staff_may(request.user, StaffAction.STAFF_MANAGE)
+
+
+def _names(values: Any) -> list[str]:
+    return sorted(str(value) for value in values)
+
+
+def user_access(user) -> dict[str, Any]:
+    """What a user's staff access is, as the audit trail records it."""
+    if user.pk is None:
+        return {"is_staff": False, "is_superuser": False, "groups": [], "user_permissions": []}
+    return {
+        "is_staff": user.is_staff,
+        "is_superuser": user.is_superuser,
+        "groups": _names(user.groups.values_list("name", flat=True)),
+        "user_permissions": _names(user.user_permissions.values_list("codename", flat=True)),
+    }
+
+
+def changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any]]:
+    return {
+        field: [before[field], after[field]] for field in before if before[field] != after[field]
+    }
+
+
+class StaffAccountGuard:
+    """For the user admin (django.contrib.auth.admin.UserAdmin)."""
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        if not may_manage_staff(request):
+            fields += [field for field in STAFF_FIELDS if field not in fields]
+        elif not request.user.is_superuser and "is_superuser" not in fields:
+            fields.append("is_superuser")
+        return fields
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        if obj is not None and (obj.is_staff or obj.is_superuser) and not may_manage_staff(request):
+            return False
+        return super().has_change_permission(request, obj)  # type: ignore[misc]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        if obj is not None and (obj.is_staff or obj.is_superuser) and not may_manage_staff(request):
+            return False
+        return super().has_delete_permission(request, obj)  # type: ignore[misc]
+
+    def save_model(self, request, obj, form, change) -> None:
+        before = user_access(type(obj).objects.get(pk=obj.pk)) if change else user_access(obj)
+        request._staff_access_before = before
+        super().save_model(request, obj, form, change)  # type: ignore[misc]
+
+    def save_related(self, request, form, formsets, change) -> None:
+        super().save_related(request, form, formsets, change)  # type: ignore[misc]
+        before = getattr(request, "_staff_access_before", None)
+        if before is None:
+            return
+        changed = changes(before, user_access(form.instance))
+        if changed:
+            staff_action_record(
+                actor=request.user,
+                action=StaffAction.STAFF_MANAGE,
+                target=form.instance,
+                amounts=changed,
+            )
+
+
+class StaffGroupGuard:
+    """For the group admin: groups carry permissions, so they are staff access."""
+
+    def has_add_permission(self, request) -> bool:
+        return may_manage_staff(request) and super().has_add_permission(request)  # type: ignore[misc]
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return may_manage_staff(request) and super().has_change_permission(request, obj)  # type: ignore[misc]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return may_manage_staff(request) and super().has_delete_permission(request, obj)  # type: ignore[misc]
+
+    def save_model(self, request, obj, form, change) -> None:
+        request._group_permissions_before = (
+            _names(obj.permissions.values_list("codename", flat=True)) if change else []
+        )
+        super().save_model(request, obj, form, change)  # type: ignore[misc]
+
+    def save_related(self, request, form, formsets, change) -> None:
+        super().save_related(request, form, formsets, change)  # type: ignore[misc]
+        before = {"permissions": request._group_permissions_before}
+        after = {
+            "permissions": _names(form.instance.permissions.values_list("codename", flat=True))
+        }
+        changed = changes(before, after)
+        if changed:
+            staff_action_record(
+                actor=request.user,
+                action=StaffAction.STAFF_MANAGE,
+                target=form.instance,
+                amounts=changed,
+            )

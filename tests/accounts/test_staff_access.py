@@ -1,0 +1,131 @@
+"""Managing staff access is its own permission (accounts.manage_staff, SPEC section 23):
+"Can change user" or "Can change group" alone neither make a staff member superuser nor give a
+group more; staff accounts and groups are changed only with it, is_superuser by superusers
+only, and every change of access is in the audit trail."""
+
+import pytest
+from django.contrib.admin.models import LogEntry
+from django.contrib.auth.models import Group, Permission
+
+from accounts.staff_actions import StaffAction, recorded_action
+from tests.support.admin_users import staff_with
+from tests.support.factories import UserFactory
+
+USERS = "/admin/auth/user/"
+GROUPS = "/admin/auth/group/"
+CHANGE_USERS = ("auth.view_user", "auth.change_user")
+
+
+def change_form_post(client, url: str, **changes):
+    """Post the admin change form at `url` back as shown, with `changes` applied."""
+    page = client.get(url)
+    assert page.status_code == 200
+    form = page.context["adminform"].form
+    data = {}
+    for name, field in form.fields.items():
+        value = form.initial.get(name, field.initial)
+        if hasattr(value, "all"):
+            value = [item.pk for item in value.all()]
+        if isinstance(value, list):
+            value = [getattr(item, "pk", item) for item in value]
+        data[name] = value
+    for name in ("last_login", "date_joined"):
+        if data.get(name):
+            data[f"{name}_0"], data[f"{name}_1"] = (
+                data[name].strftime("%Y-%m-%d"),
+                data[name].strftime("%H:%M:%S"),
+            )
+        data.pop(name, None)
+    data = {name: value for name, value in data.items() if value not in (None, False, [])}
+    for formset in page.context["inline_admin_formsets"]:
+        management = formset.formset.management_form
+        for name in management.fields:
+            data[f"{management.prefix}-{name}"] = management[name].value()
+    for name, value in changes.items():
+        if value is False:
+            data.pop(name, None)
+        else:
+            data[name] = value
+    return client.post(url, data)
+
+
+@pytest.mark.django_db
+def test_change_user_alone_cannot_touch_a_staff_account_nor_grant_staff_access(client):
+    clerk = staff_with(*CHANGE_USERS)
+    shopper = UserFactory()
+    client.force_login(clerk)
+
+    own_page = client.get(f"{USERS}{clerk.pk}/change/")
+    saved = change_form_post(
+        client, f"{USERS}{shopper.pk}/change/", is_staff="on", is_superuser="on", first_name="Li"
+    )
+
+    # the clerk's own account is read-only to it; a shopper's name changes, its access not
+    assert "is_superuser" not in own_page.context["adminform"].form.fields
+    assert saved.status_code == 302
+    shopper.refresh_from_db()
+    clerk.refresh_from_db()
+    assert shopper.first_name == "Li"
+    assert (shopper.is_staff, shopper.is_superuser) == (False, False)
+    assert clerk.is_superuser is False
+    assert client.post(f"{USERS}{clerk.pk}/password/", {}).status_code == 403
+
+
+@pytest.mark.django_db
+def test_change_group_alone_cannot_give_a_group_more(client):
+    clerk = staff_with("auth.view_group", "auth.change_group", "auth.add_group")
+    group = Group.objects.create(name="客服")
+    clerk.groups.add(group)
+    client.force_login(clerk)
+
+    assert client.get(f"{GROUPS}{group.pk}/change/").context["has_change_permission"] is False
+    assert client.post(f"{GROUPS}{group.pk}/change/", {"name": "客服"}).status_code == 403
+    assert client.get(f"{GROUPS}add/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_with_manage_staff_access_changes_are_made_and_audited_superuser_stays_a_superusers(
+    client,
+):
+    manager = staff_with(*CHANGE_USERS, "accounts.manage_staff")
+    shopper = UserFactory()
+    support = Group.objects.create(name="support")
+    refund = Permission.objects.get(codename="refund_order")
+    client.force_login(manager)
+
+    saved = change_form_post(
+        client,
+        f"{USERS}{shopper.pk}/change/",
+        is_staff="on",
+        is_superuser="on",
+        groups=[support.pk],
+        user_permissions=[refund.pk],
+    )
+
+    assert saved.status_code == 302
+    shopper.refresh_from_db()
+    assert (shopper.is_staff, shopper.is_superuser) == (True, False)  # superuser: not its call
+    assert list(shopper.groups.all()) == [support]
+    entries = [recorded_action(entry) for entry in LogEntry.objects.filter(user=manager)]
+    recorded = [amounts for action, amounts in filter(None, entries)]
+    assert [action for action, _ in filter(None, entries)] == [StaffAction.STAFF_MANAGE]
+    assert recorded[0] == {
+        "is_staff": [False, True],
+        "groups": [[], ["support"]],
+        "user_permissions": [[], ["refund_order"]],
+    }
+
+
+@pytest.mark.django_db
+def test_a_superuser_makes_a_superuser_and_it_is_audited(client):
+    root = UserFactory(is_staff=True, is_superuser=True)
+    staff = UserFactory(is_staff=True)
+    client.force_login(root)
+
+    saved = change_form_post(client, f"{USERS}{staff.pk}/change/", is_superuser="on")
+
+    assert saved.status_code == 302
+    staff.refresh_from_db()
+    assert staff.is_superuser is True
+    (entry,) = [recorded_action(e) for e in LogEntry.objects.filter(user=root) if recorded_action(e)]
+    assert entry == (StaffAction.STAFF_MANAGE, {"is_superuser": [False, True]})
