@@ -144,6 +144,20 @@ def staff_action_record(
     )
 
 
+def staff_action_amounts_update(entry: LogEntry, amounts: Mapping[str, Any]) -> None:
+    """Bring a recorded action's amounts up to date (a grant decided in batches keeps one
+    entry, rewritten in each batch's transaction)."""
+    action = recorded_action(entry)
+    if action is None:
+        raise ValueError("not a recorded staff action")
+    entry.change_message = json.dumps(
+        {"staff_action": action[0].value, "amounts": dict(amounts)},
+        cls=DjangoJSONEncoder,
+        ensure_ascii=False,
+    )
+    entry.save(update_fields=["change_message"])
+
+
 def recorded_action(entry: LogEntry) -> tuple[StaffAction, dict[str, Any]] | None:
     """The action and amounts a LogEntry records, or None for the admin's own entries."""
     if not entry.change_message.startswith(MESSAGE_PREFIX):

@@ -20,6 +20,10 @@ class CustomerHistory(Protocol):
         true it must stay true (a paid order is never unpaid)."""
         ...
 
+    def paid_among(self, *, user_ids: list[int]) -> set[int]:
+        """Which of these users have ever paid for an order, in one read (a grant's batch)."""
+        ...
+
 
 def customer_history() -> CustomerHistory:
     path = getattr(settings, "COUPON_CUSTOMER_HISTORY", "")

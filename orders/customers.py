@@ -19,6 +19,10 @@ class OrdersCustomerHistory:
         paid = Order.objects.using(using).filter(user_id=user_id, paid_at__isnull=False)
         return paid.exists()
 
+    def paid_among(self, *, user_ids: list[int]) -> set[int]:
+        paid = Order.objects.filter(user_id__in=user_ids, paid_at__isnull=False)
+        return set(paid.values_list("user_id", flat=True).distinct())
+
 
 def customer_lock(*, user_id: int) -> None:
     """Lock the user's row: the first lock of every transaction that changes a user's orders

@@ -1,20 +1,28 @@
 """Grants (SPEC section 11): staff issue a template to chosen users through the issuing core."""
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 
+from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Count, F
 from django.utils.translation import gettext as _
 
-from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
+from accounts.staff_actions import (
+    Actor,
+    StaffAction,
+    staff_action_amounts_update,
+    staff_action_check,
+    staff_action_record,
+)
 from core import clock
-from coupons.decision import AlreadyGranted, GrantNote
+from coupons.customers import customer_history
+from coupons.decision import GrantNote
 from coupons.errors import (
-    ClaimLimitReached,
-    ClaimNotEligible,
     ClaimNotInWindow,
     ClaimPaused,
-    ClaimSoldOut,
     TemplateInvalid,
     TemplateNotFound,
 )
@@ -24,7 +32,8 @@ from coupons.models import (
     CouponTemplate,
     UserCoupon,
 )
-from coupons.services.issuing import coupon_issue
+from coupons.rules import ClaimState, claim_state
+from coupons.terms import template_facts
 
 MAX_GRANT_USERS = 1000
 
@@ -55,13 +64,22 @@ def coupon_grant(
     granted_by_id: int | None,
     on_progress: Callable[[int], None] | None = None,
     actor: Actor | None = None,
+    max_users: int = MAX_GRANT_USERS,
 ) -> GrantResult:
-    """Staff issue a template to chosen users, one issue per user through `coupon_issue` (the
-    claim's locking, total and per-user limit), allowed before the claim window opens but not
-    once the template has ended, nor while it is paused (ClaimPaused; a pause during the run
-    stops the rest, reported under `paused`). Idempotent per (template, user, reason). Runs
-    its own transactions; `on_progress(done)` is called after each user. `actor` must hold
-    coupons.grant_coupons; the run is recorded with its reason and counts per outcome."""
+    """Staff issue a template to chosen users (at most `max_users`: the API's and the admin's
+    bound; the command passes its whole file), allowed before the claim window opens but
+    not once the template has ended, nor while it is paused (ClaimPaused; a pause during the
+    run stops the rest, reported under `paused`). Idempotent per (template, user, reason).
+
+    Decided in batches of GRANT_BATCH_SIZE users, each one transaction under the template's
+    row lock (the claim's decision waits for it, so totals and per-user limits hold exactly
+    as for claims): the claim rule per user (coupons.rules.claim_state), the coupons inserted
+    together, the count raised once, and the run's one audit entry written or brought up to
+    date, so a run stopped midway leaves every batch's coupons with their entry. Runs its own
+    transactions; `on_progress(done)` is called after each batch. `actor` must hold
+    coupons.grant_coupons; the run is recorded with its reason and counts per outcome. Redis
+    learns the higher count at the next decision (its counts may only lag below the
+    database's, which never refuses wrongly)."""
     staff_action_check(actor=actor, action=StaffAction.COUPONS_GRANT)
     reason = reason.strip() if isinstance(reason, str) else ""
     errors: dict[str, list[str]] = {}
@@ -69,9 +87,9 @@ def coupon_grant(
         errors["reason"] = [
             _("1 to %(count)d characters are required.") % {"count": GRANT_REASON_MAX_LENGTH}
         ]
-    if not 1 <= len(user_ids) <= MAX_GRANT_USERS:
+    if not 1 <= len(user_ids) <= max_users:
         errors["user_ids"] = [
-            _("Between 1 and %(count)d user ids are required.") % {"count": MAX_GRANT_USERS}
+            _("Between 1 and %(count)d user ids are required.") % {"count": max_users}
         ]
     if errors:
         raise TemplateInvalid(_("Invalid grant."), fields=errors)
@@ -86,69 +104,122 @@ def coupon_grant(
         raise ClaimPaused(_("This coupon is paused; resume it to grant it."))
 
     wanted = list(dict.fromkeys(user_ids))  # repeats dropped, order kept
-    # Inactive users are not granted to, and are reported like ids that do not exist.
-    known = set(
-        get_user_model().objects.filter(pk__in=wanted, is_active=True).values_list("pk", flat=True)
-    )
-    # The same reason however spelt (case, width, spaces: coupons/grant_reasons.py).
-    held = set(
-        UserCoupon.objects.filter(
-            template_id=template_id, grant_reason_key=reason_key(reason), user_id__in=wanted
-        ).values_list("user_id", flat=True)
-    )
     note = GrantNote(granted_by_id=granted_by_id, reason=reason)
     result = GrantResult([], [], [], [], [], [], [], [])
-    for done, user_id in enumerate(wanted, start=1):
-        _grant_one(template_id, user_id, note, known=known, held=held, result=result)
+    entry: LogEntry | None = None
+    stopped: ClaimState | None = None
+    for start in range(0, len(wanted), GRANT_BATCH_SIZE):
+        batch = wanted[start : start + GRANT_BATCH_SIZE]
+        with transaction.atomic():
+            if stopped is None:
+                stopped = _grant_batch(template_id, batch, note, result=result)
+            else:  # paused or ended in an earlier batch: nobody after it is granted
+                _outcome_list(result, stopped).extend(batch)
+            amounts = {
+                "users": len(wanted),
+                "reason": reason,
+                "outcomes": {outcome: len(ids) for outcome, ids in vars(result).items() if ids},
+            }
+            if entry is None:
+                entry = staff_action_record(
+                    actor=actor, action=StaffAction.COUPONS_GRANT, target=template, amounts=amounts
+                )
+            else:
+                staff_action_amounts_update(entry, amounts)
         if on_progress is not None:
-            on_progress(done)
-    staff_action_record(
-        actor=actor,
-        action=StaffAction.COUPONS_GRANT,
-        target=template,
-        amounts={
-            "users": len(wanted),
-            "reason": reason,
-            "outcomes": {outcome: len(ids) for outcome, ids in vars(result).items() if ids},
-        },
-    )
+            on_progress(start + len(batch))
     return result
 
 
-def _grant_one(
-    template_id: int,
-    user_id: int,
-    note: GrantNote,
-    *,
-    known: set[int],
-    held: set[int],
-    result: GrantResult,
-) -> None:
-    if user_id not in known:
-        result.unknown_user.append(user_id)
-        return
-    if user_id in held:
-        result.already_granted.append(user_id)
-        return
-    try:
-        coupon_issue(
-            template_id=template_id,
-            user_id=user_id,
-            source=UserCoupon.Source.GRANT,
+# Users decided per transaction: large enough that a 100,000-user grant is a hundred short
+# transactions, small enough that the template's row lock is held for tens of milliseconds.
+GRANT_BATCH_SIZE = 1000
+
+STATE_OUTCOMES = {
+    ClaimState.ENDED: "ended",
+    ClaimState.PAUSED: "paused",
+    ClaimState.NOT_ELIGIBLE: "not_eligible",
+    ClaimState.SOLD_OUT: "sold_out",
+    ClaimState.LIMIT_REACHED: "limit_reached",
+}
+
+
+def _outcome_list(result: GrantResult, state: ClaimState) -> list[int]:
+    return getattr(result, STATE_OUTCOMES[state])
+
+
+def _grant_batch(
+    template_id: int, user_ids: list[int], note: GrantNote, *, result: GrantResult
+) -> ClaimState | None:
+    """One batch, inside its transaction: the template's row locked first, then the users'
+    facts read under it, the claim rule per user in the order given, the coupons inserted.
+    Returns the state that stops the run (paused or ended), else None."""
+    template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
+    if template is None:
+        raise TemplateNotFound()
+    now = clock.now()  # after the lock: a wait for it counts against the window
+    known = set(
+        get_user_model()
+        .objects.filter(pk__in=user_ids, is_active=True)  # inactive: reported as unknown
+        .values_list("pk", flat=True)
+    )
+    coupons = UserCoupon.objects.filter(template_id=template_id, user_id__in=user_ids)
+    held = set(  # the same reason however spelt (coupons/grant_reasons.py)
+        coupons.filter(grant_reason_key=reason_key(note.reason)).values_list("user_id", flat=True)
+    )
+    user_claims = dict(coupons.order_by().values_list("user_id").annotate(count=Count("pk")))
+    new_customers_only = template.audience == CouponTemplate.Audience.NEW_CUSTOMERS
+    paid = customer_history().paid_among(user_ids=list(known)) if new_customers_only else set()
+    facts = template_facts(template)
+    window = template.use_window_at(now)
+    issued: list[UserCoupon] = []
+    for user_id in user_ids:
+        if user_id not in known:
+            result.unknown_user.append(user_id)
+            continue
+        if user_id in held:
+            result.already_granted.append(user_id)
+            continue
+        state = claim_state(
+            replace(facts, claimed_count=template.claimed_count + len(issued)),
+            now=now,
+            user_claims=user_claims.get(user_id, 0),
+            has_paid_order=user_id in paid if new_customers_only else None,
             before_window_opens=True,
-            grant=note,
         )
-    except AlreadyGranted:  # a concurrent run of the same grant got there first
-        result.already_granted.append(user_id)
-    except ClaimSoldOut:
-        result.sold_out.append(user_id)
-    except ClaimLimitReached:
-        result.limit_reached.append(user_id)
-    except ClaimNotInWindow:
-        result.ended.append(user_id)
-    except ClaimPaused:
-        result.paused.append(user_id)
-    except ClaimNotEligible:
-        result.not_eligible.append(user_id)
-    else:
+        if state in (ClaimState.PAUSED, ClaimState.ENDED):
+            _outcome_list(result, state).extend(user_ids[user_ids.index(user_id) :])
+            _issue_together(template, issued, now)
+            return state
+        if state is not ClaimState.CLAIMABLE:
+            _outcome_list(result, state).append(user_id)
+            continue
+        issued.append(
+            UserCoupon(
+                template_id=template_id,
+                user_id=user_id,
+                slot=user_claims.get(user_id, 0) + 1,
+                status=UserCoupon.Status.UNUSED,
+                valid_from=window.valid_from,
+                valid_until=window.valid_until,
+                source=UserCoupon.Source.GRANT,
+                granted_by_id=note.granted_by_id,
+                grant_reason=note.reason,
+                grant_reason_key=reason_key(note.reason),
+                created_at=now,
+                updated_at=now,
+            )
+        )
         result.granted.append(user_id)
+    _issue_together(template, issued, now)
+    return None
+
+
+def _issue_together(template: CouponTemplate, issued: list[UserCoupon], now: datetime) -> None:
+    """Insert a batch's coupons and raise the template's count by as many, under its lock."""
+    if not issued:
+        return
+    UserCoupon.objects.bulk_create(issued)
+    CouponTemplate.objects.filter(pk=template.pk).update(
+        claimed_count=F("claimed_count") + len(issued)
+    )

@@ -54,14 +54,15 @@ def test_the_admin_reports_users_left_when_the_template_was_paused_mid_run(
     template = CouponTemplateFactory(total=10)
     first = UserFactory(username="first")
     UserFactory(username="second")
-    real_issue = grants.coupon_issue
+    real_batch = grants._grant_batch
 
-    def issue_then_pause(**kwargs):  # a colleague pauses the template after the first user
-        coupon = real_issue(**kwargs)
+    def batch_then_pause(*args, **kwargs):  # a colleague pauses it after the first batch
+        stopped = real_batch(*args, **kwargs)
         templates.coupon_template_pause(template_id=template.pk, actor=staff)
-        return coupon
+        return stopped
 
-    monkeypatch.setattr(grants, "coupon_issue", issue_then_pause)
+    monkeypatch.setattr(grants, "GRANT_BATCH_SIZE", 1)
+    monkeypatch.setattr(grants, "_grant_batch", batch_then_pause)
 
     response = admin_grant(admin_site, template, "first\nsecond")
 
@@ -106,3 +107,63 @@ def test_the_grant_command_reports_not_eligible_and_records_the_run(tmp_path, st
     assert "granted 1" in out.getvalue() and "not_eligible 1" in out.getvalue()
     [run] = grant_runs(template)
     assert run["outcomes"] == {"granted": 1, "not_eligible": 1}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_grant_stopped_midway_leaves_each_batch_with_its_one_audit_entry(staff, monkeypatch):
+    # given: a grant decided two users per transaction, stopped in its third batch
+    template = CouponTemplateFactory(total=100)
+    users = [UserFactory() for _ in range(6)]
+    real_batch = grants._grant_batch
+    batches = []
+
+    def stopped_in_the_third(*args, **kwargs):
+        batches.append(args[1])
+        if len(batches) == 3:
+            raise SystemExit("the worker was stopped")
+        return real_batch(*args, **kwargs)
+
+    monkeypatch.setattr(grants, "GRANT_BATCH_SIZE", 2)
+    monkeypatch.setattr(grants, "_grant_batch", stopped_in_the_third)
+
+    with pytest.raises(SystemExit):
+        grants.coupon_grant(
+            template_id=template.pk,
+            user_ids=[user.pk for user in users],
+            reason="outage",
+            granted_by_id=staff.pk,
+            actor=staff,
+        )
+
+    # then: the first two batches' coupons, and one entry that counts exactly them
+    granted = set(UserCoupon.objects.values_list("user_id", flat=True))
+    assert granted == {user.pk for user in users[:4]}
+    template.refresh_from_db()
+    assert template.claimed_count == 4
+    [run] = grant_runs(template)
+    assert run == {"users": 6, "reason": "outage", "outcomes": {"granted": 4}}
+
+
+def test_the_grant_command_records_one_entry_for_a_file_of_many_batches(
+    tmp_path, staff, monkeypatch
+):
+    template = CouponTemplateFactory(total=4, per_user_limit=1)
+    users = [UserFactory() for _ in range(7)]
+    users_file = tmp_path / "users.txt"
+    users_file.write_text("".join(f"{user.pk}\n" for user in users))
+    monkeypatch.setattr(grants, "GRANT_BATCH_SIZE", 3)
+    out = StringIO()
+
+    call_command(
+        "grant_coupons", str(template.pk), "--users-file", str(users_file),
+        "--reason", "launch", "--as", staff.username, stdout=out,
+    )  # fmt: skip
+
+    # three batches, their progress, one entry; the total holds across batches
+    assert ["3/7", "6/7", "7/7"] == [
+        line.strip() for line in out.getvalue().splitlines() if line.strip().endswith("/7")
+    ]
+    assert grant_runs(template) == [
+        {"users": 7, "reason": "launch", "outcomes": {"granted": 4, "sold_out": 3}}
+    ]
+    assert UserCoupon.objects.filter(template=template).count() == 4

@@ -23,6 +23,7 @@ TINY = {
     "measure_claim_statements.py": (["--requests", "2"], "claim, sold out (409)"),
     "measure_request_cpu.py": (["--requests", "3", "--warmup", "1"], "GET /api/coupons (20 te"),
     "measure_single_use_codes.py": (["--count", "50", "--runs", "1"], "median: 50 codes"),
+    "measure_bulk_grant.py": (["--users", "30"], "run again: 30 users"),
 }
 
 

@@ -8,7 +8,9 @@ is a new --reason.
 
 A grant is a staff action: it runs as the staff member named by --as (formerly --granted-by),
 who must hold coupons.grant_coupons, and is recorded in the template's history under their
-name like a grant from the admin or the API (accounts/staff_actions.py)."""
+name like a grant from the admin or the API (accounts/staff_actions.py): one entry for the
+whole file, brought up to date with each batch of GRANT_BATCH_SIZE users, which commits with
+its coupons; progress is printed after each batch."""
 
 from dataclasses import asdict
 from pathlib import Path
@@ -20,8 +22,6 @@ from accounts.staff_actions import StaffAction, staff_may
 from core.domain_errors import DomainError
 from coupons import selectors
 from coupons.services import grants
-
-PROGRESS_EVERY = 100
 
 
 class Command(BaseCommand):
@@ -67,27 +67,21 @@ class Command(BaseCommand):
             f" ({len(unknown_names)} unknown username(s)), reason: {reason!r}"
         )
         totals: dict[str, int] = {}
-        batch_size = grants.MAX_GRANT_USERS
-        for start in range(0, len(user_ids), batch_size):
-            batch = user_ids[start : start + batch_size]
-
-            def progress(done: int, start: int = start, size: int = len(batch)) -> None:
-                if done % PROGRESS_EVERY == 0 or done == size:
-                    self.stdout.write(f"  {start + done}/{len(user_ids)}")
-
+        if user_ids:
             try:
                 result = grants.coupon_grant(
                     template_id=template_id,
-                    user_ids=batch,
+                    user_ids=user_ids,
                     reason=reason,
                     granted_by_id=actor.pk,
-                    on_progress=progress,
+                    on_progress=lambda done: self.stdout.write(f"  {done}/{len(user_ids)}"),
                     actor=actor,
+                    max_users=len(user_ids),  # the whole file: one run, one audit entry
                 )
             except DomainError as error:
                 raise CommandError(f"{error.detail} {error.fields or ''}".strip()) from error
             for outcome, ids in asdict(result).items():
-                totals[outcome] = totals.get(outcome, 0) + len(ids)
+                totals[outcome] = len(ids)
                 if ids and outcome not in ("granted", "already_granted"):
                     self.stdout.write(f"  {outcome}: {', '.join(map(str, ids))}")
         if unknown_names:
