@@ -1,7 +1,9 @@
 """The admin dashboard's figures (SPEC section 23): claims, uses and discount given per day,
-the templates most claimed and the campaigns ending soon, in five queries whatever the volume
-(tests/coupons/test_dashboard.py counts them). Discounts live on orders, which coupons does
-not import: the orders app answers through the COUPON_ADMIN_DISCOUNTS_LOOKUP setting."""
+the templates most claimed and the campaigns ending soon, in four queries whatever the volume
+(tests/coupons/test_dashboard.py counts them). A use is a coupon of an order that is paid and
+not refunded, as in the funnel, the CSV and the admin API (SPEC section 20), counted on the
+day of its payment with that order's discount. Orders are not imported by coupons: the
+orders app answers through the COUPON_ADMIN_PAID_USES_LOOKUP setting."""
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -9,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from django.conf import settings
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, QuerySet
 from django.db.models.functions import TruncHour
 from django.utils.module_loading import import_string
 
@@ -20,8 +22,9 @@ TOP_TEMPLATES = 10
 ENDING_WITHIN = timedelta(days=7)
 ENDING_SOON_ROWS = 10
 
-# (start, end) in UTC -> {UTC hour: cents of discount on orders that used a coupon and stand}.
-DiscountsPerHour = Callable[..., Mapping[datetime, int]]
+# (start, end) in UTC -> [(UTC hour, template id, coupons used, cents of discount)] of the
+# orders paid in that span that used a coupon and are not refunded.
+PaidUsesLookup = Callable[..., list[tuple[datetime, int, int, int]]]
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class TopTemplate:
     template_id: int
     name: str
     claims: int  # within the dashboard's days
-    uses: int  # of those claims
+    uses: int  # paid for within the dashboard's days
 
 
 @dataclass(frozen=True)
@@ -56,8 +59,8 @@ class Dashboard:
     ending_soon: list[EndingSoon]
 
 
-def discounts_lookup() -> DiscountsPerHour:
-    return import_string(settings.COUPON_ADMIN_DISCOUNTS_LOOKUP)
+def paid_uses_lookup() -> PaidUsesLookup:
+    return import_string(settings.COUPON_ADMIN_PAID_USES_LOOKUP)
 
 
 def hours_per_day(per_hour: Mapping[datetime, int], zone: tzinfo) -> dict[date, int]:
@@ -96,28 +99,35 @@ def dashboard_figures(*, now: datetime, zone: tzinfo, days: int = DASHBOARD_DAYS
     first_day = last_day - timedelta(days=days - 1)
     start, end = local_days_span(first_day, last_day, zone)
     claimed = UserCoupon.objects.filter(created_at__gte=start, created_at__lt=end)
-    used = UserCoupon.objects.filter(
-        status=UserCoupon.Status.USED, used_at__gte=start, used_at__lt=end
-    )
     claims = hours_per_day(coupons_per_hour(claimed, "created_at"), zone)
-    uses = hours_per_day(coupons_per_hour(used, "used_at"), zone)
-    discounts = hours_per_day(discounts_lookup()(start=start, end=end), zone)
+    paid = paid_uses_lookup()(start=start, end=end)
+    uses_per_hour: dict[datetime, int] = defaultdict(int)
+    discount_per_hour: dict[datetime, int] = defaultdict(int)
+    uses_per_template: dict[int, int] = defaultdict(int)
+    for hour, template_id, used, discount in paid:
+        uses_per_hour[hour] += used
+        discount_per_hour[hour] += discount
+        uses_per_template[template_id] += used
+    uses = hours_per_day(uses_per_hour, zone)
+    discounts = hours_per_day(discount_per_hour, zone)
     every_day = [first_day + timedelta(days=offset) for offset in range(days)]
     return Dashboard(
         days=[
             DashboardDay(day=day, claims=claims[day], uses=uses[day], discount=discounts[day])
             for day in every_day
         ],
-        top_templates=_top_templates(claimed),
+        top_templates=_top_templates(claimed, uses_per_template),
         ending_soon=_ending_soon(now),
     )
 
 
-def _top_templates(claimed: QuerySet[UserCoupon]) -> list[TopTemplate]:
+def _top_templates(
+    claimed: QuerySet[UserCoupon], uses_per_template: Mapping[int, int]
+) -> list[TopTemplate]:
     rows = (
         claimed.order_by()
         .values("template_id", "template__name")
-        .annotate(claims=Count("pk"), uses=Count("pk", filter=Q(status=UserCoupon.Status.USED)))
+        .annotate(claims=Count("pk"))
         .order_by("-claims", "template_id")[:TOP_TEMPLATES]
     )
     return [
@@ -125,7 +135,7 @@ def _top_templates(claimed: QuerySet[UserCoupon]) -> list[TopTemplate]:
             template_id=row["template_id"],
             name=row["template__name"],
             claims=row["claims"],
-            uses=row["uses"],
+            uses=uses_per_template.get(row["template_id"], 0),
         )
         for row in rows
     ]

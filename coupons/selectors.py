@@ -50,10 +50,16 @@ def coupons_per_template(coupons: QuerySet[UserCoupon]) -> Coalesce:
     return Coalesce(Subquery(counted), 0)
 
 
+def paid_uses_per_template() -> Coalesce:
+    """How many coupons of the outer template an order that is paid and not refunded used: the
+    one "used" of every admin figure (SPEC section 20), as the orders app's correlated
+    subquery (COUPON_PAID_USES)."""
+    return Coalesce(import_string(settings.COUPON_PAID_USES)(), 0)
+
+
 def templates_for_admin() -> QuerySet[CouponTemplate]:
     """Templates, newest first, each with `used_count` from one correlated subquery."""
-    used = coupons_per_template(UserCoupon.objects.filter(status=UserCoupon.Status.USED))
-    return CouponTemplate.objects.annotate(used_count=used).order_by("-id")
+    return CouponTemplate.objects.annotate(used_count=paid_uses_per_template()).order_by("-id")
 
 
 def template_for_admin(template_id: int) -> CouponTemplate:
@@ -169,7 +175,7 @@ def templates_with_funnel(*, now: datetime) -> "QuerySet[TemplateWithFunnel]":
     100 rows. Claimed is the template's own `claimed_count` column; used counts the coupons of
     paid orders only (the orders app's subquery: a coupon an unpaid order holds is not used
     yet, SPEC section 20)."""
-    used = Coalesce(import_string(settings.COUPON_PAID_USES)(), 0)
+    used = paid_uses_per_template()
     # Each coupon's own window decides (valid_days coupons expire one by one).
     expired = coupons_per_template(UserCoupon.objects.with_status(CouponStatus.EXPIRED, now=now))
     return CouponTemplate.objects.annotate(used_count=used, expired_count=expired).order_by("-id")

@@ -4,6 +4,7 @@ that lags (MASTER_DELAY: it has the events, it has not applied them); claims are
 by the primary, the primary is SIGKILLed, the replica is promoted and the app pointed at it.
 The same checks must report the loss: acknowledged 201s without their rows."""
 
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,9 @@ def replica_caught_up(primary: BinlogMariaDB, replica: BinlogMariaDB, timeout: f
 
 
 def run_control(work_dir: Path, *, load_seconds: float = 4.0) -> ControlResult:
+    # Fresh servers each run: a primary left by the last run would hold its database and
+    # the replica its position (a second `make drill` failed on "database exists").
+    shutil.rmtree(work_dir, ignore_errors=True)
     primary = BinlogMariaDB(free_port(), base_dir=work_dir / "primary", server_id=1)
     replica = BinlogMariaDB(free_port(), base_dir=work_dir / "replica", server_id=2)
     app = DrillApp(work_dir / "app", primary.url(DATABASE))

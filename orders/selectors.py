@@ -172,17 +172,20 @@ def _cart_for_items(items: Sequence[OrderLine]) -> list[ports.CartLine]:
     return cart_lines(lines, products)
 
 
-def coupon_discounts_per_hour(*, start: datetime, end: datetime) -> dict[datetime, int]:
-    """Cents of discount per UTC hour of checkout, from `start` to `end`, on the orders that
-    used a coupon and stand (a cancelled order gave its coupon back). The coupons dashboard
-    calls this through the COUPON_ADMIN_DISCOUNTS_LOOKUP setting; one query."""
+def paid_coupon_uses(*, start: datetime, end: datetime) -> list[tuple[datetime, int, int, int]]:
+    """(UTC hour of payment, template id, coupons used, cents of discount) of the orders paid
+    from `start` to `end` that used a coupon and still count as paid (paid, shipped,
+    completed: PAID_STATUSES, so neither unpaid, cancelled nor refunded): "used" as every
+    figure of the admin counts it (SPEC section 20). The coupons dashboard calls this through
+    the COUPON_ADMIN_PAID_USES_LOOKUP setting; one query."""
     rows = (
-        Order.objects.filter(coupon__isnull=False, created_at__gte=start, created_at__lt=end)
-        .exclude(status=Order.Status.CANCELLED)
-        .annotate(hour=TruncHour("created_at", tzinfo=UTC))
+        Order.objects.filter(
+            coupon__isnull=False, status__in=PAID_STATUSES, paid_at__gte=start, paid_at__lt=end
+        )
+        .annotate(hour=TruncHour("paid_at", tzinfo=UTC))
         .order_by()
-        .values("hour")
-        .annotate(discount=Sum("discount_amount"))
-        .values_list("hour", "discount")
+        .values("hour", "coupon__template_id")
+        .annotate(uses=Count("pk"), discount=Sum("discount_amount"))
+        .values_list("hour", "coupon__template_id", "uses", "discount")
     )
-    return {hour: int(discount) for hour, discount in rows}
+    return [(hour, template_id, uses, int(discount)) for hour, template_id, uses, discount in rows]

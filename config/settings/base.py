@@ -505,5 +505,5 @@ COUPON_ADMIN_ORDERS_LOOKUP = "orders.selectors.orders_using_coupons"
 # ... and this one for "used" in the funnel and its use rate (核销率): coupons of paid orders,
 # as a correlated subquery on the template.
 COUPON_PAID_USES = "orders.selectors.paid_uses_of_outer_template"
-# ... and how much discount the orders that used a coupon gave, per hour (the dashboard).
-COUPON_ADMIN_DISCOUNTS_LOOKUP = "orders.selectors.coupon_discounts_per_hour"
+# ... and the same uses with their discount, per hour of payment and template (the dashboard).
+COUPON_ADMIN_PAID_USES_LOOKUP = "orders.selectors.paid_coupon_uses"

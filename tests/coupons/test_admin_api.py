@@ -3,8 +3,9 @@
 import pytest
 
 from coupons.models import CouponTemplate, UserCoupon
+from orders.models import Order
 from tests.support.clients import bearer_client
-from tests.support.factories import CouponTemplateFactory, UserCouponFactory
+from tests.support.factories import CouponTemplateFactory, PaidOrderFactory, UserCouponFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -249,9 +250,18 @@ def test_claimed_template_may_still_change_name_window_total_and_limit(staff_cli
 
 
 def test_list_and_detail_show_claimed_and_used_counts(staff_client):
+    # used: a coupon of a paid order (SPEC section 20); one an unpaid order holds is not yet
     template = CouponTemplateFactory()
     UserCouponFactory(template=template)
-    UserCouponFactory(template=template, status=UserCoupon.Status.USED, used_at="2026-01-01T00:00Z")
+    for paid in (True, False):
+        coupon = UserCouponFactory(
+            template=template, status=UserCoupon.Status.USED, used_at="2026-01-01T00:00Z"
+        )
+        order = PaidOrderFactory(user=coupon.user, coupon=coupon)
+        if not paid:
+            Order.objects.filter(pk=order.pk).update(
+                status=Order.Status.PENDING_PAYMENT, paid_at=None
+            )
     CouponTemplateFactory()
 
     listing = staff_client.get("/api/admin/coupons")
@@ -262,8 +272,8 @@ def test_list_and_detail_show_claimed_and_used_counts(staff_client):
     newest_first = [item["id"] for item in listing.json()["results"]]
     assert newest_first == sorted(newest_first, reverse=True)
     by_id = {item["id"]: item for item in listing.json()["results"]}
-    assert (by_id[template.pk]["claimed_count"], by_id[template.pk]["used_count"]) == (2, 1)
-    assert (detail.json()["claimed_count"], detail.json()["used_count"]) == (2, 1)
+    assert (by_id[template.pk]["claimed_count"], by_id[template.pk]["used_count"]) == (3, 1)
+    assert (detail.json()["claimed_count"], detail.json()["used_count"]) == (3, 1)
 
 
 def test_list_is_paginated(staff_client):
