@@ -12,6 +12,9 @@ from .base import BASE_DIR, CACHES, COUPON_REDIS_PREFIX, DATABASES, SECRET_KEY, 
 # git ignores), so no key anyone else knows ever signs this server's tokens.
 SECRET_KEY = SECRET_KEY or local_secret_key(VAR_DIR / "secret_key")
 DEMO_DATA_ALLOWED = True  # seed_demo's published password is fine here
+# The demo is a shop in China: the admin's times in Beijing time unless TIME_ZONE says
+# otherwise (a deployment's settings keep UTC as their default).
+TIME_ZONE = os.environ.get("TIME_ZONE", "Asia/Shanghai")
 
 # No prefix in the environment: one of this checkout, database and port (PORT, which make run
 # and scripts/serve set), for the counter and the cache alike.
