@@ -289,6 +289,32 @@ def recovery(ledger: Ledger) -> Check:
     )
 
 
+# A writer leaves a node only for a fault of that node seen this recently (the kill's or the
+# freeze's signal before HAProxy's check marks it down), or returns to the writer node.
+MOVE_AFTER_FAULT = 15.0
+
+
+def writer_moves_follow_faults(ledger: Ledger, *, writer_node: int) -> Check:
+    """No writer moves without a fault: each move away from a node follows a fault of that
+    node; moves back to the writer node are its return after a rejoin."""
+    unexplained = [
+        move
+        for move in ledger.moves
+        if move.to_node != writer_node
+        and not any(
+            kill.node == f"node{move.from_node}" and 0 <= move.at - kill.at <= MOVE_AFTER_FAULT
+            for kill in ledger.kills
+        )
+    ]
+    shown = ", ".join(f"node{m.from_node} -> node{m.to_node}" for m in unexplained[:5])
+    return Check(
+        "no writer moves without a fault",
+        not unexplained,
+        f"{len(ledger.moves)} moves, {len(unexplained)} without a fault"
+        + (f": {shown}" if shown else ""),
+    )
+
+
 def all_checks(
     connection, ledger: Ledger, *, templates: list[int], products: list[int], stock: int
 ) -> list[Check]:

@@ -41,9 +41,19 @@ class Kill:
 
 
 @dataclass
+class WriterMove:
+    """HAProxy's writer changed from one node to another (None readings in between skipped)."""
+
+    at: float  # time.monotonic() when the new writer was first seen
+    from_node: int
+    to_node: int
+
+
+@dataclass
 class Ledger:
     attempts: list[Attempt] = field(default_factory=list)
     kills: list[Kill] = field(default_factory=list)
+    moves: list[WriterMove] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, attempt: Attempt) -> None:
@@ -80,9 +90,11 @@ class Ledger:
         return counts
 
     def dump(self, path: Path) -> None:
-        """Every attempt and kill as JSON lines, to read a finding after the run."""
+        """Every attempt, kill and writer move as JSON lines, to read a finding after the run."""
         with path.open("w") as out:
             for kill in self.kills:
                 out.write(json.dumps({"kill": asdict(kill)}) + "\n")
+            for move in self.moves:
+                out.write(json.dumps({"writer_move": asdict(move)}) + "\n")
             for attempt in self.snapshot():
                 out.write(json.dumps(asdict(attempt)) + "\n")

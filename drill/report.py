@@ -6,15 +6,18 @@ from drill.ledger import Ledger
 
 def table(title: str, ledger: Ledger, checks: list[Check]) -> str:
     lines = [f"== {title} =="]
-    times = [kill.recovered_in for kill in ledger.kills]
-    known = sorted(t for t in times if t is not None)
-    if known:
-        lines.append(
-            f"kills: {len(times)}  claims again after: max {known[-1]:.2f} s, median "
-            f"{known[len(known) // 2]:.2f} s, never {len(times) - len(known)}"
-        )
-    else:
-        lines.append(f"kills: {len(times)}")
+    for fault in dict.fromkeys(kill.fault for kill in ledger.kills):
+        times = [kill.recovered_in for kill in ledger.kills if kill.fault == fault]
+        known = sorted(t for t in times if t is not None)
+        line = f"{fault}s: {len(times)}"
+        if known:
+            line += (
+                f"  claims again after: max {known[-1]:.2f} s, median "
+                f"{known[len(known) // 2]:.2f} s, never {len(times) - len(known)}"
+            )
+        lines.append(line)
+    if ledger.moves:
+        lines.append(f"writer moves: {len(ledger.moves)}")
     lines.append(f"{'command':<10} {'answer':<34} {'count':>7}")
     for (kind, label), count in sorted(ledger.by_status().items()):
         lines.append(f"{kind:<10} {label:<34} {count:>7}")

@@ -8,6 +8,7 @@ import argparse
 import os
 import random
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +16,20 @@ from pathlib import Path
 import MySQLdb
 
 from drill.app import REPO, DrillApp
-from drill.checks import Check, all_checks, recovery
+from drill.checks import Check, all_checks, recovery, writer_moves_follow_faults
 from drill.control import run_control
-from drill.ledger import RECOVERY_LIMIT, Kill, Ledger
+from drill.ledger import RECOVERY_LIMIT, Kill, Ledger, WriterMove
 from drill.load import Load
 from drill.report import table
-from scripts.cluster_nodes import NODES, Cluster, ClusterError, all_ports, port_free, start
+from scripts.cluster_nodes import (
+    NODES,
+    WRITER_NODE,
+    Cluster,
+    ClusterError,
+    all_ports,
+    port_free,
+    start,
+)
 
 DATABASE = "coupons_drill"
 RECOVERY_WAIT = 15.0  # seconds a kill waits for a 201 claim before the node restarts anyway
@@ -87,6 +96,34 @@ def wait_all_synced(cluster: Cluster, timeout: float = 120) -> None:
     raise RuntimeError(f"the cluster was not Synced on every node within {timeout:g} s")
 
 
+class WriterWatch:
+    """Polls which node HAProxy writes to, every WATCH_INTERVAL, and notes each change in the
+    ledger (readings with no writer are skipped: a move is from one node to another)."""
+
+    WATCH_INTERVAL = 0.25
+
+    def __init__(self, cluster: Cluster, ledger: Ledger) -> None:
+        self.cluster, self.ledger = cluster, ledger
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.watch, name="writer-watch", daemon=True)
+
+    def start(self) -> "WriterWatch":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=10)
+
+    def watch(self) -> None:
+        last = self.cluster.writer()
+        while not self.stopping.wait(self.WATCH_INTERVAL):
+            writer = self.cluster.writer()
+            if writer is not None and last is not None and writer != last:
+                self.ledger.moves.append(WriterMove(time.monotonic(), last, writer))
+            last = writer if writer is not None else last
+
+
 def claims_again(ledger: Ledger, fault: Kill, *, wait: float) -> str:
     """Wait up to `wait` s for a 201 claim sent after the fault; note and show how long."""
     deadline = fault.at + wait
@@ -151,11 +188,13 @@ def run_drill(
         replica_url=cluster.reader_url(DATABASE),
     )
     load: Load | None = None
+    watch: WriterWatch | None = None
     try:
         seed = app.prepare()
         app.start()
         ledger = Ledger()
         load = Load(app.port, seed, ledger, storms=storms, shoppers=shoppers).start()
+        watch = WriterWatch(cluster, ledger).start()
         pause = random.Random(23)
         # Freezes after evenly spaced kills, so each follows a rejoined, Synced cluster.
         freeze_after = {round((kills * (n + 1)) / (freezes + 1)) for n in range(freezes)}
@@ -168,6 +207,7 @@ def run_drill(
                 time.sleep(pause.uniform(*between))
                 freeze_writer(cluster, ledger, frozen)
         time.sleep(between[1])
+        watch.stop()
         load.stop()
         if load.failures:
             raise RuntimeError(f"the drill's clients failed: {load.failures[0]!r}")
@@ -186,8 +226,11 @@ def run_drill(
             )
         finally:
             connection.close()
-        return DrillResult([*checks, recovery(ledger)], ledger, retried)
+        moves = writer_moves_follow_faults(ledger, writer_node=WRITER_NODE)
+        return DrillResult([*checks, recovery(ledger), moves], ledger, retried)
     finally:
+        if watch is not None:
+            watch.stop()
         if load is not None:
             load.stop()
         app.stop()
