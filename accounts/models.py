@@ -28,8 +28,8 @@ class StaffManagement(models.Model):
     """No rows: the holder of the one permission to manage staff accounts, groups and
     permissions (accounts.manage_staff). Superusers hold it; anyone else only when granted
     explicitly: "Can change user" or "Can change group" alone no longer let a staff member
-    make itself superuser or give its group more (docs/decisions/0600-one-permission-table-
-    and-one-audit-trail.md)."""
+    make itself superuser or give its group more
+    (docs/decisions/1002-staff-access-is-its-own-permission.md)."""
 
     class Meta:
         managed = False

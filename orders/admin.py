@@ -22,7 +22,7 @@ from core.domain_errors import DomainError
 from core.limits import is_id_text
 from core.money import format_money
 from coupons import ports
-from orders import refunds, services
+from orders import refunds, services, stock
 from orders.errors import OrderInvalid, OutOfStock
 from orders.models import MAX_PRICE, MAX_STOCK, Category, Order, OrderItem, Product
 
@@ -130,7 +130,7 @@ class ProductAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin):
             raise PermissionDenied
         if stock_change:
             try:
-                services.product_stock_adjust(
+                stock.product_stock_adjust(
                     product_id=obj.pk, change=stock_change, actor=request.user
                 )
             except (OutOfStock, OrderInvalid) as error:

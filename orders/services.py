@@ -23,7 +23,6 @@ from orders.errors import (
     AmountMismatch,
     CouponNotAllowed,
     CouponNotApplicable,
-    OrderInvalid,
     OrderInvalidState,
     OrderNotFound,
     OutOfStock,
@@ -32,7 +31,7 @@ from orders.errors import (
     TooManyUnpaidOrders,
 )
 from orders.lines import OrderLine, ProductQuantity, cart_lines, order_lines_validate
-from orders.models import MAX_STOCK, Order, OrderItem, Product
+from orders.models import Order, OrderItem, Product
 
 
 def order_checkout(
@@ -320,35 +319,3 @@ def orders_expire_overdue(
         last_id = batch[-1]
         if on_batch is not None:
             on_batch(ExpiryRun(cancelled=cancelled, skipped=skipped))
-
-
-def product_stock_adjust(*, product_id: int, change: int, actor: Actor | None = None) -> int:
-    """Add `change` (negative to take away) to a product's stock in one conditional UPDATE, so
-    a concurrent checkout's decrement is never undone; refuses to go below zero or above
-    MAX_STOCK with OutOfStock / OrderInvalid. `actor` must hold orders.adjust_stock and is
-    recorded with the change and the stock after it. Returns the new stock. Runs in its own
-    transaction."""
-    staff_action_check(actor=actor, action=StaffAction.STOCK_ADJUST)
-    with transaction.atomic():
-        changed = Product.objects.filter(
-            pk=product_id, stock__gte=-change, stock__lte=MAX_STOCK - change
-        ).update(stock=F("stock") + change, updated_at=clock.now())
-        product = Product.objects.filter(pk=product_id).first()
-        stock = None if product is None else product.stock
-        if changed and product is not None:
-            staff_action_record(
-                actor=actor,
-                action=StaffAction.STOCK_ADJUST,
-                target=product,
-                amounts={"change": change, "stock": product.stock},
-            )
-    if stock is None:
-        raise ProductNotFound()
-    if not changed:
-        if stock + change < 0:
-            raise OutOfStock(
-                _("Only %(stock)s in stock; cannot take away %(change)s.")
-                % {"stock": stock, "change": -change}
-            )
-        raise OrderInvalid(_("Stock cannot exceed %(count)d.") % {"count": MAX_STOCK})
-    return stock

@@ -18,7 +18,7 @@ from accounts.staff_actions import StaffAction
 from core import clock
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import templates
-from orders import services
+from orders import services, stock
 from orders.models import Product
 from tests.support.admin_users import VIEW_ONLY
 from tests.support.browser import english_words
@@ -157,7 +157,7 @@ def test_a_service_refuses_an_actor_without_the_permission_and_changes_nothing()
         ),
         lambda: templates.coupon_template_pause(template_id=template.pk, actor=viewer),
         lambda: templates.coupon_template_delete(template_id=template.pk, actor=viewer),
-        lambda: services.product_stock_adjust(product_id=product.pk, change=5, actor=viewer),
+        lambda: stock.product_stock_adjust(product_id=product.pk, change=5, actor=viewer),
     ):
         with pytest.raises(Exception) as refused:
             attempt()
@@ -170,7 +170,7 @@ def test_the_log_page_searches_and_filters_every_staff_action_in_chinese(admin_s
     template = CouponTemplateFactory(name="Summer")
     product = ProductFactory(name="Kettle", stock=10)
     templates.coupon_template_pause(template_id=template.pk, actor=alice)
-    services.product_stock_adjust(product_id=product.pk, change=5, actor=staff)
+    stock.product_stock_adjust(product_id=product.pk, change=5, actor=staff)
     long_ago = clock.now() - timedelta(days=40)
     LogEntry.objects.filter(user=staff).update(action_time=long_ago)
 
