@@ -48,19 +48,20 @@ EVS_TIMEOUTS = (
     "evs.suspect_timeout=PT1.5S;evs.inactive_timeout=PT3S;evs.install_timeout=PT3S"
 )
 
-# Every node checked each second over HTTP (scripts/galera_health.py: one query on a kept
-# connection, no process forked per check), and every 250 ms once a check failed: two
-# failures mark it down and cut its sessions (a killed node's clients find out at once
-# instead of at their read timeout; a frozen node answers nothing within the health
-# process's 1 s, so it is down within about 3.5 s); two successes, up.
+# Every node checked each second over HTTP (scripts/galera_health.py answers from its poll of
+# the node, a kept connection, no process forked per check), and every 250 ms once a check
+# failed: two failures mark it down and cut its sessions (a killed node's clients find out
+# at once instead of at their read timeout; a frozen node's last healthy answer is stale
+# after 1 s, so it is down within about 2 s). Coming back takes RETURN_RISE healthy checks
+# in a row (about 5 s at 250 ms): a node thawed after a freeze answers from its stale state
+# ("Synced, Primary") for a moment before it sees it was left out, and one that rejoined may
+# still be catching up; a return of node 1 also cuts the backup's sessions (503s). A server
+# already up is not slowed: a failover takes the backups as they are.
+RETURN_RISE = 20
 HEALTH_CHECK = (
-    "inter 1s fastinter 250ms downinter 1s rise 2 fall 2 on-marked-down shutdown-sessions"
+    f"inter 1s fastinter 250ms downinter 1s rise {RETURN_RISE} fall 2"
+    " on-marked-down shutdown-sessions"
 )
-# The writer node takes the writes back only after 20 healthy checks in a row (about 5 s at
-# 250 ms): a node thawed after a freeze answers from its stale state ("Synced, Primary")
-# for a moment before it sees it was left out, and a node that rejoined may still be
-# catching up; each switch back cuts the backup's sessions (a burst of 503s).
-WRITER_RETURN_RISE = 20
 
 
 class ClusterError(RuntimeError):
@@ -188,6 +189,20 @@ class Cluster:
             return {name: str(value) for name, value in cursor.fetchall()}
         finally:
             connection.close()
+
+    def fully_joined(self) -> bool:
+        """Every node Synced in one primary component of all of them (a thawed node may say
+        Synced from its stale state while the others' view still lacks it)."""
+        try:
+            statuses = [self.wsrep_status(node) for node in NODES]
+        except MySQLdb.Error:
+            return False
+        return all(
+            status.get("wsrep_local_state") == SYNCED
+            and status.get("wsrep_cluster_status") == "Primary"
+            and status.get("wsrep_cluster_size") == str(len(NODES))
+            for status in statuses
+        )
 
     def is_synced(self, node: int) -> bool:
         """Running, in the primary component, and applying in step with the others."""
@@ -462,11 +477,10 @@ defaults
     default-server {HEALTH_CHECK}
 
 # Single writer: node 1 while it is synced, else the first synced backup. When node 1 comes
-# back (after WRITER_RETURN_RISE healthy checks), the backup's sessions are cut so that no
-# two nodes take writes at once.
+# back, the backup's sessions are cut so that no two nodes take writes at once.
 listen writer
     bind 127.0.0.1:{self.writer_port}
-    server node1 {servers[1]} rise {WRITER_RETURN_RISE} on-marked-up shutdown-backup-sessions
+    server node1 {servers[1]} on-marked-up shutdown-backup-sessions
     server node2 {servers[2]} backup
     server node3 {servers[3]} backup
 

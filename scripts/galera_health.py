@@ -7,11 +7,15 @@ and moved the writer with no fault (docs/decisions/0800-galera-single-writer-beh
 
     python scripts/galera_health.py --node 13310:13317 --node 13320:13327 ...
 
-(`--node SQL_PORT:CHECK_PORT`, both on 127.0.0.1). A node that does not answer within a
-second, such as a frozen one, is down."""
+(`--node SQL_PORT:CHECK_PORT`, both on 127.0.0.1). A thread per node asks its node every
+POLL_INTERVAL; a check is answered from the last answer at once, and a node whose last
+healthy answer is older than FRESH_FOR (a frozen one: its query hangs) is down. Answering
+from the poll, not from a query per check, keeps a frozen node from holding HAProxy's check
+for the client library's read timeout (which it retries: three times the setting)."""
 
 import argparse
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import MySQLdb
@@ -21,35 +25,46 @@ STATUS_SQL = (
     " ('wsrep_local_state', 'wsrep_cluster_status', 'wsrep_ready')"
 )
 HEALTHY = {"wsrep_local_state": "4", "wsrep_cluster_status": "Primary", "wsrep_ready": "ON"}
-ANSWER_SECONDS = 1  # connect and read timeouts: a node slower than this is down
+ANSWER_SECONDS = 1  # the poll's connect and read timeouts
+POLL_INTERVAL = 0.2  # seconds between two questions to a node
+FRESH_FOR = 1.0  # a healthy answer older than this no longer counts
 
 
 class NodeHealth:
-    """One node's state, asked on one kept connection (one question at a time)."""
+    """One node's state, asked by its own thread on one kept connection."""
 
     def __init__(self, sql_port: int) -> None:
         self.sql_port = sql_port
-        self.lock = threading.Lock()
         self.connection: MySQLdb.Connection | None = None
+        self.healthy_at: float | None = None  # time.monotonic() of the last healthy answer
 
     def healthy(self) -> bool:
-        with self.lock:
-            try:
-                if self.connection is None:
-                    self.connection = MySQLdb.connect(
-                        host="127.0.0.1",
-                        port=self.sql_port,
-                        user="root",
-                        connect_timeout=ANSWER_SECONDS,
-                        read_timeout=ANSWER_SECONDS,
-                        write_timeout=ANSWER_SECONDS,
-                    )
-                cursor = self.connection.cursor()
-                cursor.execute(STATUS_SQL)
-                status = {str(name): str(value) for name, value in cursor.fetchall()}
-            except MySQLdb.Error:
-                self.close()
-                return False
+        at = self.healthy_at
+        return at is not None and time.monotonic() - at <= FRESH_FOR
+
+    def poll_forever(self) -> None:
+        while True:
+            started = time.monotonic()
+            self.healthy_at = started if self.ask() else None
+            time.sleep(max(0.0, POLL_INTERVAL - (time.monotonic() - started)))
+
+    def ask(self) -> bool:
+        try:
+            if self.connection is None:
+                self.connection = MySQLdb.connect(
+                    host="127.0.0.1",
+                    port=self.sql_port,
+                    user="root",
+                    connect_timeout=ANSWER_SECONDS,
+                    read_timeout=ANSWER_SECONDS,
+                    write_timeout=ANSWER_SECONDS,
+                )
+            cursor = self.connection.cursor()
+            cursor.execute(STATUS_SQL)
+            status = {str(name): str(value) for name, value in cursor.fetchall()}
+        except MySQLdb.Error:
+            self.close()
+            return False
         return all(status.get(name) == value for name, value in HEALTHY.items())
 
     def close(self) -> None:
@@ -59,6 +74,13 @@ class NodeHealth:
             except MySQLdb.Error:
                 pass
             self.connection = None
+
+
+class QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        pass  # HAProxy closes a check's connection once it has the status line: not an error
 
 
 def handler_for(node: NodeHealth) -> type[BaseHTTPRequestHandler]:
@@ -83,13 +105,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--node", action="append", required=True, help="SQL_PORT:CHECK_PORT")
     args = parser.parse_args(argv)
-    servers = []
+    threads = []
     for pair in args.node:
         sql_port, check_port = (int(part) for part in pair.split(":"))
-        server = ThreadingHTTPServer(("127.0.0.1", check_port), handler_for(NodeHealth(sql_port)))
-        server.daemon_threads = True
-        servers.append(server)
-    threads = [threading.Thread(target=server.serve_forever, daemon=True) for server in servers]
+        node = NodeHealth(sql_port)
+        server = QuietServer(("127.0.0.1", check_port), handler_for(node))
+        threads.append(threading.Thread(target=node.poll_forever, daemon=True))
+        threads.append(threading.Thread(target=server.serve_forever, daemon=True))
     for thread in threads:
         thread.start()
     for thread in threads:

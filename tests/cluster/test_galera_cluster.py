@@ -205,8 +205,11 @@ def test_after_every_node_crashed_the_cluster_starts_from_the_most_advanced_node
         )
         for _ in range(3)
     )
-    assert set(missed_by_node_1.values()) == {"node2"}
-    expected = rows_on(cluster, 2)
+    # One backup took them all: no writer moved without a fault (node 2 unless it was still
+    # proving itself healthy after an earlier test's restart: then node 3).
+    (backup,) = set(missed_by_node_1.values())
+    assert backup in ("node2", "node3")
+    expected = rows_on(cluster, int(backup.removeprefix("node")))
     cluster.kill(3)
     cluster.kill(2)
     for node in NODES:
