@@ -31,3 +31,7 @@ accesslog = "-"
 limit_request_line = 8190
 limit_request_fields = 32768
 limit_request_field_size = 8190
+# gunicorn 27's control interface listens on one socket per OS user (~/.gunicorn/gunicorn.ctl),
+# shared by every server that user runs on the machine, so one server's control could reach
+# another's. Nothing here uses it: off.
+control_socket_disable = True
