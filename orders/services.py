@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, QuerySet, Sum
 from django.utils.translation import gettext as _
 
 from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
@@ -71,7 +71,7 @@ def _order_place(
     order. Any error rolls all of it back."""
     with transaction.atomic():
         now = clock.now()
-        _unpaid_room_check(user_id=user_id)
+        _unpaid_room_check(user_id=user_id, lines=lines)
         products = _stock_take(lines)
         cart = cart_lines(lines, products)
         total = sum(line.amount for line in cart)
@@ -96,14 +96,34 @@ def _order_place(
         return order
 
 
-def _unpaid_room_check(*, user_id: int) -> None:
+def _unpaid_room_check(*, user_id: int, lines: list[ProductQuantity]) -> None:
     """Raise TooManyUnpaidOrders when the user already holds MAX_UNPAID_ORDERS orders awaiting
-    payment. The user's row is locked first, so concurrent checkouts of one user count one
-    after the other and cannot pass the cap together. Inside the checkout's transaction."""
+    payment, or when this checkout would make the units of a product the user holds unpaid
+    more than ORDER_LINE_MAX_QUANTITY (five orders of 10 units each held 50 units of a
+    product, more than a small one's stock). The user's row is locked first, so concurrent
+    checkouts of one user count one after the other and cannot pass the caps together.
+    Inside the checkout's transaction."""
     customer_lock(user_id=user_id)
-    unpaid = Order.objects.filter(user_id=user_id, status=Order.Status.PENDING_PAYMENT).count()
-    if unpaid >= settings.MAX_UNPAID_ORDERS:
+    pending = Order.objects.filter(user_id=user_id, status=Order.Status.PENDING_PAYMENT)
+    if pending.count() >= settings.MAX_UNPAID_ORDERS:
         raise TooManyUnpaidOrders()
+    held = dict(
+        OrderItem.objects.filter(
+            order__in=pending, product_id__in=[line.product_id for line in lines]
+        )
+        .values_list("product_id")
+        .annotate(units=Sum("quantity"))
+    )
+    cap = settings.ORDER_LINE_MAX_QUANTITY
+    for line in lines:
+        if held.get(line.product_id, 0) + line.quantity > cap:
+            raise TooManyUnpaidOrders(
+                _(
+                    "You already hold %(held)d of product %(id)s in orders awaiting payment; "
+                    "at most %(cap)d may wait unpaid. Pay or cancel one first."
+                )
+                % {"held": held.get(line.product_id, 0), "id": line.product_id, "cap": cap}
+            )
 
 
 def raise_if_not_applied(judged: ports.CartJudgement) -> None:

@@ -66,6 +66,30 @@ def test_one_order_line_cannot_take_a_products_whole_stock(settings):
 
 
 @pytest.mark.django_db
+def test_unpaid_orders_together_hold_at_most_the_line_cap_of_a_product(settings):
+    # before: five unpaid orders of 10 units each held 50 units of a 30-unit product's stock
+    settings.ORDER_LINE_MAX_QUANTITY = 10
+    product, other = ProductFactory(price=100, stock=30), ProductFactory(price=100, stock=30)
+    client = client_of(UserFactory())
+
+    answers = [checkout(client, product, quantity=4) for _ in range(3)]
+
+    assert [answer.status_code for answer in answers] == [201, 201, 409]
+    assert answers[-1].json()["code"] == "too_many_unpaid_orders"
+    assert "8 of product" in answers[-1].json()["detail"]
+    assert checkout(client, product, quantity=2).status_code == 201  # up to the cap exactly
+    assert checkout(client, other, quantity=10).status_code == 201  # per product
+    assert Product.objects.get(pk=product.pk).stock == 20
+    # a paid order no longer waits: its units free the room
+    order = answers[0].json()
+    paid = client.post(
+        f"/api/orders/{order['id']}/pay", {"amount": order["pay_amount"]}, format="json"
+    )
+    assert paid.status_code == 200
+    assert checkout(client, product, quantity=4).status_code == 201
+
+
+@pytest.mark.django_db
 def test_the_cap_is_answered_in_chinese_too(settings):
     settings.MAX_UNPAID_ORDERS = 0
     client = client_of(UserFactory())
