@@ -1,9 +1,11 @@
 """HTTP health of each Galera node for HAProxy's checks (`option httpchk`), as Percona's
 clustercheck does: one long-lived process answers GET on a port per node, 200 when the node is
-Synced in the primary component and ready, 503 otherwise. It asks its node on a connection
-it keeps open, so a check costs one query: HAProxy's external check forked a shell and a
-mariadb client per check, and on a loaded machine such checks timed out on healthy nodes
-and moved the writer with no fault (docs/decisions/0800-galera-single-writer-behind-haproxy.md).
+in the primary component and ready, and Synced or serving a state transfer to a rejoining
+node (Donor/Desynced, then Joined for a moment before Synced again: its own data is current;
+clustercheck's AVAILABLE_WHEN_DONOR; taking a donor out moved the writer at every rejoin),
+503 otherwise. It asks its node on a connection it keeps open: HAProxy's external check forked
+a shell and a mariadb client per check, and on a loaded machine such checks timed out on
+healthy nodes and moved the writer with no fault (docs/decisions/1001-*.md).
 
     python scripts/galera_health.py --node 13310:13317 --node 13320:13327 ...
 
@@ -24,7 +26,8 @@ STATUS_SQL = (
     "SHOW GLOBAL STATUS WHERE Variable_name IN"
     " ('wsrep_local_state', 'wsrep_cluster_status', 'wsrep_ready')"
 )
-HEALTHY = {"wsrep_local_state": "4", "wsrep_cluster_status": "Primary", "wsrep_ready": "ON"}
+READY = {"wsrep_cluster_status": "Primary", "wsrep_ready": "ON"}
+SYNCED, DONOR, JOINED = "4", "2", "3"  # wsrep_local_state
 ANSWER_SECONDS = 1  # the poll's connect and read timeouts
 POLL_INTERVAL = 0.2  # seconds between two questions to a node
 FRESH_FOR = 1.0  # a healthy answer older than this no longer counts
@@ -45,10 +48,15 @@ class NodeHealth:
     def poll_forever(self) -> None:
         while True:
             started = time.monotonic()
-            self.healthy_at = started if self.ask() else None
+            state = self.ask()
+            # Joined counts only straight after a healthy answer: a donor passing through it
+            # on its way back to Synced, not a joiner that is still catching up.
+            healthy = state in (SYNCED, DONOR) or (state == JOINED and self.healthy())
+            self.healthy_at = started if healthy else None
             time.sleep(max(0.0, POLL_INTERVAL - (time.monotonic() - started)))
 
-    def ask(self) -> bool:
+    def ask(self) -> str | None:
+        """The node's wsrep_local_state when it is in the primary component and ready."""
         try:
             if self.connection is None:
                 self.connection = MySQLdb.connect(
@@ -64,8 +72,10 @@ class NodeHealth:
             status = {str(name): str(value) for name, value in cursor.fetchall()}
         except MySQLdb.Error:
             self.close()
-            return False
-        return all(status.get(name) == value for name, value in HEALTHY.items())
+            return None
+        if any(status.get(name) != value for name, value in READY.items()):
+            return None
+        return status.get("wsrep_local_state")
 
     def close(self) -> None:
         if self.connection is not None:
