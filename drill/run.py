@@ -7,6 +7,7 @@ the control's loss went unseen. `python -m drill.run --help`."""
 import argparse
 import os
 import random
+import shutil
 import sys
 import threading
 import time
@@ -255,7 +256,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-control", action="store_true", help="skip the negative control")
     args = parser.parse_args(argv)
     log(f"starting a 3-node cluster under {args.work_dir / 'cluster'}")
-    cluster = start(args.work_dir / "cluster", quiet_base_port())
+    # A new cluster each run: one a stopped run left behind may be crashed mid-fault, and
+    # each run measures from the same start.
+    base_port = quiet_base_port()
+    Cluster(args.work_dir / "cluster", base_port).stop()  # by its pid files, if any run
+    shutil.rmtree(args.work_dir / "cluster", ignore_errors=True)
+    cluster = start(args.work_dir / "cluster", base_port)
     try:
         result = run_drill(cluster, args.work_dir, kills=args.kills, freezes=args.freezes)
     finally:
