@@ -40,26 +40,43 @@ def changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any
     }
 
 
+def holds_access(user) -> bool:
+    """Staff, superuser, or holding groups or permissions (a demoted account keeps them)."""
+    return (
+        user.is_staff or user.is_superuser or user.groups.exists() or user.user_permissions.exists()
+    )
+
+
 class StaffAccountGuard:
     """For the user admin (django.contrib.auth.admin.UserAdmin)."""
 
     def get_readonly_fields(self, request, obj=None):
         fields = list(super().get_readonly_fields(request, obj))
-        if not may_manage_staff(request):
+        if not may_manage_staff(request) or (obj is not None and obj.pk == request.user.pk):
+            # Nobody changes their own access: another holder of the permission does.
             fields += [field for field in STAFF_FIELDS if field not in fields]
         elif not request.user.is_superuser and "is_superuser" not in fields:
             fields.append("is_superuser")
         return fields
 
-    def has_change_permission(self, request, obj=None) -> bool:
-        if obj is not None and (obj.is_staff or obj.is_superuser) and not may_manage_staff(request):
+    def may_change_account(self, request, obj) -> bool:
+        """A superuser's account is a superuser's to change (its password too); any account
+        with access, a holder of accounts.manage_staff's."""
+        if obj is None:
+            return True
+        if obj.is_superuser and not request.user.is_superuser:
             return False
-        return super().has_change_permission(request, obj)  # type: ignore[misc]
+        return may_manage_staff(request) or not holds_access(obj)
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return self.may_change_account(request, obj) and super().has_change_permission(  # type: ignore[misc]
+            request, obj
+        )
 
     def has_delete_permission(self, request, obj=None) -> bool:
-        if obj is not None and (obj.is_staff or obj.is_superuser) and not may_manage_staff(request):
-            return False
-        return super().has_delete_permission(request, obj)  # type: ignore[misc]
+        return self.may_change_account(request, obj) and super().has_delete_permission(  # type: ignore[misc]
+            request, obj
+        )
 
     def save_model(self, request, obj, form, change) -> None:
         before = user_access(type(obj).objects.get(pk=obj.pk)) if change else user_access(obj)

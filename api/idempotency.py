@@ -135,10 +135,16 @@ def effect_record_id() -> int | None:
 def effect_record(*, effect_id: int, using: str = "default") -> None:
     """Write the effect's id into the command's record. Must run inside the effect's own
     transaction (on `using`), so the two commit together; does nothing when the command
-    came without an Idempotency-Key."""
+    came without an Idempotency-Key. Raises RequestInProgress, which rolls the effect back,
+    when the record is gone (a retry after the lease took the key)."""
     record_id = _pending_record.get()
-    if record_id is not None:
-        IdempotencyRecord.objects.using(using).filter(pk=record_id).update(effect_id=effect_id)
+    if record_id is None:
+        return
+    record = IdempotencyRecord.objects.using(using).filter(pk=record_id)
+    if not record.update(effect_id=effect_id):
+        # The lease ended and a retry took the key over: it runs the command now, so this
+        # effect must not commit beside it (raised inside the effect's transaction).
+        raise RequestInProgress()
 
 
 def key_validate(key: str) -> None:
@@ -215,6 +221,7 @@ def record_begin(
                 pk=earlier.pk,
                 created_at=earlier.created_at,
                 response_status=earlier.response_status,
+                effect_id=earlier.effect_id,  # an effect that committed meanwhile keeps it
             ).delete()
             continue
         if earlier.request_digest != request_digest:

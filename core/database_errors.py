@@ -24,8 +24,6 @@ UNAVAILABLE_ERROR_CODES = frozenset(
         1180,  # error during COMMIT: a Galera node out of the primary component (rolled back)
         1205,  # lock wait timeout exceeded
         1213,  # deadlock found
-        1305,  # a stored procedure is missing (a dump restored without --routines): /healthz
-        #        says so, and `manage.py restore_procedures` creates it again
         1927,  # connection was killed (MariaDB)
         1969,  # query execution was interrupted, max_statement_time exceeded (MariaDB)
         2002,  # can't connect through socket
@@ -47,12 +45,21 @@ CONNECTION_ERROR_CODES = frozenset(
 )
 
 
+# 1305 with this: a stored procedure is missing (a dump restored without --routines); /healthz
+# says so, and `manage.py restore_procedures` creates it again. 1305 is also "SAVEPOINT does
+# not exist", a bug, which stays a 500.
+ER_SP_DOES_NOT_EXIST = 1305
+
+
 def database_unavailable(error: BaseException) -> bool:
-    """True for an error that means the database is down, stalled or overloaded."""
+    """True for an error that means the database is down, stalled or overloaded, or lacks a
+    procedure the app calls."""
     if isinstance(error, InterfaceError):  # the connection is already closed or broken
         return True
     if isinstance(error, OperationalError):
         code = error.args[0] if error.args else None
+        if code == ER_SP_DOES_NOT_EXIST:
+            return len(error.args) > 1 and str(error.args[1]).startswith("PROCEDURE")
         if isinstance(code, int):
             return code in UNAVAILABLE_ERROR_CODES
         return "database is locked" in str(code)  # SQLite under `make run`

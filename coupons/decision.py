@@ -4,8 +4,9 @@ the guarded UPDATE and inserts the coupon, or writes nothing."""
 
 from dataclasses import dataclass, replace
 
-from django.db import IntegrityError, connection
+from django.db import IntegrityError, OperationalError, connection
 
+from api.errors import RequestInProgress
 from api.idempotency import effect_record, effect_record_id
 from core import clock
 from coupons.claim_sql import (
@@ -21,6 +22,9 @@ from coupons.claim_sql import (
 from coupons.customers import customer_history
 from coupons.decision_transaction import decision_transaction, is_slot_taken
 from coupons.models import CouponTemplate, UserCoupon, UseWindow
+
+# The claim procedure's error when the request's Idempotency-Key record is gone.
+RECORD_GONE = "idempotency record gone"
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,10 @@ def decide(
         if not is_slot_taken(error):
             raise
         return IssueOutcome(slot_taken=True)
+    except OperationalError as error:
+        if RECORD_GONE in str(error):  # the procedure's: a retry took the key; nothing written
+            raise RequestInProgress() from error
+        raise
     coupon = UserCoupon(
         id=coupon_id,
         template=template,

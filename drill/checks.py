@@ -289,8 +289,10 @@ def recovery(ledger: Ledger) -> Check:
     )
 
 
-# A writer leaves a node only for a fault of that node seen this recently (the kill's or the
-# freeze's signal before HAProxy's check marks it down), or returns to the writer node.
+# A writer leaves a node only for a kill or a freeze of that node seen this recently (the
+# signal comes before HAProxy's check marks it down), or returns to the writer node. A thaw
+# explains nothing: a thawed node that takes the writes from its stale state and loses them
+# again is what this check is for.
 MOVE_AFTER_FAULT = 15.0
 
 
@@ -302,7 +304,9 @@ def writer_moves_follow_faults(ledger: Ledger, *, writer_node: int) -> Check:
         for move in ledger.moves
         if move.to_node != writer_node
         and not any(
-            kill.node == f"node{move.from_node}" and 0 <= move.at - kill.at <= MOVE_AFTER_FAULT
+            kill.fault in ("kill", "freeze")
+            and kill.node == f"node{move.from_node}"
+            and 0 <= move.at - kill.at <= MOVE_AFTER_FAULT
             for kill in ledger.kills
         )
     ]

@@ -166,11 +166,13 @@ def order_cancel(*, user_id: int, order_id: int, actor: Actor | None = None) -> 
     return order
 
 
-def order_expire(*, order_id: int) -> bool:
+def order_expire(*, order_id: int, user_id: int | None = None) -> bool:
     """Cancel the order if it is still awaiting payment after expire_at, through the same path
-    as a user's cancel. Runs in its own transaction. False when there was nothing to do (paid,
-    already cancelled, or a user's cancel won the race)."""
-    user_id = Order.objects.filter(pk=order_id).values_list("user_id", flat=True).first()
+    as a user's cancel (its user's row locked first: `user_id`, looked up when not given).
+    Runs in its own transaction. False when there was nothing to do (paid, already
+    cancelled, or a user's cancel won the race)."""
+    if user_id is None:
+        user_id = Order.objects.filter(pk=order_id).values_list("user_id", flat=True).first()
     if user_id is None:
         return False
     with transaction.atomic():
@@ -327,15 +329,15 @@ def orders_expire_overdue(
                 status=Order.Status.PENDING_PAYMENT, expire_at__lt=now, pk__gt=last_id
             )
             .order_by("pk")
-            .values_list("pk", flat=True)[:batch_size]
+            .values_list("pk", "user_id")[:batch_size]
         )
         if not batch:
             return ExpiryRun(cancelled=cancelled, skipped=skipped)
-        for order_id in batch:
-            if order_expire(order_id=order_id):
+        for order_id, user_id in batch:
+            if order_expire(order_id=order_id, user_id=user_id):
                 cancelled += 1
             else:
                 skipped += 1
-        last_id = batch[-1]
+        last_id = batch[-1][0]
         if on_batch is not None:
             on_batch(ExpiryRun(cancelled=cancelled, skipped=skipped))

@@ -1,8 +1,10 @@
 """The claim's procedure (coupons/migrations/0011_claim_decision_procedure.py) also writes
 the coupon's id into the request's Idempotency-Key record before its COMMIT, when the request
 has one (`p_idempotency_record_id`): the effect and the record commit together, so a retry
-after a lost answer replays the coupon instead of claiming again
-(docs/decisions/0322-idempotency-lease.md). Otherwise the body is 0011's."""
+after a lost answer replays the coupon instead of claiming again; when the record is gone (a
+retry after the lease took the key) the decision rolls back with the error
+'idempotency record gone' (docs/decisions/1000-idempotency-effect-commits-with-the-effect.md).
+Otherwise the body is 0011's."""
 
 import importlib
 
@@ -79,6 +81,9 @@ BEGIN
             IF p_idempotency_record_id IS NOT NULL THEN
                 UPDATE idempotency_records SET effect_id = v_coupon_id
                  WHERE id = p_idempotency_record_id;
+                IF ROW_COUNT() = 0 THEN
+                    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'idempotency record gone';
+                END IF;
             END IF;
             COMMIT;
             SELECT v_count, v_coupon_id, v_waited;

@@ -131,3 +131,28 @@ def test_a_superuser_makes_a_superuser_and_it_is_audited(client):
     assert [entry for entry in entries if entry] == [
         (StaffAction.STAFF_MANAGE, {"is_superuser": [False, True]})
     ]
+
+
+@pytest.mark.django_db
+def test_manage_staff_alone_cannot_take_over_a_superuser_nor_raise_itself(client):
+    manager = staff_with(*CHANGE_USERS, "auth.delete_user", "accounts.manage_staff")
+    root = UserFactory(is_staff=True, is_superuser=True)
+    demoted = UserFactory(is_staff=False)
+    demoted.groups.add(Group.objects.create(name="old team"))
+    clerk = staff_with(*CHANGE_USERS, "auth.delete_user")
+    client.force_login(manager)
+
+    password = client.post(
+        f"{USERS}{root.pk}/password/", {"password1": "x-Long-pass-1", "password2": "x-Long-pass-1"}
+    )
+    deleted = client.post(f"{USERS}{root.pk}/delete/", {"post": "yes"})
+    own = client.get(f"{USERS}{manager.pk}/change/").context["adminform"].form.fields
+    client.force_login(clerk)
+    demoted_password = client.post(f"{USERS}{demoted.pk}/password/", {})
+
+    assert password.status_code == deleted.status_code == 403
+    root.refresh_from_db()
+    assert root.check_password("x-Long-pass-1") is False
+    assert not (set(own) & {"is_staff", "is_superuser", "groups", "user_permissions"})
+    # an account that lost is_staff but kept a group is still staff access to a clerk
+    assert demoted_password.status_code == 403

@@ -10,6 +10,7 @@ from django.db import DatabaseError, OperationalError
 from django.db.models import F, QuerySet
 
 from api.models import IdempotencyRecord
+from coupons import decision
 from coupons.api import views as coupon_views
 from coupons.models import CouponTemplate, UserCoupon
 from ops.database_faults import breaker as database_breaker
@@ -503,3 +504,42 @@ def test_a_request_stopped_without_an_answer_holds_its_key(user, shopper_client,
     assert (retry.status_code, retry.json()["code"]) == (409, "request_in_progress")
     assert Order.objects.count() == 0
     assert IdempotencyRecord.objects.get().response_status is None
+
+
+@pytest.mark.django_db
+def test_an_effect_whose_record_was_taken_over_rolls_back(user, shopper_client, monkeypatch):
+    # given: while the checkout runs, its key's record goes (a retry took it after the lease)
+    product = ProductFactory(price=100, stock=10)
+    real_create = services._order_create
+
+    def record_taken_over(**kwargs):
+        IdempotencyRecord.objects.all().delete()
+        return real_create(**kwargs)
+
+    monkeypatch.setattr(services, "_order_create", record_taken_over)
+
+    answer = post(shopper_client, "/api/orders", checkout_body(product), key="taken-over")
+
+    # then: its order does not commit beside the retry's
+    assert (answer.status_code, answer.json()["code"]) == (409, "request_in_progress")
+    assert Order.objects.count() == 0
+    assert Product.objects.get().stock == 10
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_whose_record_was_taken_over_rolls_back_in_the_procedure(monkeypatch):
+    user = UserFactory()
+    template = CouponTemplateFactory(total=10)
+    real_call = decision.decide_in_one_call
+
+    def record_taken_over(*args, **kwargs):
+        IdempotencyRecord.objects.all().delete()  # committed: autocommit on "default"
+        return real_call(*args, **kwargs)
+
+    monkeypatch.setattr(decision, "decide_in_one_call", record_taken_over)
+
+    answer = post(bearer_client(user), f"/api/coupons/{template.pk}/claim", key="taken-over")
+
+    assert (answer.status_code, answer.json()["code"]) == (409, "request_in_progress")
+    assert UserCoupon.objects.count() == 0
+    assert CouponTemplate.objects.get().claimed_count == 0
