@@ -15,6 +15,12 @@ class TemplateInvalid(DomainError):
     default_detail = _("Invalid coupon template.")
 
 
+class CodeCountInvalid(TemplateInvalid):
+    """A refused number of single-use codes: the request, not the template, is wrong."""
+
+    default_detail = _("Invalid input.")
+
+
 class ClaimRejected(DomainError):
     """A claim the database refused; the subclass says why."""
 

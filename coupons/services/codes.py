@@ -10,7 +10,7 @@ from django.utils.translation import gettext as _
 from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
 
 from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
-from coupons.errors import CodesCreationBusy, TemplateInvalid, TemplateNotFound
+from coupons.errors import CodeCountInvalid, CodesCreationBusy, TemplateNotFound
 from coupons.models import (
     CouponTemplate,
 )
@@ -66,15 +66,15 @@ def single_use_codes_create(
     meanwhile; on any failure the codes this call inserted are deleted again."""
     staff_action_check(actor=actor, action=StaffAction.CODES_CREATE)
     if not isinstance(count, int) or isinstance(count, bool):
-        raise TemplateInvalid(fields={"count": [_("A whole number is required.")]})
+        raise CodeCountInvalid(fields={"count": [_("A whole number is required.")]})
     if not 1 <= count <= MAX_SINGLE_USE_CODES_PER_REQUEST:
-        raise TemplateInvalid(
+        raise CodeCountInvalid(
             fields={
                 "count": [
                     _("Must be between %(low)s and %(high)s.")
                     % {"low": 1, "high": MAX_SINGLE_USE_CODES_PER_REQUEST}
                 ]
-            }
+            },
         )
     prefix = single_use_code_prefix_validate(prefix)
     with _one_creation_at_a_time(template_id):
@@ -100,7 +100,7 @@ def _raise_if_over_remaining(template: CouponTemplate, *, adding: int) -> None:
     unused = SingleUseCode.objects.filter(template_id=template.pk, used_at__isnull=True).count()
     remaining = template.total - template.claimed_count - unused
     if adding > remaining:
-        raise TemplateInvalid(
+        raise CodeCountInvalid(
             fields={
                 "count": [
                     _(
@@ -114,7 +114,7 @@ def _raise_if_over_remaining(template: CouponTemplate, *, adding: int) -> None:
                         "unused": unused,
                     }
                 ]
-            }
+            },
         )
 
 

@@ -41,6 +41,8 @@ def test_codes_beyond_the_remaining_total_are_a_400_naming_count(staff_client):
     assert too_many.status_code == 400
     assert list(too_many.json()["fields"]) == ["count"]
     assert "2" in too_many.json()["fields"]["count"][0]
+    # the request is what is wrong, not the template (it said "优惠券模板无效")
+    assert too_many.json()["detail"] == "Invalid input."
     assert enough.status_code == 201
     assert unused_codes(template) == 7
 
