@@ -34,10 +34,15 @@ def user_access(user) -> dict[str, Any]:
     }
 
 
-def changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any]]:
-    return {
+def access_changed(request, target, before: dict[str, Any], after: dict[str, Any]) -> None:
+    """Record the fields of `target`'s access that changed, with before and after, if any."""
+    changed = {
         field: [before[field], after[field]] for field in before if before[field] != after[field]
     }
+    if changed:
+        staff_action_record(
+            actor=request.user, action=StaffAction.STAFF_MANAGE, target=target, amounts=changed
+        )
 
 
 def holds_access(user) -> bool:
@@ -86,16 +91,8 @@ class StaffAccountGuard:
     def save_related(self, request, form, formsets, change) -> None:
         super().save_related(request, form, formsets, change)  # type: ignore[misc]
         before = getattr(request, "_staff_access_before", None)
-        if before is None:
-            return
-        changed = changes(before, user_access(form.instance))
-        if changed:
-            staff_action_record(
-                actor=request.user,
-                action=StaffAction.STAFF_MANAGE,
-                target=form.instance,
-                amounts=changed,
-            )
+        if before is not None:
+            access_changed(request, form.instance, before, user_access(form.instance))
 
 
 class StaffGroupGuard:
@@ -118,15 +115,10 @@ class StaffGroupGuard:
 
     def save_related(self, request, form, formsets, change) -> None:
         super().save_related(request, form, formsets, change)  # type: ignore[misc]
-        before = {"permissions": request._group_permissions_before}
-        after = {
-            "permissions": _names(form.instance.permissions.values_list("codename", flat=True))
-        }
-        changed = changes(before, after)
-        if changed:
-            staff_action_record(
-                actor=request.user,
-                action=StaffAction.STAFF_MANAGE,
-                target=form.instance,
-                amounts=changed,
-            )
+        after = _names(form.instance.permissions.values_list("codename", flat=True))
+        access_changed(
+            request,
+            form.instance,
+            {"permissions": request._group_permissions_before},
+            {"permissions": after},
+        )

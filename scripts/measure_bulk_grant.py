@@ -13,38 +13,29 @@ import argparse
 import io
 import os
 import secrets
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path.cwd()
-sys.path.insert(0, str(ROOT))
+from measurement_support import PORT_HELP, configure, own_database
+
 DATABASE = f"coupons_grant_{os.getpid()}"
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
-os.environ["DATABASE_URL"] = f"mysql://root@127.0.0.1:3306/{DATABASE}"
+configure(DATABASE)
 os.environ["COUPON_REDIS_PREFIX"] = f"grant-{os.getpid()}:"
-os.environ.setdefault("ALLOWED_HOSTS", "testserver")
-os.environ.setdefault("LOG_LEVEL", "ERROR")
-os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(60))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=100_000)
+    parser.add_argument("--port", help=PORT_HELP)
     args = parser.parse_args()
+    with own_database(DATABASE):
+        try:
+            run(args.users)
+        finally:
+            from django.db import connections
 
-    import MySQLdb
-
-    admin = MySQLdb.connect(host="127.0.0.1", user="root")
-    admin.cursor().execute(f"CREATE DATABASE {DATABASE}")
-    try:
-        run(args.users)
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        admin.cursor().execute(f"DROP DATABASE IF EXISTS {DATABASE}")
+            connections.close_all()
 
 
 def run(count: int) -> None:

@@ -29,6 +29,18 @@ def pay(order):
     return order_pay(user_id=order.user_id, order_id=order.pk, amount=order.pay_amount)
 
 
+def attempt(order):
+    """A payment to run beside others: the order's new status, or the refusal's code."""
+
+    def run():
+        try:
+            return pay(order).status
+        except CouponNotEligible as error:
+            return error.code
+
+    return run
+
+
 @pytest.mark.django_db
 def test_checkout_refuses_a_new_customers_coupon_once_the_user_has_paid():
     user = UserFactory()
@@ -78,15 +90,6 @@ def test_two_payments_racing_with_new_customers_coupons_pay_for_one_order():
     product = ProductFactory(price=5000, stock=5)
     orders = [checkout(user, coupon, product) for coupon in coupons]
 
-    def attempt(order):
-        def run():
-            try:
-                return pay(order).status
-            except CouponNotEligible as error:
-                return error.code
-
-        return run
-
     outcomes = run_together([attempt(order) for order in orders])
 
     assert sorted(outcomes) == ["not_eligible", "paid"]
@@ -105,15 +108,6 @@ def test_a_plain_payment_racing_a_new_customers_coupon_never_lets_the_coupon_pay
         )
         plain = order_checkout(user_id=user.pk, items=[{"product_id": product.pk, "quantity": 1}])
         pairs.append((checkout(user, coupon, product), plain))
-
-    def attempt(order):
-        def run():
-            try:
-                return pay(order).status
-            except CouponNotEligible as error:
-                return error.code
-
-        return run
 
     # when: each user's two payments race
     for with_coupon, plain in pairs:
