@@ -52,16 +52,17 @@ EVS_TIMEOUTS = (
 # the node, a kept connection, no process forked per check), and every 250 ms once a check
 # failed: two failures mark it down and cut its sessions (a killed node's clients find out
 # at once instead of at their read timeout; a frozen node's last healthy answer is stale
-# after 1 s, so it is down within about 2 s). Coming back takes RETURN_RISE healthy checks
-# in a row (about 5 s at 250 ms): a node thawed after a freeze answers from its stale state
-# ("Synced, Primary") for a moment before it sees it was left out, and one that rejoined may
-# still be catching up; a return of node 1 also cuts the backup's sessions (503s). A server
-# already up is not slowed: a failover takes the backups as they are.
-RETURN_RISE = 20
+# after 1 s, so it is down within about 2 s); two successes, up. A thawed node's stale
+# "Synced, Primary" lasts one poll (200 ms), shorter than two checks.
 HEALTH_CHECK = (
-    f"inter 1s fastinter 250ms downinter 1s rise {RETURN_RISE} fall 2"
-    " on-marked-down shutdown-sessions"
+    "inter 1s fastinter 250ms downinter 1s rise 2 fall 2 on-marked-down shutdown-sessions"
 )
+# Node 1 takes the writes back only after 20 healthy checks in a row (about 5 s at 250 ms):
+# each return cuts the backup's sessions (a burst of 503s), so it waits until the rejoined
+# node has stayed Synced and primary. The backups keep rise 2: one that rejoined is up
+# again at once, so a later kill of the writer sends the writes to it, not to the other
+# backup first and then to it (a move without a fault).
+WRITER_RETURN_RISE = 20
 
 
 class ClusterError(RuntimeError):
@@ -480,7 +481,7 @@ defaults
 # back, the backup's sessions are cut so that no two nodes take writes at once.
 listen writer
     bind 127.0.0.1:{self.writer_port}
-    server node1 {servers[1]} on-marked-up shutdown-backup-sessions
+    server node1 {servers[1]} rise {WRITER_RETURN_RISE} on-marked-up shutdown-backup-sessions
     server node2 {servers[2]} backup
     server node3 {servers[3]} backup
 
