@@ -260,7 +260,10 @@ def main(argv: list[str] | None = None) -> int:
     # each run measures from the same start.
     base_port = quiet_base_port()
     Cluster(args.work_dir / "cluster", base_port).stop()  # by its pid files, if any run
-    shutil.rmtree(args.work_dir / "cluster", ignore_errors=True)
+    # The last run's cluster (its logs) is kept beside it until the next run.
+    shutil.rmtree(args.work_dir / "cluster.previous", ignore_errors=True)
+    if (args.work_dir / "cluster").exists():
+        (args.work_dir / "cluster").rename(args.work_dir / "cluster.previous")
     cluster = start(args.work_dir / "cluster", base_port)
     try:
         result = run_drill(cluster, args.work_dir, kills=args.kills, freezes=args.freezes)
