@@ -543,3 +543,25 @@ def test_a_claim_whose_record_was_taken_over_rolls_back_in_the_procedure(monkeyp
     assert (answer.status_code, answer.json()["code"]) == (409, "request_in_progress")
     assert UserCoupon.objects.count() == 0
     assert CouponTemplate.objects.get().claimed_count == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("valid_days", [None, 7])
+def test_an_effect_replayed_reads_as_its_first_answer(valid_days):
+    # given: a claim answered, then its stored answer lost (as if the write after it failed)
+    user = UserFactory()
+    template = CouponTemplateFactory(total=10, valid_days=valid_days)
+    url = f"/api/coupons/{template.pk}/claim"
+    first = post(bearer_client(user), url, key="same-body")
+    IdempotencyRecord.objects.update(response_status=None, response_body=None, completed_at=None)
+
+    # when: it is retried, and rendered again from the coupon the database kept
+    retry = post(bearer_client(user), url, key="same-body")
+
+    # then: byte for byte the first answer (times as the DATETIME(3) columns keep them)
+    assert (first.status_code, retry.status_code, retry["Idempotent-Replayed"]) == (
+        201,
+        201,
+        "true",
+    )
+    assert retry.json() == first.json()

@@ -143,10 +143,11 @@ def test_coupons_already_held_stay_usable_at_checkout(user, shopper_client):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_grant_racing_a_pause_issues_only_before_the_pause():
-    """The grant issues user by user under the claim's row lock; the pause takes the same lock.
-    Whatever the interleaving: the users granted come first in the order given, every later
-    one is reported `paused`, nothing is issued after the pause committed."""
+def test_a_grant_racing_a_pause_issues_only_before_the_pause(monkeypatch):
+    """The grant issues batch by batch under the claim's row lock; the pause takes the same
+    lock. Whatever the interleaving: the users granted come first in the order given, every
+    later one is reported `paused`, nothing is issued after the pause committed."""
+    monkeypatch.setattr(grants, "GRANT_BATCH_SIZE", 10)
     template = CouponTemplateFactory(total=1000, per_user_limit=1)
     users = [UserFactory().pk for _ in range(150)]
     started = threading.Event()

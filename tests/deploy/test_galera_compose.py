@@ -119,7 +119,10 @@ def test_haproxy_sends_writes_to_one_node_as_the_local_cluster_does(project, tmp
         assert "on-marked-up shutdown-backup-sessions" in servers[0]
         assert "option allbackups" not in config  # one backup at a time
         assert "on-marked-down shutdown-sessions" in config
-        assert "galera-check" in config
+    # The check knows wsrep state: the compose layout's external check, the local cluster's
+    # HTTP check (scripts/galera_health.py; decision 1001).
+    assert "galera-check" in production
+    assert "option httpchk" in local and "check port" in local
     checked = subprocess.run(
         ["haproxy", "-c", "-f", str(GALERA / "haproxy.cfg")], capture_output=True, text=True
     )
