@@ -11,6 +11,7 @@
 -- {0, lease}: look the user up in the database, then write the facts back
 -- (user_facts_write.lua) showing this lease. A change of the user deletes both keys.
 
+assert(#KEYS == 2, 'user_facts_read.lua takes 2 keys')
 local facts = redis.call('HMGET', KEYS[1], 'active', 'gen', 'pw', 'name', 'staff', 'super')
 if facts[1] then
   return {1, facts[1], facts[2], facts[3], facts[4], facts[5], facts[6]}

@@ -9,6 +9,7 @@
 -- the user deletes it (before and after its commit), so a lookup that may have read the
 -- user before the change writes nothing. Returns 1 when written, else 0.
 
+assert(#KEYS == 2, 'user_facts_write.lua takes 2 keys')
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then
   return 0
 end

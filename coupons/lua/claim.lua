@@ -33,6 +33,7 @@
 --                           ask the database, then write them back (sync.lua) showing this
 --                           lease
 
+assert(#KEYS == 5, 'claim.lua takes 5 keys')
 local now = tonumber(ARGV[1])
 
 local hits = redis.call('INCR', KEYS[5])

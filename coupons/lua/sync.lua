@@ -21,6 +21,7 @@
 -- it, so does a flush), with a version at or above the fence and above the stored one.
 -- Returns 1 when the terms were written, else 0.
 
+assert(#KEYS == 5, 'sync.lua takes 5 keys')
 local ttl = tonumber(ARGV[3])
 
 local function record(key, seen)

@@ -14,6 +14,7 @@
 -- the terms): the same, then the new terms, unless a later change raised the fence past them.
 -- Returns 1 when terms were written, else 0.
 
+assert(#KEYS == 3, 'terms.lua takes 3 keys')
 local fence = tonumber(ARGV[1])
 local stored_fence = tonumber(redis.call('GET', KEYS[3]) or '-1')
 if fence > stored_fence then
