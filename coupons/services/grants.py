@@ -2,7 +2,6 @@
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
@@ -164,16 +163,15 @@ def _grant_batch(
         .values_list("pk", flat=True)
     )
     coupons = UserCoupon.objects.filter(template_id=template_id, user_id__in=user_ids)
-    held = set(  # the same reason however spelt (coupons/grant_reasons.py)
-        coupons.filter(grant_reason_key=reason_key(note.reason)).values_list("user_id", flat=True)
-    )
+    key = reason_key(note.reason)  # the same reason however spelt (coupons/grant_reasons.py)
+    held = set(coupons.filter(grant_reason_key=key).values_list("user_id", flat=True))
     user_claims = dict(coupons.order_by().values_list("user_id").annotate(count=Count("pk")))
     new_customers_only = template.audience == CouponTemplate.Audience.NEW_CUSTOMERS
     paid = customer_history().paid_among(user_ids=list(known)) if new_customers_only else set()
     facts = template_facts(template)
     window = template.use_window_at(now)
     issued: list[UserCoupon] = []
-    for user_id in user_ids:
+    for position, user_id in enumerate(user_ids):
         if user_id not in known:
             result.unknown_user.append(user_id)
             continue
@@ -188,8 +186,8 @@ def _grant_batch(
             before_window_opens=True,
         )
         if state in (ClaimState.PAUSED, ClaimState.ENDED):
-            _outcome_list(result, state).extend(user_ids[user_ids.index(user_id) :])
-            _issue_together(template, issued, now)
+            _outcome_list(result, state).extend(user_ids[position:])
+            _issue_together(template, issued)
             return state
         if state is not ClaimState.CLAIMABLE:
             _outcome_list(result, state).append(user_id)
@@ -205,17 +203,17 @@ def _grant_batch(
                 source=UserCoupon.Source.GRANT,
                 granted_by_id=note.granted_by_id,
                 grant_reason=note.reason,
-                grant_reason_key=reason_key(note.reason),
+                grant_reason_key=key,
                 created_at=now,
                 updated_at=now,
             )
         )
         result.granted.append(user_id)
-    _issue_together(template, issued, now)
+    _issue_together(template, issued)
     return None
 
 
-def _issue_together(template: CouponTemplate, issued: list[UserCoupon], now: datetime) -> None:
+def _issue_together(template: CouponTemplate, issued: list[UserCoupon]) -> None:
     """Insert a batch's coupons and raise the template's count by as many, under its lock."""
     if not issued:
         return
