@@ -43,6 +43,7 @@ from api.errors import IdempotencyKeyInvalid, IdempotencyKeyReused, RequestInPro
 from api.models import IdempotencyRecord
 from core import clock
 from core.database_errors import database_unavailable
+from core.metrics import idempotent_replays_total
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +99,7 @@ def idempotent(handler: Callable | None = None, *, effect_answer: EffectAnswer |
             user_id=request.user.pk, key=key, request_digest=request_digest(request)
         )
         if isinstance(begun, StoredAnswer):
+            idempotent_replays_total.labels("answer").inc()
             return Response(
                 json.loads(begun.body), status=begun.status, headers={REPLAYED_HEADER: "true"}
             )
@@ -105,6 +107,7 @@ def idempotent(handler: Callable | None = None, *, effect_answer: EffectAnswer |
             if effect_answer is None:  # only a command with an answer records an effect
                 raise RequestInProgress()
             response = effect_answer(view, request, begun.effect_id, *args, **kwargs)
+            idempotent_replays_total.labels("effect").inc()
             response[REPLAYED_HEADER] = "true"
             return response
         # No answer at all (the worker stopped by gunicorn's timeout raises SystemExit here)

@@ -11,6 +11,8 @@ does not get workers killed by `timeout` (a sync worker blocked that long is). N
 docs/decisions/0320-*.md."""
 
 import os
+import shutil
+import tempfile
 
 wsgi_app = "config.wsgi:application"
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
@@ -35,3 +37,36 @@ limit_request_field_size = 8190
 # shared by every server that user runs on the machine, so one server's control could reach
 # another's. Nothing here uses it: off.
 control_socket_disable = True
+# Each access line names the request's id (ops/vitals.py), as the app's own log lines do.
+access_log_format = (
+    '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s" %({x-request-id}o)s'
+)
+
+
+def on_starting(server) -> None:
+    """/metrics adds up every worker's values: each writes them to files in one directory of
+    this server's (prometheus_client's multiprocess mode), set here in the master, so every
+    worker forked from it has it before it imports prometheus_client. A directory of the
+    operator's (PROMETHEUS_MULTIPROC_DIR) is emptied first: values of an earlier server would
+    be counted as this one's."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
+    else:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="coupons-metrics-")
+        server.made_metrics_directory = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+
+
+def on_exit(server) -> None:
+    """The metrics directory made at start goes with the server."""
+    made = getattr(server, "made_metrics_directory", None)
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
+
+
+def child_exit(server, worker) -> None:
+    """A worker's gauges leave with it (its counters stay counted)."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)

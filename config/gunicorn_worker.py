@@ -22,11 +22,17 @@ from gunicorn.workers.gthread import DEFAULT_WORKER_DATA_TIMEOUT, TConn, ThreadW
 HEALTH_THREADS = 2
 # The longest request line read here: a method, the path and the space or `?` after it.
 PEEK_BYTES = 32
-HEALTH_LINES = (b"GET /healthz ", b"GET /healthz?", b"HEAD /healthz ", b"HEAD /healthz?")
+HEALTH_LINES = tuple(
+    f"{method} /{probe}{end}".encode()
+    for method in ("GET", "HEAD")
+    for probe in ("healthz", "readyz", "livez")
+    for end in (" ", "?")
+)
 
 
 def is_health_request(head: bytes) -> bool:
-    """Whether the first bytes of a request are a /healthz request line."""
+    """Whether the first bytes of a request are a probe's request line (/healthz, /readyz,
+    /livez)."""
     return head.startswith(HEALTH_LINES)
 
 

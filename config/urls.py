@@ -9,7 +9,8 @@ from accounts.views import LogoutView, TokenObtainView, TokenRefreshRotatingView
 from api.bare import bare
 from api.converters import IdConverter
 from coupons.admin.dashboard import dashboard_view
-from ops.health import healthz
+from ops.health import healthz, livez
+from ops.vitals import metrics
 
 register_converter(IdConverter, "id")
 
@@ -19,6 +20,9 @@ admin.site.site_url = "/api/docs/"  # "View site": the API is the site
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("readyz", healthz, name="readyz"),
+    path("livez", livez, name="livez"),
+    path("metrics", metrics, name="metrics"),  # Bearer METRICS_TOKEN only (ops/vitals.py)
     path("admin/login/", throttled_admin_login),  # before admin.site.urls: found first
     # The admin's home tab (SIMPLEUI_HOME_PAGE).
     path("admin/dashboard/", admin.site.admin_view(dashboard_view), name="admin-dashboard"),

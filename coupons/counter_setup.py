@@ -9,6 +9,7 @@ import redis
 from django.conf import settings
 from redis.cluster import RedisCluster
 
+from core.metrics import TimedRedisConnection
 from coupons.counter import REDIS_FAILURES, CouponCounter, RedisClient
 from coupons.counter_results import CachedTerms, StoredCounts
 
@@ -17,11 +18,12 @@ logger = logging.getLogger(__name__)
 
 def redis_client(url: str, *, cluster: bool, timeout: float) -> RedisClient:
     """A client that fails fast: connecting is quick when Redis is up. With `cluster`, `url`
-    names any one node; the client discovers the others."""
+    names any one node; the client discovers the others. A single Redis's round trips are
+    timed for /metrics (a cluster client's nodes keep redis-py's own connections)."""
     options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
     if cluster:
         return RedisCluster.from_url(url, **options)
-    return redis.Redis.from_url(url, **options)
+    return redis.Redis.from_url(url, connection_class=TimedRedisConnection, **options)
 
 
 def counter_from_settings() -> CouponCounter:

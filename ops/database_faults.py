@@ -10,6 +10,7 @@ import time
 from django.conf import settings
 
 from core.database_errors import database_unavailable, database_unreachable, failure_kind
+from core.metrics import database_breaker_open
 
 logger = logging.getLogger("config.database")
 
@@ -32,6 +33,7 @@ class DatabaseBreaker:
         with self._lock:
             self._tripped, self._probing = True, False
             self._open_until = time.monotonic() + settings.DATABASE_BREAKER_SECONDS
+        database_breaker_open.set(1)
 
     def admit(self) -> bool | None:
         """May this request use the database? False: answer 503. True: go ahead. None: go
@@ -49,6 +51,7 @@ class DatabaseBreaker:
         with self._lock:
             if self._probing:
                 self._tripped = self._probing = False
+                database_breaker_open.set(0)
 
     def is_open(self) -> bool:
         """True while requests are being refused without trying the database."""
@@ -59,6 +62,7 @@ class DatabaseBreaker:
         with self._lock:
             self._tripped = self._probing = False
             self._open_until = 0.0
+        database_breaker_open.set(0)
 
 
 breaker = DatabaseBreaker()

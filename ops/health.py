@@ -1,4 +1,5 @@
-"""GET /healthz: the database decides (down -> 503); Redis is advisory (down -> degraded).
+"""GET /readyz (and /healthz): the database decides (down -> 503); Redis is advisory (down ->
+degraded).
 A database that answers but lacks a stored procedure the app calls (HEALTH_REQUIRED_PROCEDURES:
 a dump restored without --routines) is `down` too: every claim would fail, so the instance
 must not be sent traffic; staff are told which procedure is missing.
@@ -14,8 +15,16 @@ Cheap under a flood and quick under a stalled database:
   (reopened after a failure), with 1 s client timeouts, never by the request thread;
 - a request waits for a check at most HEALTH_TIMEOUT while the database was last seen up, and
   RECHECK_WAIT (enough for a database that is back) once it was seen down; a check already
-  hung longer than HEALTH_TIMEOUT is not waited for at all: the call answers `down` while the
-  check goes on in the background."""
+  hung longer than HEALTH_TIMEOUT is not waited for at all;
+- a check that has not answered yet is slow, not a failure: the database's last answer stands
+  for HEALTH_SLOW_GRACE seconds after it was given (a loaded database is not taken out of
+  service), then the call answers `down` while the check goes on in the background. A check
+  that fails (refused, reset, its own timeout) is `down` at once.
+
+Liveness and readiness (what Kubernetes and load balancers probe): GET /livez says the process
+answers, and asks nothing of the database or Redis, so a database outage never gets every
+instance restarted; GET /readyz (and /healthz, its older name) is the answer above: send this
+instance traffic or not."""
 
 import threading
 import time
@@ -170,7 +179,6 @@ class HealthMonitor:
 
     def _database_seen(self) -> DatabaseSeen:
         now = time.monotonic()
-        silent = DatabaseSeen(answers=False, at=now)
         with self._lock:
             seen = self._seen
             if seen is not None and now - seen.at < settings.HEALTH_CACHE_SECONDS:
@@ -178,16 +186,20 @@ class HealthMonitor:
             if self._running is None or self._running.done():
                 self._running, self._running_since = self._checks.submit(self._check), now
             running, hung_for = self._running, now - self._running_since
-        if hung_for >= settings.HEALTH_TIMEOUT:
-            return silent  # the check is stalled: this caller does not wait for it
         wait = settings.HEALTH_TIMEOUT - hung_for
         if seen is not None and not seen.answers:
             # Known down: a short look only, long enough for a database that is back.
             wait = min(wait, RECHECK_WAIT)
-        try:
-            return running.result(timeout=wait)
-        except FutureTimeout:
-            return silent
+        if wait > 0:
+            try:
+                return running.result(timeout=wait)
+            except FutureTimeout:
+                pass
+        # The check has not answered yet. Slow is not down: what the database last answered
+        # stands for HEALTH_SLOW_GRACE; past that, a database that says nothing is down.
+        if seen is not None and seen.answers and now - seen.at < settings.HEALTH_SLOW_GRACE:
+            return seen
+        return DatabaseSeen(answers=False, at=now)
 
     def _check(self) -> DatabaseSeen:
         """In the checker thread."""
@@ -220,6 +232,14 @@ def is_staff_caller(request: HttpRequest) -> bool:
         return False
     user = authenticated[0]
     return isinstance(user, AbstractUser) and user.is_staff
+
+
+def livez(request: HttpRequest) -> JsonResponse:
+    if request.method not in ("GET", "HEAD"):
+        return method_not_allowed_response(request.method or "", ["GET", "HEAD"])
+    response = JsonResponse({"status": "alive"})
+    setattr(response, "_has_been_logged", True)  # noqa: B010  (as for healthz below)
+    return response
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

@@ -1,6 +1,19 @@
-"""Logging filters that keep noise that anyone on the internet can cause to one line."""
+"""Logging filters: the request id on every line, and noise that anyone on the internet can
+cause kept to one line."""
 
+import contextvars
 import logging
+
+# The id of the request being served (ops/vitals.py sets it); `-` outside a request.
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+
+class RequestIdLogFilter(logging.Filter):
+    """Puts the current request's id on every log record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = request_id.get()
+        return True
 
 
 class WithoutTraceback(logging.Filter):

@@ -9,7 +9,10 @@ from django.middleware.clickjacking import XFrameOptionsMiddleware
 
 from api.exceptions import request_too_large_response, unavailable_for
 from ops.database_faults import breaker
-from ops.health import healthz
+from ops.health import healthz, livez
+
+# The probes: answered by address, never refused by the breaker, served by threads of their own.
+PROBES = {"/healthz": healthz, "/readyz": healthz, "/livez": livez}
 
 
 class RequestBodyLimitMiddleware:
@@ -31,22 +34,24 @@ class RequestBodyLimitMiddleware:
 
 
 class HealthzByAddressMiddleware:
-    """GET (or HEAD) /healthz with a Host that is an IP address, port or not, is answered here,
-    before CommonMiddleware checks ALLOWED_HOSTS: a load balancer probes each instance by its
-    address (`Host: 10.0.0.5:8000`), which ALLOWED_HOSTS does not list and should not. The
-    answer builds no link from the Host, so nothing in it can be poisoned; every other path,
-    and /healthz under a host name, still meets ALLOWED_HOSTS. Decision 0641."""
+    """GET (or HEAD) of a probe (/healthz, /readyz, /livez) with a Host that is an IP address,
+    port or not, is answered here, before CommonMiddleware checks ALLOWED_HOSTS: a load
+    balancer probes each instance by its address (`Host: 10.0.0.5:8000`), which ALLOWED_HOSTS
+    does not list and should not. The answer builds no link from the Host, so nothing in it
+    can be poisoned; every other path, and a probe under a host name, still meets
+    ALLOWED_HOSTS. Decision 0641."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        probe = PROBES.get(request.path)
         if (
-            request.path == "/healthz"
+            probe is not None
             and request.method in ("GET", "HEAD")
             and host_is_an_address(request.META.get("HTTP_HOST", ""))
         ):
-            return healthz(request)
+            return probe(request)
         return self.get_response(request)
 
 
@@ -63,14 +68,14 @@ def host_is_an_address(host: str) -> bool:
 class DatabaseBreakerMiddleware:
     """503 `unavailable` at once while ops.database_faults.breaker refuses (the database
     was just found away); the one request it lets through as a probe closes it by answering.
-    /healthz is not refused here either: it checks for itself, it is how
+    The probes are not refused here either: readiness checks for itself, it is how
     recovery is seen."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path == "/healthz":
+        if request.path in PROBES:
             return self.get_response(request)
         admitted = breaker.admit()
         if admitted is False:
@@ -87,6 +92,7 @@ class DatabaseBreakerMiddleware:
 # the first three (SECURE_PROXY_SSL_HEADER, USE_X_FORWARDED_HOST) when building absolute links,
 # the throttles X-Forwarded-For (api.throttles.client_ip, with NUM_PROXIES; decision 0634).
 FORWARDED_HEADERS = (
+    "HTTP_X_REQUEST_ID",  # the proxy's id for the request (ops/vitals.py)
     "HTTP_X_FORWARDED_PROTO",
     "HTTP_X_FORWARDED_HOST",
     "HTTP_X_FORWARDED_PORT",

@@ -3,12 +3,14 @@
 import os
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy
 
 from core.limits import MAX_ID
+from core.metrics import TimedRedisConnection
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -67,6 +69,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "ops.middleware.ForwardedHeadersFromProxiesMiddleware",
+    # Next: the request id and the request's metrics cover every answer below (ops/vitals.py).
+    "ops.vitals.RequestVitalsMiddleware",
     "ops.middleware.RequestBodyLimitMiddleware",
     # Before anything checks the Host (CommonMiddleware): a load balancer probes by address.
     "ops.middleware.HealthzByAddressMiddleware",
@@ -236,6 +240,11 @@ DATABASE_BREAKER_SECONDS = env_float("DATABASE_BREAKER_SECONDS", 2)
 # and one answer serves every call for HEALTH_CACHE_SECONDS (at most 1: SPEC section 19).
 HEALTH_TIMEOUT = env_float("HEALTH_TIMEOUT", 0.5)
 HEALTH_CACHE_SECONDS = min(env_float("HEALTH_CACHE_SECONDS", 1.0), 1.0)
+# A database check that is still running is slow, not down, for this long after the database
+# last answered: a loaded database is not taken out of service (SPEC section 25).
+HEALTH_SLOW_GRACE = env_float("HEALTH_SLOW_GRACE", 3.0)
+# GET /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; empty: /metrics is off (404).
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 # Wiring, not configuration: the callables ops uses without importing an app (typing
 # Protocols in core/database_errors.py and ops/health.py). The API's exception handler
 # reports a database outage to the first; /healthz pings the Redis the second returns.
@@ -294,6 +303,8 @@ CACHES = {
         "OPTIONS": {
             "SOCKET_CONNECT_TIMEOUT": 0.25,
             "SOCKET_TIMEOUT": 0.25,
+            # Each round trip timed for /metrics (core/metrics.py).
+            "CONNECTION_POOL_KWARGS": {"connection_class": TimedRedisConnection},
             # The cache is an optimisation: a Redis outage must not fail requests.
             "IGNORE_EXCEPTIONS": True,
         },
@@ -452,20 +463,32 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 
-LOGGING = {
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured("LOG_FORMAT is plain or json.")
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    # LOG_FORMAT=json: one JSON object per line (production's default), for a log pipeline.
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(request_id)s %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
     "filters": {
+        "request_id": {"()": "ops.log_filters.RequestIdLogFilter"},
         "database_outage": {"()": "ops.database_faults.DatabaseOutageLogFilter"},
         "without_traceback": {"()": "ops.log_filters.WithoutTraceback"},
     },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
+            "formatter": LOG_FORMAT,
             # While the database is down: one line per kind of failure, no traceback flood.
-            "filters": ["database_outage"],
+            "filters": ["request_id", "database_outage"],
         }
     },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},

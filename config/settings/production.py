@@ -1,11 +1,13 @@
 """Production: every secret and host must come from the environment."""
 
+import os
+
 from django.core.exceptions import ImproperlyConfigured
 
 from config.settings.secret_key import refuse_unsafe_secret_key
 
 from .base import *  # noqa: F403
-from .base import BASE_DIR, DATABASES, SECRET_KEY, env_bool
+from .base import BASE_DIR, DATABASES, LOGGING, SECRET_KEY, env_bool
 
 refuse_unsafe_secret_key(SECRET_KEY, root=BASE_DIR)
 if DATABASES["default"]["ENGINE"] != "django.db.backends.mysql":
@@ -13,3 +15,10 @@ if DATABASES["default"]["ENGINE"] != "django.db.backends.mysql":
 
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
 CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
+
+# One JSON object per log line unless LOG_FORMAT says plain.
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "json")
+LOGGING = {
+    **LOGGING,
+    "handlers": {"console": {**LOGGING["handlers"]["console"], "formatter": LOG_FORMAT}},
+}

@@ -10,6 +10,8 @@ from django.utils.translation import gettext as _
 
 from api.throttles import Rate
 from core import clock
+from core.domain_errors import DomainError
+from core.metrics import claim_screen_answers_total, claims_total
 from coupons.claim_sql import (
     ClaimFacts,
     claim_facts,
@@ -20,6 +22,7 @@ from coupons.counter_results import (
     CouponRefused,
     CouponTermsMissing,
     CouponThrottled,
+    ScreenAnswer,
     ScreenResult,
 )
 from coupons.counter_setup import AnyCounter, coupon_counter
@@ -65,7 +68,7 @@ def coupon_claim(*, template_id: int, user_id: int) -> UserCoupon:
     Screened in Redis first, in one round trip: over the claim rate (ClaimThrottled), or
     refused on facts the database confirmed, with no database statement. Otherwise the
     database decides as in `coupon_issue`. A hidden template is "not found", exactly like a
-    missing one. Runs its own transactions."""
+    missing one. Runs its own transactions. Counted for /metrics by outcome."""
     counter = coupon_counter()
     now = clock.now()
     rate = Rate.parse(settings.THROTTLE_RATES["claim"])
@@ -79,19 +82,45 @@ def coupon_claim(*, template_id: int, user_id: int) -> UserCoupon:
         window=window,
         throttle_period=rate.period,
     )
-    if isinstance(screened, CouponThrottled):
-        raise ClaimThrottled(retry_after=(window + 1) * rate.period - now_seconds)
-    if isinstance(screened, CouponNotClaimableById):
-        raise TemplateNotFound()  # a hidden template is not found, even when it has ended
+    claim_screen_answers_total.labels(screen_answer_name(screened)).inc()
+    decided_by = "redis"
+    try:
+        if isinstance(screened, CouponThrottled):
+            raise ClaimThrottled(retry_after=(window + 1) * rate.period - now_seconds)
+        if isinstance(screened, CouponNotClaimableById):
+            raise TemplateNotFound()  # a hidden template is not found, even when it has ended
+        if isinstance(screened, CouponRefused):
+            raise rejection_of(screened)()
+        decided_by = "database"
+        coupon = _issue(
+            template_id=template_id,
+            user_id=user_id,
+            source=UserCoupon.Source.CLAIM,
+            counter=counter,
+            screened=screened,
+        )
+    except DomainError as refusal:
+        claims_total.labels(refusal.code, decided_by).inc()
+        raise
+    claims_total.labels("won", decided_by).inc()
+    return coupon
+
+
+def screen_answer_name(screened: ScreenResult | None) -> str:
+    """The screen's answer as /metrics names it (None: Redis was not asked or did not answer)."""
     if isinstance(screened, CouponRefused):
-        raise rejection_of(screened)()
-    return _issue(
-        template_id=template_id,
-        user_id=user_id,
-        source=UserCoupon.Source.CLAIM,
-        counter=counter,
-        screened=screened,
-    )
+        return screened.answer.name.lower()
+    if screened is None:
+        return "unavailable"
+    return SCREEN_ANSWER_OF[type(screened)].name.lower()
+
+
+SCREEN_ANSWER_OF: dict[type, ScreenAnswer] = {
+    CouponNotClaimableById: ScreenAnswer.NOT_CLAIMABLE_BY_ID,
+    CouponThrottled: ScreenAnswer.THROTTLED,
+    CouponMayHaveRoom: ScreenAnswer.MAY_HAVE_ROOM,
+    CouponTermsMissing: ScreenAnswer.TERMS_MISSING,
+}
 
 
 def coupon_redeem(*, code: str, user_id: int) -> UserCoupon:

@@ -9,6 +9,7 @@ import MySQLdb
 import pytest
 
 from core.database_errors import CONNECTION_ERROR_CODES, UNAVAILABLE_ERROR_CODES
+from ops.vitals import DatabaseClusterCollector
 from scripts.cluster_nodes import NODES, Cluster, free_base_port, ist_ports, start
 from tests.support.mariadb_server import OwnMariaDB
 from tests.support.waiting import wait_until
@@ -64,6 +65,15 @@ def test_every_write_goes_to_node_1_and_reaches_every_node(cluster):
     assert set(acknowledged.values()) == {"node1"}
     for node in NODES:
         assert rows_on(cluster, node) == acknowledged
+    # What /metrics reports as the writer and the cluster's size (ops/vitals.py).
+    connection = cluster.connect()
+    try:
+        cursor = connection.cursor()
+        cursor.execute(DatabaseClusterCollector.SQL)
+        _hostname, wsrep_on, node_name, cluster_size = cursor.fetchone()
+    finally:
+        connection.close()
+    assert (wsrep_on, node_name, int(cluster_size)) == (1, "node1", 3)
 
 
 def test_writes_resume_on_a_backup_when_the_writer_is_killed_and_it_rejoins(cluster):

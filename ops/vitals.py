@@ -1,0 +1,137 @@
+"""What the team on call watches (SPEC section 25): the request id every log line carries, the
+metrics served at /metrics (defined in core/metrics.py) and the database's cluster as the app
+sees it.
+
+/metrics is not public: it answers only a Bearer METRICS_TOKEN (compared in constant time),
+and is 404, like any unknown path, to everyone else and whenever no token is set."""
+
+import hmac
+import re
+import time
+import uuid
+
+from django.conf import settings
+from django.db import connection
+from django.http import HttpRequest, HttpResponse
+from django.urls import Resolver404, resolve
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    generate_latest,
+    values,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from api.exceptions import not_found
+from core.metrics import request_seconds, requests_total
+from ops.log_filters import request_id
+
+REQUEST_ID_HEADER = "X-Request-ID"
+# A proxy's id is taken as it is when it looks like one (nginx's $request_id is 32 hex digits);
+# anything else is replaced, so a log line cannot be forged through the header.
+REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+
+
+class RequestVitalsMiddleware:
+    """Gives each request its id (the trusted proxy's X-Request-ID, or a new one), which every
+    log line of the request names and the answer carries back; counts the answer by route
+    pattern, method and status and times it. Right after ForwardedHeadersFromProxiesMiddleware,
+    which drops an X-Request-ID that no trusted proxy set."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        started = time.perf_counter()
+        given = request.META.get("HTTP_X_REQUEST_ID", "")
+        current = given if REQUEST_ID_PATTERN.match(given) else uuid.uuid4().hex
+        token = request_id.set(current)
+        try:
+            response = self.get_response(request)
+        finally:
+            request_id.reset(token)
+        route = route_of(request)
+        requests_total.labels(route, request.method, str(response.status_code)).inc()
+        request_seconds.labels(route).observe(time.perf_counter() - started)
+        response[REQUEST_ID_HEADER] = current
+        return response
+
+
+def route_of(request: HttpRequest) -> str:
+    """The URL pattern that serves the request's path (`api/coupons/<id:template_id>/claim`),
+    also for an answer given before the view was found (the breaker's 503, /healthz by
+    address); `unmatched` for a path no pattern serves."""
+    match = request.resolver_match
+    if match is None:
+        try:
+            match = resolve(request.path_info)
+        except Resolver404:
+            return "unmatched"
+    return match.route
+
+
+class DatabaseClusterCollector:
+    """At each scrape: which database node the app's connection reaches (the writer, behind
+    HAProxy) and, on Galera, how many nodes its cluster has. One statement, on the scrape's
+    own connection; nothing when the database does not answer."""
+
+    SQL = (
+        "SELECT @@hostname, @@wsrep_on, @@wsrep_node_name,"
+        " (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
+        "  WHERE VARIABLE_NAME = 'WSREP_CLUSTER_SIZE')"
+    )
+
+    def collect(self):
+        if connection.vendor != "mysql":
+            return
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(self.SQL)
+                hostname, wsrep_on, node_name, cluster_size = cursor.fetchone()
+        except Exception:  # the database is away: its vitals are the 503s and the breaker
+            return
+        writer = GaugeMetricFamily(
+            "coupons_database_writer_info",
+            "The database node the app writes to (1 for the node it reaches now).",
+            labels=["node"],
+        )
+        writer.add_metric([str(node_name if wsrep_on else hostname)], 1)
+        yield writer
+        if wsrep_on:
+            yield GaugeMetricFamily(
+                "coupons_database_cluster_size",
+                "Nodes in the Galera cluster's primary component, as the writer sees it.",
+                value=int(cluster_size or 0),
+            )
+
+
+def metrics_registry() -> CollectorRegistry:
+    """Every worker's values (gunicorn) or this process's, and the cluster's at this moment."""
+    registry = CollectorRegistry()
+    if values.ValueClass is not values.MutexValue:  # chosen when prometheus_client loaded
+        MultiProcessCollector(registry)
+    else:
+        registry.register(_ProcessMetrics())
+    registry.register(DatabaseClusterCollector())
+    return registry
+
+
+class _ProcessMetrics:
+    """This process's own metrics (the default registry), in a registry of the scrape's."""
+
+    def collect(self):
+        return REGISTRY.collect()
+
+
+def metrics(request: HttpRequest) -> HttpResponse:
+    if not _token_matches(request):
+        return not_found(request)
+    return HttpResponse(generate_latest(metrics_registry()), content_type=CONTENT_TYPE_LATEST)
+
+
+def _token_matches(request: HttpRequest) -> bool:
+    token = settings.METRICS_TOKEN
+    given = request.META.get("HTTP_AUTHORIZATION", "")
+    return bool(token) and hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
