@@ -8,7 +8,9 @@ back, so what they count is failures:
 - per account, `login_username`, 100 a minute: a ceiling on guessing from many addresses, high
   enough that one address (which meets its own lockout after 10) cannot lock the account for
   its owner elsewhere;
-- per client IP, `login_ip`, 30 a minute: a ceiling on one address trying many accounts.
+- per client IP, `login_ip`, 300 a minute: a ceiling on one address trying many accounts,
+  high enough that a shared address (a NAT) does not lock out its users who never logged in
+  there.
 
 An attempt from an address the account logged in from before (accounts/known_addresses.py)
 counts in the first bucket only: the ceilings, which many addresses or one shared address can

@@ -41,6 +41,7 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from api.errors import IdempotencyKeyInvalid, IdempotencyKeyReused, RequestInProgress
 from api.models import IdempotencyRecord
+from api.throttles import throttle_hit
 from core import clock
 from core.database_errors import database_unavailable
 from core.metrics import idempotent_replays_total
@@ -121,7 +122,7 @@ def idempotent(handler: Callable | None = None, *, effect_answer: EffectAnswer |
             response = view.handle_exception(error)
         finally:
             _pending_record.reset(armed)
-        record_finish(record_id=begun.pk, response=response)
+        record_finish(record_id=begun.pk, response=response, user_id=request.user.pk)
         return response
 
     # Read by the schema generator (getattr) to document the header.
@@ -245,12 +246,14 @@ KEEP_ANSWER_SECONDS = 5.0
 KEEP_ANSWER_PAUSE = 0.5
 
 
-def record_finish(*, record_id: int, response: Response) -> None:
+def record_finish(*, record_id: int, response: Response, user_id: int) -> None:
     """Keep the answer for replays, or drop the record for a 5xx, a 429 or a 404 (the request
     did nothing: a throttle counted in the handler, SPEC section 15, must not make its answer
-    the key's for good, and a missing order must not buy a row for a day), unless the record
-    holds an effect: a 5xx after the effect's commit (the connection lost with the answer)
-    keeps the record, and the retry replays the effect. A failure to write
+    the key's for good, and a missing order must not buy a row for a day), or for a refusal
+    (4xx) past the user's `idempotent_refusals` rate (a refusal changed nothing, so its retry
+    may run again; a flood of refusals with fresh keys must not buy a row each for a day),
+    unless the record holds an effect: a 5xx after the effect's commit (the connection lost
+    with the answer) keeps the record, and the retry replays the effect. A failure to write
     it is logged and the real answer still goes out: the work is done and the client must hear
     so. An answer to keep is first tried again on a new
     connection for up to KEEP_ANSWER_SECONDS, so that a switch of the database's writer
@@ -258,6 +261,8 @@ def record_finish(*, record_id: int, response: Response) -> None:
     after the lease, the work would run a second time: decision 0322); the record stays so
     only when the database stays away longer."""
     keep = isinstance(response, Response) and response.status_code not in NOT_KEPT_STATUSES
+    if keep and response.status_code >= 400:
+        keep = throttle_hit(scope="idempotent_refusals", identity=str(user_id)) is None
     deadline = time.monotonic() + KEEP_ANSWER_SECONDS
     for attempt in itertools.count():
         try:

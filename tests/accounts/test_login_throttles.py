@@ -5,6 +5,8 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
+from api.throttles import Rate
+from config.settings import base as base_settings
 from tests.support.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -270,6 +272,26 @@ def test_a_shared_address_full_of_failures_still_lets_its_known_owner_in(login_r
         REMOTE_ADDR="10.30.0.1",
     )
     assert refreshed.status_code == 200
+
+
+def test_thirty_failures_at_a_shared_address_do_not_lock_out_a_newcomer_there(settings, frozen_now):
+    """Issue: 30 failures from one NAT address locked every user not yet known there. With the
+    shipped rates the address's ceiling is far above that, and still holds at its rate."""
+    settings.THROTTLE_RATES = {**settings.THROTTLE_RATES, **shipped_login_rates()}
+    newcomer = UserFactory()
+    ceiling = Rate.parse(settings.THROTTLE_RATES["login_ip"]).limit
+
+    typos = [api_login(f"colleague{n}", ip="10.31.0.1").status_code for n in range(30)]
+    newcomer_in = api_login(newcomer.username, PASSWORD, ip="10.31.0.1").status_code
+    spraying = [api_login(f"target{n}", ip="10.31.0.1").status_code for n in range(ceiling)]
+
+    assert typos == [401] * 30
+    assert newcomer_in == 200
+    assert spraying == [401] * (ceiling - 30) + [429] * 30
+
+
+def shipped_login_rates() -> dict[str, str]:
+    return {scope: base_settings.THROTTLE_RATES[scope] for scope in LOGIN_RATES}
 
 
 def test_one_address_meets_the_per_ip_ceiling_across_usernames(login_rates):

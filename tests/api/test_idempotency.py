@@ -109,6 +109,28 @@ def test_an_error_answer_is_kept_and_replayed_too(user, shopper_client):
 
 
 @pytest.mark.django_db
+def test_a_flood_of_refusals_with_fresh_keys_keeps_rows_only_up_to_the_users_rate(
+    settings, frozen_now, user, shopper_client
+):
+    """Issue: 1,000 refused claims with new Idempotency-Keys stored 1,000 rows. A user's
+    refusals are kept for replay up to `idempotent_refusals` a minute; past it each is still
+    answered, and not kept (running it again is safe: it changed nothing)."""
+    settings.THROTTLE_RATES = {**settings.THROTTLE_RATES, "idempotent_refusals": "20/min"}
+    sold_out = CouponTemplateFactory(total=1, claimed_count=1)
+    url = f"/api/coupons/{sold_out.pk}/claim"
+
+    answers = [post(shopper_client, url, key=f"flood-{n}") for n in range(50)]
+    first_again = post(shopper_client, url, key="flood-0")
+    last_again = post(shopper_client, url, key="flood-49")
+
+    assert {(a.status_code, a.json()["code"]) for a in answers} == {(409, "sold_out")}
+    assert IdempotencyRecord.objects.filter(user=user).count() == 20
+    assert first_again["Idempotent-Replayed"] == "true"
+    assert (last_again.status_code, last_again.json()["code"]) == (409, "sold_out")
+    assert "Idempotent-Replayed" not in last_again
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("action", ["cancel", "pay"])
 def test_a_missing_order_keeps_no_idempotency_record(user, shopper_client, action):
     """A fresh key per request for an order that does not exist: 404, and no row kept for a
