@@ -295,7 +295,9 @@ class Cluster:
 
     def stop(self) -> None:
         """A clean shutdown, backups first: the writer leaves last, so its grastate.dat says
-        safe_to_bootstrap: 1 and the next start bootstraps from it."""
+        safe_to_bootstrap: 1 and the next start bootstraps from it. The supervisor goes
+        first: it would start what is being stopped."""
+        self.stop_supervisor()
         self._stop_pid(read_pid(self.base_dir / "haproxy.pid"))
         self._stop_pid(read_pid(self.base_dir / "health.pid"))
         for node in sorted(NODES, reverse=True):
@@ -347,6 +349,67 @@ class Cluster:
             raise ClusterError(f"no running node for node{node} to join; use start()")
         self._start_node(node)
         self._wait_synced(node, timeout)
+
+    def heal(self) -> str | None:
+        """One look by the supervisor, and what it did (None: nothing to do). A node that is
+        down rejoins the synced ones; when every node is down (a crash of the whole cluster:
+        no grastate.dat says safe_to_bootstrap), start() bootstraps from the most advanced
+        one and joins the others to it. Nodes up but none synced yet: wait for them."""
+        for child in list(self._children.values()):
+            child.poll()  # reap what died, so that it does not linger as a zombie
+        down = [node for node in NODES if not self.running(node)]
+        if not down:
+            return None
+        if len(down) == len(NODES):
+            self.start()
+            return "every node was down: recovered from the most advanced one"
+        if not any(self.is_synced(node) for node in NODES if node not in down):
+            return None
+        for node in down:
+            self.restart(node)
+        return f"restarted {', '.join(f'node{node}' for node in down)}"
+
+    def supervise(self, interval: float = 1.0) -> None:
+        """heal() every `interval` seconds, for good: the cluster restarts what dies without a
+        human (what `restart: unless-stopped` and Galera's pc.recovery do under compose)."""
+        while True:
+            try:
+                done = self.heal()
+            except (ClusterError, MySQLdb.Error, OSError) as error:
+                done = f"could not heal yet: {error}"
+            if done:
+                print(time.strftime("%Y-%m-%d %H:%M:%S"), done, flush=True)
+            time.sleep(interval)
+
+    def start_supervisor(self) -> None:
+        """`supervise` in a process of its own, which outlives the caller (pid file)."""
+        if self.supervisor_running():
+            return
+        pid_file = self.base_dir / "supervisor.pid"
+        command = [sys.executable, "-m", "scripts.cluster_nodes", "supervise"]
+        environment = {
+            **os.environ,
+            "CLUSTER_DIR": str(self.base_dir),
+            "CLUSTER_BASE_PORT": str(self.base_port),
+        }
+        with open(self.base_dir / "supervisor.log", "ab") as output:
+            child = subprocess.Popen(
+                command,
+                cwd=Path(__file__).resolve().parent.parent,
+                env=environment,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=output,
+                start_new_session=True,
+            )
+        self._children[child.pid] = child
+        pid_file.write_text(f"{child.pid}\n")
+
+    def stop_supervisor(self) -> None:
+        self._stop_pid(read_pid(self.base_dir / "supervisor.pid"))
+
+    def supervisor_running(self) -> bool:
+        return process_alive(read_pid(self.base_dir / "supervisor.pid"))
 
     def wait_writer(self, node: int, timeout: float = 30) -> None:
         wait_for(lambda: self.writer() == node, timeout=timeout, what=f"HAProxy to pick node{node}")
@@ -624,7 +687,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="scripts/cluster", description=__doc__.splitlines()[0])
     parser.add_argument(
         "command",
-        choices=["start", "stop", "status", "env", "kill-writer", "kill", "restart"],
+        choices=[
+            "start",
+            "stop",
+            "status",
+            "env",
+            "kill-writer",
+            "kill",
+            "restart",
+            "supervise",
+        ],
     )
     parser.add_argument("node", nargs="?", type=int, choices=NODES, help="for kill and restart")
     parser.add_argument("--database", default="coupons", help="named in the printed URLs")
@@ -637,6 +709,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"{args.command} needs a node: 1, 2 or 3")
     if args.command == "start":
         cluster.start()
+        cluster.start_supervisor()
+    elif args.command == "supervise":
+        cluster.supervise()
     elif args.command == "stop":
         cluster.stop()
     elif args.command == "kill-writer":
