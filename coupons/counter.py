@@ -260,6 +260,19 @@ class CouponCounter:
             self._delete_matching(f"{base}*")
         self.client.delete(terms_key, lease_key)
 
+    def epoch_key(self) -> str:
+        """The database's epoch as Redis last saw it (coupons/counter_epoch.py)."""
+        return f"{self.prefix}coupon:epoch"
+
+    def epoch(self) -> int | None:
+        """The epoch Redis holds (None: none). Raises when Redis fails."""
+        value = self.client.get(self.epoch_key())
+        return None if value is None else int(value)
+
+    def epoch_set(self, epoch: int) -> None:
+        """Raises when Redis fails."""
+        self.client.set(self.epoch_key(), epoch)
+
     def template_ids_held(self) -> set[int]:
         """Every template id Redis holds a count or cached terms of. Raises when Redis fails."""
         held = set()

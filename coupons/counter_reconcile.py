@@ -8,10 +8,12 @@ room. Neither ever raises a count: the claims record what the database showed (s
 
 from collections.abc import Iterator
 
+from django.db import transaction
 from django.db.models import Count
 
 from core import clock
 from coupons.counter import per_user_ttl_ms
+from coupons.counter_epoch import CounterEpoch
 from coupons.counter_setup import coupon_counter
 from coupons.errors import TemplateNotFound
 from coupons.models import CouponTemplate, UserCoupon
@@ -97,3 +99,37 @@ def coupon_counters_forget_unknown() -> list[int]:
     for template_id in unknown:
         counter.forget_template(template_id=template_id)
     return unknown
+
+
+def coupon_counters_follow_the_database() -> str | None:
+    """The scheduler's watch, every COUPON_COUNTER_EPOCH_SECONDS: raise the database's epoch
+    by one (committed), then Redis's to it. When Redis holds a higher epoch than the database,
+    the database went back in time (restored from a backup, or a failover lost commits Redis
+    had seen): every template's Redis facts are reset to the database's and the epochs agree
+    again, so no fact from the lost future refuses a claim for longer than one watch.
+    Raises when Redis fails (the scheduler logs it and watches again)."""
+    counter = coupon_counter()
+    seen = counter.epoch()
+    with transaction.atomic():
+        row, _ = CounterEpoch.objects.select_for_update().get_or_create(pk=CounterEpoch.ROW_ID)
+        if seen is None or seen <= row.epoch:
+            row.epoch += 1
+            row.save(update_fields=["epoch"])
+            going_back = False
+        else:
+            going_back = True
+    if not going_back:
+        counter.epoch_set(row.epoch)
+        return None
+    template_ids = list(CouponTemplate.objects.order_by("pk").values_list("pk", flat=True))
+    for template_id in template_ids:
+        try:
+            coupon_counters_rebuild(template_id=template_id)
+        except TemplateNotFound:  # deleted meanwhile
+            pass
+    forgotten = coupon_counters_forget_unknown()
+    counter.epoch_set(row.epoch)
+    return (
+        f"The database went back in time (epoch {row.epoch}, Redis had {seen}): restored? "
+        f"Reset the Redis facts of {len(template_ids)} template(s), dropped {len(forgotten)}."
+    )

@@ -78,6 +78,12 @@ class UnavailableCounter:
     def template_ids_held(self) -> set[int]:
         raise redis.ConnectionError("the coupon counter's Redis is unavailable")
 
+    def epoch(self) -> int | None:
+        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+
+    def epoch_set(self, epoch: int) -> None:
+        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+
     def user_counts_held(self, incarnations: dict[int, str]) -> dict[int, dict[int, int]]:
         raise redis.ConnectionError("the coupon counter's Redis is unavailable")
 

@@ -346,5 +346,6 @@ class UserCoupon(models.Model):
 
 
 # Registered with the app here; each defined in its own module.
+from coupons.counter_epoch import CounterEpoch  # noqa: E402, F401
 from coupons.published_terms import PublishedTermsVersion  # noqa: E402, F401
 from coupons.single_use_codes import SingleUseCode  # noqa: E402, F401

@@ -256,8 +256,13 @@ HEALTH_REQUIRED_PROCEDURES = ("coupon_decide",)
 # How often the scheduler lowers Redis claim counts that are above the database's
 # (coupons/counter_reconcile.py; after a restore from backup, say).
 COUPON_COUNTER_RECONCILE_SECONDS = env_float("COUPON_COUNTER_RECONCILE_SECONDS", 60)
-if COUPON_COUNTER_RECONCILE_SECONDS <= 0:
-    raise ImproperlyConfigured("COUPON_COUNTER_RECONCILE_SECONDS must be above 0.")
+# How often the scheduler raises the database's epoch and Redis's after it: a restore is
+# recognised within this period (coupons/counter_epoch.py).
+COUPON_COUNTER_EPOCH_SECONDS = env_float("COUPON_COUNTER_EPOCH_SECONDS", 1)
+if COUPON_COUNTER_RECONCILE_SECONDS <= 0 or COUPON_COUNTER_EPOCH_SECONDS <= 0:
+    raise ImproperlyConfigured(
+        "COUPON_COUNTER_RECONCILE_SECONDS and COUPON_COUNTER_EPOCH_SECONDS must be above 0."
+    )
 # The periodic jobs `manage.py run_scheduler` runs: name -> dotted path of a callable taking
 # nothing and returning a line to print or None (ops imports no app), run each interval; or
 # (dotted path, seconds): at start and then at most that often.
@@ -268,6 +273,12 @@ SCHEDULED_JOBS: dict[str, str | tuple[str, float]] = {
     "coupon counters": (
         "coupons.counter_reconcile.coupon_counters_reconcile",
         COUPON_COUNTER_RECONCILE_SECONDS,
+    ),
+    # A database restored from a backup is recognised within this watch's period and Redis's
+    # facts are reset to it (coupons/counter_epoch.py).
+    "counter epoch": (
+        "coupons.counter_reconcile.coupon_counters_follow_the_database",
+        COUPON_COUNTER_EPOCH_SECONDS,
     ),
 }
 

@@ -126,12 +126,14 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
         jobs = scheduled_jobs()
+        # A job without a period runs every --interval; the loop wakes for the shortest.
+        for job in jobs.values():
+            job.every_seconds = job.every_seconds or interval
+        tick = min(job.every_seconds for job in jobs.values() if job.every_seconds)
         turns = ", ".join(
             f"{name} every {job.every_seconds or interval:g} s" for name, job in jobs.items()
         )
         self.stdout.write(f"Scheduler started: {turns}.")
 
-        runs = run_every(
-            lambda: run_jobs(jobs, write=self.stdout.write), interval=interval, stop=stop
-        )
+        runs = run_every(lambda: run_jobs(jobs, write=self.stdout.write), interval=tick, stop=stop)
         self.stdout.write(f"Scheduler stopped after {runs} runs.")
