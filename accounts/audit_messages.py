@@ -88,7 +88,10 @@ def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> 
         case StaffAction.COUPONS_EXPORT:
             return _("Exported %(count)s coupons (CSV).") % {"count": amounts["count"]}
         case StaffAction.CODES_CREATE:
-            return _("Created %(count)s single-use codes.") % {"count": amounts["count"]}
+            created = _("Created %(count)s single-use codes.") % {"count": amounts["count"]}
+            if amounts.get("codes_only"):
+                return f"{created} {_('The template is issued by single-use codes only.')}"
+            return created
         case StaffAction.CODES_EXPORT:
             return _("Exported %(count)s single-use codes (CSV).") % {"count": amounts["count"]}
         case StaffAction.STOCK_ADJUST:

@@ -115,10 +115,12 @@ class CouponTemplate(models.Model):
     # Set while the template is paused (SPEC section 18): it issues nothing, by claim, code or
     # grant; coupons already held stay usable. The guarded UPDATE of a claim checks it.
     paused_at = MillisecondDateTimeField(_("paused since"), null=True, blank=True, editable=False)
-    # True once single-use codes exist for it: then it is issued only by one of them or by a
-    # grant, never claimed by id nor by its shared code (SPEC section 18).
+    # Codes-only: issued only by one of its single-use codes or by a grant, never claimed by
+    # id nor by its shared code (SPEC sections 18 and 25). Set when staff create codes and
+    # choose so (coupons/services/codes.py); codes created without that choice are one more
+    # way in. The name is the column's, from when codes always meant codes-only.
     has_single_use_codes = models.BooleanField(
-        _("has single-use codes"), default=False, db_default=False, editable=False
+        _("codes only"), default=False, db_default=False, editable=False
     )
     # Claims issued so far, incremented under the row lock in the claim transaction: keeps a
     # claim O(1) at any volume and is the monotonic version of the Redis total counter.

@@ -42,6 +42,26 @@ class SingleUseCodesForm(forms.Form):
         min_value=1,
         max_value=MAX_SINGLE_USE_CODES_PER_REQUEST,
     )
+    reach = forms.ChoiceField(
+        label=gettext_lazy("after these codes"),
+        widget=forms.RadioSelect,
+        choices=[
+            (
+                "keep",
+                gettext_lazy(
+                    "Keep the template as it is: it stays in the shop (claimable by id and by "
+                    "its shared code, if public), and the codes are one more way in"
+                ),
+            ),
+            (
+                "codes_only",
+                gettext_lazy(
+                    "Codes only: the template leaves the shop; from now on only its single-use "
+                    "codes and grants issue it"
+                ),
+            ),
+        ],
+    )
     code_prefix = forms.CharField(  # not "prefix": a form's own attribute
         label=gettext_lazy("prefix"),
         required=False,
@@ -143,12 +163,16 @@ class TemplatePagesAdmin(admin.ModelAdmin):
         if not self.has_manage_codes_permission(request):
             raise PermissionDenied
         form = SingleUseCodesForm(request.POST if request.method == "POST" else None)
+        if template.has_single_use_codes:  # nothing to choose: it stays codes-only
+            form.fields["reach"].required = False
+            form.fields["reach"].widget = forms.HiddenInput()
         if form.is_valid():
             try:
                 created = codes.single_use_codes_create(
                     template_id=template.pk,
                     count=form.cleaned_data["count"],
                     prefix=form.cleaned_data["code_prefix"],
+                    codes_only=form.cleaned_data["reach"] == "codes_only",
                     actor=request.user,
                 )
             except TemplateInvalid as error:  # the service's rules, on the form's fields

@@ -55,6 +55,7 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin, TemplatePa
         "terms",
         "scope_names",
         "window",
+        "issued_by",
         "claimed_of_total",
         "used",
         "expired",
@@ -188,6 +189,15 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin, TemplatePa
         return format_html(
             "{}<br>– {}", local_datetime(template.valid_from), local_datetime(template.valid_until)
         )
+
+    @admin.display(description=gettext_lazy("issued by"))
+    def issued_by(self, template: CouponTemplate) -> str:
+        """Where shoppers get it: the shop, a shared code, or single-use codes only."""
+        if template.has_single_use_codes:
+            return str(gettext_lazy("single-use codes only"))
+        if template.visibility == CouponTemplate.Visibility.PUBLIC:
+            return str(gettext_lazy("shop"))
+        return str(gettext_lazy("code or grant"))
 
     @admin.display(description=gettext_lazy("claimed / issue total"), ordering="claimed_count")
     def claimed_of_total(self, template: CouponTemplate) -> str:

@@ -74,22 +74,43 @@ class GrantResultSerializer(serializers.Serializer):
 
 
 @extend_schema_serializer(
-    examples=[OpenApiExample("Ten thousand codes", request_only=True, value={"count": 10000})]
+    examples=[
+        OpenApiExample(
+            "Ten thousand codes, the template stays in the shop",
+            request_only=True,
+            value={"count": 10000},
+        ),
+        OpenApiExample(
+            "Codes only: the template leaves the shop",
+            request_only=True,
+            value={"count": 500, "codes_only": True},
+        ),
+    ]
 )
 class SingleUseCodesInputSerializer(StrictSerializer):
-    """The type only; the range is checked by codes.single_use_codes_create (400 naming
+    """The types only; the range is checked by codes.single_use_codes_create (400 naming
     `count`)."""
 
     count = serializers.IntegerField(
         help_text=f"How many new codes to create, 1 to {MAX_SINGLE_USE_CODES_PER_REQUEST}."
     )
+    codes_only = serializers.BooleanField(
+        default=False,
+        help_text="true: from now on the template is issued only by its single-use codes "
+        "and by grants (it leaves the shop's list; a claim by id or by its shared code is "
+        "404). false (the default): it keeps every way in it had, and the codes are one "
+        "more. A codes-only template stays codes-only.",
+    )
 
 
 @extend_schema_serializer(
-    examples=[OpenApiExample("Created", response_only=True, value={"created": 10000})]
+    examples=[
+        OpenApiExample("Created", response_only=True, value={"created": 10000, "codes_only": False})
+    ]
 )
 class SingleUseCodesCreatedSerializer(serializers.Serializer):
     created = serializers.IntegerField()
+    codes_only = serializers.BooleanField(help_text="Whether the template is now codes-only.")
 
 
 @extend_schema_serializer(

@@ -192,7 +192,9 @@ class AdminTemplateCodesView(GenericAPIView):
         responses={201: SingleUseCodesCreatedSerializer},
         description="Create `count` new unique single-use codes (12 characters without "
         "look-alikes: no 0/O, 1/I/L). Each issues the template once through "
-        "`POST /api/coupons/redeem`; from then on the template is not claimable by id. "
+        "`POST /api/coupons/redeem`. With `codes_only` the template is from then on issued "
+        "only by its codes and by grants (not listed, not claimable by id); without it, it "
+        "stays as it was. "
         "The codes never outnumber the remaining total (total - claimed - unused codes): "
         "400 naming `count`; 409 codes_busy while another creation for it runs past a minute.",
     )
@@ -204,6 +206,14 @@ class AdminTemplateCodesView(GenericAPIView):
         payload = SingleUseCodesInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         created = codes.single_use_codes_create(
-            template_id=template_id, count=payload.validated_data["count"], actor=request.user
+            template_id=template_id,
+            count=payload.validated_data["count"],
+            codes_only=payload.validated_data["codes_only"],
+            actor=request.user,
         )
-        return Response({"created": created}, status=status.HTTP_201_CREATED)
+        codes_only = bool(
+            CouponTemplate.objects.filter(pk=template_id, has_single_use_codes=True).exists()
+        )
+        return Response(
+            {"created": created, "codes_only": codes_only}, status=status.HTTP_201_CREATED
+        )

@@ -48,12 +48,20 @@ def single_use_code_new() -> str:
 
 
 def single_use_codes_create(
-    *, template_id: int, count: int, actor: Actor | None = None, prefix: str = ""
+    *,
+    template_id: int,
+    count: int,
+    actor: Actor | None = None,
+    prefix: str = "",
+    codes_only: bool = False,
 ) -> int:
     """Create `count` (1..100,000) new unique single-use codes for a template and return how
-    many were created. From then on the template is issued only by its single-use codes or by
-    grants (not by id, nor by its shared code). `actor` must hold coupons.manage_codes and
-    is recorded with the count. With a `prefix`
+    many were created. Each code issues the template once. Where else it is issued from is
+    the staff member's explicit choice: with `codes_only` the template becomes codes-only,
+    issued only by its single-use codes or by grants (it leaves the shop's list, and a claim
+    by id or by its shared code is "not found"); without it the template keeps every way in
+    it had and the codes are one more (a codes-only template stays so). `actor` must hold
+    coupons.manage_codes and is recorded with the count and the choice. With a `prefix`
     (coupons.single_use_codes: letters and digits, upper-cased) each code starts with it and
     a dash: "SPRING-7KQ2MZ9XHR4T".
 
@@ -87,7 +95,7 @@ def single_use_codes_create(
             while len(inserted) < count:
                 batch = min(CODES_PER_INSERT, count - len(inserted))
                 inserted += _insert_batch(template_id=template_id, size=batch, prefix=prefix)
-            _codes_created(template_id=template_id, count=count, actor=actor)
+            _codes_created(template_id=template_id, count=count, actor=actor, codes_only=codes_only)
         except BaseException:
             _delete_unused(inserted)
             raise
@@ -118,15 +126,16 @@ def _raise_if_over_remaining(template: CouponTemplate, *, adding: int) -> None:
         )
 
 
-def _codes_created(*, template_id: int, count: int, actor: Actor | None) -> None:
+def _codes_created(*, template_id: int, count: int, actor: Actor | None, codes_only: bool) -> None:
     """The creation's last, short transaction: under the template's row lock, the limit again
-    (claims may have come in meanwhile), the template marked as issued by codes, the record."""
+    (claims may have come in meanwhile), the template made codes-only if so chosen, the
+    record."""
     with transaction.atomic():
         template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
         if template is None:  # deleted meanwhile: its codes went with it
             raise TemplateNotFound()
         _raise_if_over_remaining(template, adding=0)
-        if not template.has_single_use_codes:
+        if codes_only and not template.has_single_use_codes:
             with terms_change(template):
                 stamp = next_version(template.updated_at)  # the terms' version grows
                 CouponTemplate.objects.filter(pk=template_id).update(
@@ -135,7 +144,10 @@ def _codes_created(*, template_id: int, count: int, actor: Actor | None) -> None
                 template.has_single_use_codes, template.updated_at = True, stamp
                 published_terms_changed()  # it leaves the list
         staff_action_record(
-            actor=actor, action=StaffAction.CODES_CREATE, target=template, amounts={"count": count}
+            actor=actor,
+            action=StaffAction.CODES_CREATE,
+            target=template,
+            amounts={"count": count, "codes_only": template.has_single_use_codes},
         )
 
 

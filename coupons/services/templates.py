@@ -122,7 +122,7 @@ def _raise_if_below_codes_out(template: CouponTemplate, *, total: int) -> None:
     """Single-use codes never outnumber the remaining total (SPEC section 20): a total may not
     drop below the coupons claimed plus the unused codes out. Under the template's row lock,
     which a creation of codes takes to finish (coupons/services/codes.py)."""
-    if not template.has_single_use_codes or total >= template.total:
+    if total >= template.total:
         return
     unused = SingleUseCode.objects.filter(template_id=template.pk, used_at__isnull=True).count()
     if total < template.claimed_count + unused:

@@ -9,7 +9,7 @@ from django.contrib.admin.models import LogEntry
 
 from accounts.staff_actions import StaffAction, recorded_action
 from coupons.models import UserCoupon
-from coupons.services import issuing
+from coupons.services import codes, issuing
 from coupons.single_use_codes import SingleUseCode
 from orders import services as order_services
 from tests.support.admin_users import VIEW_ONLY, staff_with
@@ -35,7 +35,8 @@ def test_codes_are_generated_with_a_prefix_recorded_once_and_counted(client):
     client.force_login(manager)
 
     response = client.post(
-        f"{TEMPLATES}{template.pk}/codes/", {"count": "3", "code_prefix": "spring"}
+        f"{TEMPLATES}{template.pk}/codes/",
+        {"count": "3", "code_prefix": "spring", "reach": "codes_only"},
     )
     issuing.coupon_redeem(code=SingleUseCode.objects.first().code.lower(), user_id=UserFactory().pk)
     page = client.get(f"{TEMPLATES}{template.pk}/change/", **ZH).content.decode()
@@ -45,7 +46,9 @@ def test_codes_are_generated_with_a_prefix_recorded_once_and_counted(client):
     made = list(SingleUseCode.objects.filter(template=template).values_list("code", flat=True))
     assert len(made) == 3 and all(re.fullmatch(r"SPRING-[2-9A-Z]{12}", code) for code in made)
     entries = [recorded_action(entry) for entry in LogEntry.objects.filter(user=manager)]
-    assert entries == [(StaffAction.CODES_CREATE, {"count": 3})]
+    assert entries == [(StaffAction.CODES_CREATE, {"count": 3, "codes_only": True})]
+    template.refresh_from_db()
+    assert template.has_single_use_codes is True
     assert '<td class="codes-created">3</td>' in page
     assert '<td class="codes-used">1</td>' in page
     assert "generate-codes" in page and "生成一次性券码" in page
@@ -54,11 +57,13 @@ def test_codes_are_generated_with_a_prefix_recorded_once_and_counted(client):
 @pytest.mark.parametrize(
     ("posted", "field"),
     [
-        ({"count": "0", "code_prefix": ""}, "count"),
-        ({"count": "100001", "code_prefix": ""}, "count"),
-        ({"count": "2", "code_prefix": "春季"}, "code_prefix"),
-        ({"count": "2", "code_prefix": "SPRING-1"}, "code_prefix"),
-        ({"count": "2", "code_prefix": "NINECHARS"}, "code_prefix"),
+        ({"count": "0", "code_prefix": "", "reach": "keep"}, "count"),
+        ({"count": "100001", "code_prefix": "", "reach": "keep"}, "count"),
+        ({"count": "2", "code_prefix": "春季", "reach": "keep"}, "code_prefix"),
+        ({"count": "2", "code_prefix": "SPRING-1", "reach": "keep"}, "code_prefix"),
+        ({"count": "2", "code_prefix": "NINECHARS", "reach": "keep"}, "code_prefix"),
+        # Leaving the shop or not is a choice the page does not make for the operator.
+        ({"count": "2", "code_prefix": ""}, "reach"),
     ],
 )
 def test_a_bad_count_or_prefix_is_a_form_error_and_nothing_is_made(client, posted, field):
@@ -71,6 +76,39 @@ def test_a_bad_count_or_prefix_is_a_form_error_and_nothing_is_made(client, poste
     assert list(response.context["form"].errors) == [field]
     assert SingleUseCode.objects.count() == 0
     assert LogEntry.objects.count() == 0
+
+
+def test_the_template_list_says_how_each_template_is_issued(client):
+    in_the_shop = CouponTemplateFactory(name="Shop one")
+    by_code = CouponTemplateFactory(name="Code one", visibility="hidden", code="VIP-7")
+    codes_only = CouponTemplateFactory(name="Codes one")
+    codes.single_use_codes_create(template_id=codes_only.pk, count=1, codes_only=True)
+    client.force_login(code_manager())
+
+    page = client.get(TEMPLATES, **ZH).content.decode()
+
+    for template, shown in (
+        (in_the_shop, "商城"),
+        (by_code, "兑换码或定向发放"),
+        (codes_only, "仅一次性券码"),
+    ):
+        row = page[page.index(template.name) :]
+        assert shown in row[: row.index("</tr>")], template.name
+
+
+def test_a_codes_only_template_offers_no_choice_and_stays_so(client):
+    template = CouponTemplateFactory(total=10)
+    codes.single_use_codes_create(template_id=template.pk, count=1, codes_only=True)
+    client.force_login(code_manager())
+
+    shown = client.get(f"{TEMPLATES}{template.pk}/codes/", **ZH).content.decode()
+    posted = client.post(f"{TEMPLATES}{template.pk}/codes/", {"count": "2", "code_prefix": ""})
+
+    assert "该模板仅限一次性券码" in shown
+    assert posted.status_code == 302
+    template.refresh_from_db()
+    assert template.has_single_use_codes is True
+    assert SingleUseCode.objects.filter(template=template).count() == 3
 
 
 def test_without_manage_codes_there_is_no_button_and_no_page(client):

@@ -383,5 +383,5 @@ def test_pause_resume_and_single_use_codes_are_listed_by_the_next_request(shoppe
     assert by_id(listed(shopper_client))[template.pk]["state"] == "paused"
     templates.coupon_template_resume(template_id=template.pk)
     assert by_id(listed(shopper_client))[template.pk]["state"] == "claimable"
-    codes.single_use_codes_create(template_id=template.pk, count=3)
+    codes.single_use_codes_create(template_id=template.pk, count=3, codes_only=True)
     assert template.pk not in by_id(listed(shopper_client))

@@ -31,10 +31,10 @@ def redeem(client, code):
 def test_staff_create_5000_unique_codes_without_look_alikes(staff_client):
     template = CouponTemplateFactory(total=5000)
 
-    response = create_codes(staff_client, template.pk, {"count": 5000})
+    response = create_codes(staff_client, template.pk, {"count": 5000, "codes_only": True})
 
     assert response.status_code == 201, response.json()
-    assert response.json() == {"created": 5000}
+    assert response.json() == {"created": 5000, "codes_only": True}
     made = list(SingleUseCode.objects.filter(template=template).values_list("code", flat=True))
     assert len(made) == len(set(made)) == 5000
     assert all(CODE_FORM.match(code) for code in made)
@@ -141,10 +141,35 @@ def test_a_refused_redemption_leaves_the_code_unused(user, shopper_client):
 
 
 @pytest.mark.django_db
-def test_a_template_with_single_use_codes_is_not_claimable_by_id_nor_listed(shopper_client):
+def test_codes_created_without_choosing_codes_only_leave_the_template_in_the_shop(
+    staff_client, shopper_client
+):
+    """Issue: generating codes silently took a public campaign out of the shop. Unless staff
+    choose codes-only, it stays listed and claimable by id and by its shared code, and each
+    code issues it once more."""
+    template = CouponTemplateFactory(code="SHARED-2", total=10)
+
+    created = create_codes(staff_client, template.pk, {"count": 2})
+    code = SingleUseCode.objects.first()
+    listed = shopper_client.get("/api/coupons").json()["count"]
+    answers = [
+        bearer_client(UserFactory()).post(claim_url(template)),
+        redeem(bearer_client(UserFactory()), "SHARED-2"),
+        redeem(bearer_client(UserFactory()), code.code),
+    ]
+
+    assert created.json() == {"created": 2, "codes_only": False}
+    assert listed == 1
+    assert [answer.status_code for answer in answers] == [201, 201, 201]
+    template.refresh_from_db()
+    assert (template.has_single_use_codes, template.claimed_count) == (False, 3)
+
+
+@pytest.mark.django_db
+def test_a_codes_only_template_is_not_claimable_by_id_nor_listed(shopper_client):
     template = CouponTemplateFactory(code="SHARED-1")
     listed_before = shopper_client.get("/api/coupons").json()["count"]
-    codes.single_use_codes_create(template_id=template.pk, count=2)
+    codes.single_use_codes_create(template_id=template.pk, count=2, codes_only=True)
 
     by_id = shopper_client.post(claim_url(template))
     by_shared_code = redeem(shopper_client, "SHARED-1")
