@@ -89,9 +89,10 @@ def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> 
             return _("Exported %(count)s coupons (CSV).") % {"count": amounts["count"]}
         case StaffAction.CODES_CREATE:
             created = _("Created %(count)s single-use codes.") % {"count": amounts["count"]}
-            if amounts.get("codes_only"):
-                return f"{created} {_('The template is issued by single-use codes only.')}"
-            return created
+            if not amounts.get("codes_only"):
+                return created
+            codes_only = _("The template is issued by single-use codes only.")
+            return f"{created} {codes_only}"
         case StaffAction.CODES_EXPORT:
             return _("Exported %(count)s single-use codes (CSV).") % {"count": amounts["count"]}
         case StaffAction.STOCK_ADJUST:
@@ -111,13 +112,20 @@ def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> 
             coupon = {
                 "returned": _("coupon returned"),
                 "kept": _("coupon not returned: its window has closed"),
+                "kept_partial": _("coupon kept: the order is not refunded whole"),
                 "none": _("no coupon to return"),
             }[amounts["coupon"]]
-            return _("Refunded %(paid)s: %(units)s units back in stock, %(coupon)s.") % {
-                "paid": format_money(amounts["pay_amount"]),
+            # Entries written before partial refunds name the whole pay amount, no reason.
+            refunded = _("Refunded %(paid)s: %(units)s units back in stock, %(coupon)s.") % {
+                "paid": format_money(amounts.get("amount", amounts.get("pay_amount", 0))),
                 "units": sum(amounts["stock_returned"].values()),
                 "coupon": coupon,
             }
+            if "reason" not in amounts:
+                return refunded
+            scope = _("The whole order.") if amounts["whole"] else _("Some lines.")
+            reason = _("Reason: %(reason)s") % {"reason": amounts["reason"]}
+            return f"{refunded} {scope} {reason}"
         case StaffAction.STAFF_MANAGE:
             changes = "; ".join(
                 _("%(field)s from %(old)s to %(new)s")

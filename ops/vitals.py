@@ -60,9 +60,9 @@ class RequestVitalsMiddleware:
 
 
 def route_of(request: HttpRequest) -> str:
-    """The URL pattern that serves the request's path (`api/coupons/<id:template_id>/claim`),
-    also for an answer given before the view was found (the breaker's 503, /healthz by
-    address); `unmatched` for a path no pattern serves."""
+    """The URL pattern that serves the request's path, never the path itself (an id in a label
+    would make a series per order); also for an answer given before the view was found (the
+    breaker's 503, /healthz by address); `unmatched` for a path no pattern serves."""
     match = request.resolver_match
     if match is None:
         try:

@@ -12,6 +12,7 @@ MAX_PRICE = 10**11
 MAX_QUANTITY = 999
 MAX_LINES = 50
 MAX_STOCK = 2**31 - 1
+REFUND_REASON_MAX_LENGTH = 500
 
 
 class Category(models.Model):
@@ -123,6 +124,11 @@ class Order(models.Model):
     paid_at = models.DateTimeField(null=True, blank=True, verbose_name=_("paid at"))
     cancelled_at = models.DateTimeField(null=True, blank=True, verbose_name=_("cancelled at"))
     refunded_at = models.DateTimeField(null=True, blank=True, verbose_name=_("refunded at"))
+    # What refunds gave back so far, in cents (orders/refunds.py): the pay amount once the
+    # whole order is refunded (status refunded); less while only some lines are.
+    refunded_amount = models.BigIntegerField(
+        default=0, db_default=0, verbose_name=_("refunded amount")
+    )
     # Set from core.clock by the services, like every other time of the order.
     created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
     updated_at = models.DateTimeField(default=timezone.now, verbose_name=_("updated at"))
@@ -225,6 +231,10 @@ class OrderItem(models.Model):
     quantity = models.IntegerField(verbose_name=_("quantity"))
     # This line's part of the order's coupon discount (largest remainder split), for refunds.
     discount_amount = models.BigIntegerField(default=0, verbose_name=_("discount amount"))
+    # Units of this line refunded so far (orders/refunds.py).
+    refunded_quantity = models.IntegerField(
+        default=0, db_default=0, verbose_name=_("refunded quantity")
+    )
 
     class Meta:
         db_table = "order_items"
@@ -235,6 +245,10 @@ class OrderItem(models.Model):
             models.CheckConstraint(
                 condition=Q(quantity__gte=1, quantity__lte=MAX_QUANTITY),
                 name="order_item_quantity_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(refunded_quantity__gte=0, refunded_quantity__lte=F("quantity")),
+                name="order_item_refunded_within_quantity",
             ),
             models.CheckConstraint(
                 condition=Q(unit_price__gte=0, unit_price__lte=MAX_PRICE),
@@ -252,3 +266,35 @@ class OrderItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.quantity} x {self.title}"
+
+
+class Refund(models.Model):
+    """Money given back for a paid order, whole or some of its lines (orders/refunds.py), with
+    the staff member's reason; also in the audit trail."""
+
+    order = models.ForeignKey(
+        Order, on_delete=models.CASCADE, related_name="refunds", verbose_name=_("order")
+    )
+    amount = models.BigIntegerField(help_text=_("In cents."), verbose_name=_("amount"))
+    reason = models.CharField(max_length=REFUND_REASON_MAX_LENGTH, verbose_name=_("reason"))
+    # Order line id -> units refunded by this refund.
+    lines = models.JSONField(verbose_name=_("lines"))
+    coupon_returned = models.BooleanField(default=False, verbose_name=_("coupon returned"))
+    refunded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("refunded by"),
+    )
+    created_at = models.DateTimeField(default=timezone.now, verbose_name=_("created at"))
+
+    class Meta:
+        db_table = "order_refunds"
+        verbose_name = _("refund")
+        verbose_name_plural = _("refunds")
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return _("Refund #%(id)s of order #%(order)s") % {"id": self.pk, "order": self.order_id}

@@ -4,7 +4,15 @@ from rest_framework import serializers
 from api.serializers import StrictSerializer
 from core.limits import MAX_BIGINT
 from coupons.ports import COUPON_SCOPE_CHOICES, COUPON_TYPE_CHOICES
-from orders.models import Category, Order, OrderItem, Product
+from orders.models import (
+    MAX_QUANTITY,
+    REFUND_REASON_MAX_LENGTH,
+    Category,
+    Order,
+    OrderItem,
+    Product,
+    Refund,
+)
 from orders.selectors import OptionReason
 
 # Input serializers parse types and storage bounds only; the order rules (line count,
@@ -64,7 +72,15 @@ class CouponOptionsCartInputSerializer(StrictSerializer):
 class OrderItemSerializer(serializers.ModelSerializer):
     class Meta:
         model = OrderItem
-        fields = ["product_id", "title", "unit_price", "quantity", "discount_amount"]
+        fields = [
+            "id",
+            "product_id",
+            "title",
+            "unit_price",
+            "quantity",
+            "discount_amount",
+            "refunded_quantity",
+        ]
         read_only_fields = fields
 
 
@@ -85,23 +101,29 @@ class OrderItemSerializer(serializers.ModelSerializer):
                 # The coupon's 500 shared over the lines in its scope, by value.
                 "items": [
                     {
+                        "id": 5101,
                         "product_id": 1,
                         "title": "Tea set",
                         "unit_price": 9900,
                         "quantity": 2,
                         "discount_amount": 465,
+                        "refunded_quantity": 0,
                     },
                     {
+                        "id": 5102,
                         "product_id": 3,
                         "title": "Chopsticks",
                         "unit_price": 1500,
                         "quantity": 1,
                         "discount_amount": 35,
+                        "refunded_quantity": 0,
                     },
                 ],
                 "expire_at": "2026-12-01T10:30:03.127000Z",
                 "paid_at": None,
                 "cancelled_at": None,
+                "refunded_at": None,
+                "refunded_amount": 0,
                 "created_at": "2026-12-01T10:15:03.127000Z",
                 "updated_at": "2026-12-01T10:15:03.127000Z",
             },
@@ -126,10 +148,71 @@ class OrderSerializer(serializers.ModelSerializer):
             "expire_at",
             "paid_at",
             "cancelled_at",
+            "refunded_at",
+            "refunded_amount",
             "created_at",
             "updated_at",
         ]
         read_only_fields = fields
+
+
+class RefundLineInputSerializer(StrictSerializer):
+    line_id = serializers.IntegerField(
+        min_value=1, max_value=MAX_BIGINT, help_text="An order line's `id` (see `items`)."
+    )
+    quantity = serializers.IntegerField(
+        min_value=1, max_value=MAX_QUANTITY, help_text="Units of that line to refund."
+    )
+
+
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "The whole order", request_only=True, value={"reason": "商品破损，全额退款"}
+        ),
+        OpenApiExample(
+            "One unit of one line",
+            request_only=True,
+            value={"reason": "少发一件", "lines": [{"line_id": 5101, "quantity": 1}]},
+        ),
+    ]
+)
+class RefundInputSerializer(StrictSerializer):
+    reason = serializers.CharField(
+        allow_blank=True,
+        trim_whitespace=False,  # the service says what is wrong with a blank one
+        help_text=f"Why the money goes back: required, 1 to {REFUND_REASON_MAX_LENGTH} "
+        "characters; kept with the refund and in the audit trail.",
+    )
+    lines = RefundLineInputSerializer(
+        many=True,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Which units to refund; left out, every unit not yet refunded (the whole order).",
+    )
+
+
+class RefundSerializer(serializers.ModelSerializer):
+    lines = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Refund
+        fields = ["id", "amount", "reason", "lines", "coupon_returned", "created_at"]
+        read_only_fields = fields
+
+    def get_lines(self, refund: Refund) -> list[dict[str, int]]:
+        return [
+            {"line_id": int(line_id), "quantity": quantity}
+            for line_id, quantity in refund.lines.items()
+        ]
+
+
+class RefundAnswerSerializer(serializers.Serializer):
+    order = OrderSerializer()
+    refund = RefundSerializer(
+        allow_null=True, help_text="null: the order was refunded whole already; nothing done."
+    )
 
 
 @extend_schema_serializer(

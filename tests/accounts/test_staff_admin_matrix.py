@@ -97,7 +97,13 @@ OPERATIONS = {
     "refund an order": Operation(
         frozenset({"orders.refund_order"}),
         lambda client, w: client.post(
-            "/admin/orders/order/", {"action": "refund_orders", "_selected_action": [w.paid.pk]}
+            "/admin/orders/order/",
+            {
+                "action": "refund_orders",
+                "_selected_action": [w.paid.pk],
+                "confirm": "1",
+                "reason": "matrix",
+            },
         ),
         StaffAction.ORDER_REFUND,
     ),

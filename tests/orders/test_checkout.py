@@ -35,6 +35,7 @@ def test_checkout_without_coupon_takes_stock_and_snapshots_prices(user, shopper_
 
     assert response.status_code == 201
     order = Order.objects.get()
+    shirt_line, socks_line = order.items.order_by("product_id").values_list("pk", flat=True)
     assert response.json() == {
         "id": order.pk,
         "user_id": user.pk,
@@ -46,23 +47,29 @@ def test_checkout_without_coupon_takes_stock_and_snapshots_prices(user, shopper_
         "coupon_id": None,
         "items": [
             {
+                "id": shirt_line,
                 "product_id": shirt.pk,
                 "title": "Shirt",
                 "unit_price": 9900,
                 "quantity": 2,
                 "discount_amount": 0,
+                "refunded_quantity": 0,
             },
             {
+                "id": socks_line,
                 "product_id": socks.pk,
                 "title": "Socks",
                 "unit_price": 1500,
                 "quantity": 3,
                 "discount_amount": 0,
+                "refunded_quantity": 0,
             },
         ],
         "expire_at": (now + timedelta(minutes=15)).isoformat().replace("+00:00", "Z"),
         "paid_at": None,
         "cancelled_at": None,
+        "refunded_at": None,
+        "refunded_amount": 0,
         "created_at": now.isoformat().replace("+00:00", "Z"),
         "updated_at": now.isoformat().replace("+00:00", "Z"),
     }
