@@ -6,6 +6,10 @@ from typing import Any
 
 from django.contrib.admin.models import LogEntry
 from django.core.exceptions import FieldDoesNotExist
+from django.db import models
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.formats import date_format
 from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -56,16 +60,31 @@ def audit_message(entry: LogEntry) -> str:
 def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> str:
     match action:
         case StaffAction.TEMPLATE_PUBLISH:
-            return _("Published: total %(total)s, per-user limit %(limit)s.") % {
-                "total": amounts["total"],
-                "limit": amounts["per_user_limit"],
-            }
+            if "type" not in amounts:  # written before every term was recorded
+                return _("Published: total %(total)s, per-user limit %(limit)s.") % {
+                    "total": amounts["total"],
+                    "limit": amounts["per_user_limit"],
+                }
+            terms = "; ".join(
+                _("%(field)s: %(value)s")
+                % {
+                    "field": _field_name(entry, field),
+                    "value": _term_shown(entry, field, value, amounts.get("type")),
+                }
+                for field, value in amounts.items()
+            )
+            return _("Published: %(terms)s.") % {"terms": terms}
         case StaffAction.TEMPLATE_EDIT:
             if not amounts:
                 return _("Saved without changes.")
+            kind = amounts["type"][1] if "type" in amounts else _current(entry, "type")
             changes = "; ".join(
                 _("%(field)s from %(old)s to %(new)s")
-                % {"field": _field_name(entry, field), "old": _shown(old), "new": _shown(new)}
+                % {
+                    "field": _field_name(entry, field),
+                    "old": _term_shown(entry, field, old, kind),
+                    "new": _term_shown(entry, field, new, kind),
+                }
                 for field, (old, new) in amounts.items()
             )
             return _("Changed %(changes)s.") % {"changes": changes}
@@ -144,6 +163,37 @@ def _field_name(entry: LogEntry, field: str) -> str:
         return str(getattr(model._meta.get_field(field), "verbose_name", field))
     except FieldDoesNotExist:
         return field
+
+
+def _term_shown(entry: LogEntry, field: str, value: Any, template_type: str | None) -> str:
+    """A recorded term as the form shows it: money in yuan (the terms the model names as
+    money), a choice by its label, a time in TIME_ZONE; anything else as it is."""
+    model = entry.content_type.model_class() if entry.content_type is not None else None
+    if model is None or value is None or value == "":
+        return _shown(value)
+    money_terms = getattr(model, "money_terms", None)
+    if money_terms is not None and field in money_terms(template_type):
+        return format_money(int(value))
+    try:
+        model_field = model._meta.get_field(field)
+    except FieldDoesNotExist:
+        return _shown(value)
+    choices = dict(getattr(model_field, "flatchoices", None) or ())
+    if isinstance(value, str | int) and value in choices:
+        return str(choices[value])
+    if isinstance(model_field, models.DateTimeField) and isinstance(value, str):
+        moment = parse_datetime(value)
+        if moment is not None:
+            return date_format(timezone.localtime(moment), "SHORT_DATETIME_FORMAT")
+    return _shown(value)
+
+
+def _current(entry: LogEntry, field: str) -> Any:
+    """The recorded object's `field` as it is now (None if it is gone)."""
+    model = entry.content_type.model_class() if entry.content_type is not None else None
+    if model is None:
+        return None
+    return model._default_manager.filter(pk=entry.object_id).values_list(field, flat=True).first()
 
 
 def _shown(value: Any) -> str:

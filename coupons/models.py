@@ -91,7 +91,7 @@ class CouponTemplate(models.Model):
         max_length=16, choices=Scope.choices, default=Scope.ALL, verbose_name=_("scope")
     )
     # Plain ids of categories or products: coupons knows nothing of the catalog's models.
-    scope_ids = models.JSONField(default=list, blank=True)
+    scope_ids = models.JSONField(default=list, blank=True, verbose_name=_("scope ids"))
     code = models.CharField(
         max_length=CODE_MAX_LENGTH, null=True, blank=True, verbose_name=_("code")
     )
@@ -110,7 +110,11 @@ class CouponTemplate(models.Model):
     )
     # Defaults in the database too, so rows written by raw SQL (scripts, seeds) stay valid.
     audience = models.CharField(
-        max_length=16, choices=Audience.choices, default=Audience.ALL, db_default=Audience.ALL
+        max_length=16,
+        choices=Audience.choices,
+        default=Audience.ALL,
+        db_default=Audience.ALL,
+        verbose_name=_("audience"),
     )
     # Set while the template is paused (SPEC section 18): it issues nothing, by claim, code or
     # grant; coupons already held stay usable. The guarded UPDATE of a claim checks it.
@@ -213,6 +217,14 @@ class CouponTemplate(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @classmethod
+    def money_terms(cls, template_type: str | None) -> frozenset[str]:
+        """The terms kept in cents (the audit trail shows them in yuan): the face value too,
+        unless the template is a percent one (then it is the percent off)."""
+        if template_type == cls.Type.PERCENT:
+            return frozenset({"min_amount", "max_discount"})
+        return frozenset({"value", "min_amount", "max_discount"})
 
     def use_window_at(self, issued_at: datetime) -> "UseWindow":
         """The use window of a coupon of this template issued at `issued_at`: valid_days from

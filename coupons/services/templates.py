@@ -74,7 +74,7 @@ def coupon_template_publish(
             actor=actor,
             action=StaffAction.TEMPLATE_PUBLISH,
             target=template,
-            amounts={"total": template.total, "per_user_limit": template.per_user_limit},
+            amounts={term: getattr(template, term) for term in TEMPLATE_TERMS},
         )
     transaction.on_commit(lambda: terms_publish_new(template))
     return template

@@ -11,7 +11,7 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from accounts.audit_messages import audit_message
 from accounts.staff_actions import StaffAction
@@ -19,7 +19,7 @@ from core import clock
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import templates
 from orders import services, stock
-from orders.models import Product
+from orders.models import Category, Product
 from tests.support.admin_users import VIEW_ONLY
 from tests.support.browser import english_words
 from tests.support.clients import bearer_client
@@ -233,3 +233,55 @@ def test_a_replayed_api_grant_is_recorded_once(staff):
 
     assert (first.status_code, replay.headers["Idempotent-Replayed"]) == (200, "true")
     assert recorded(StaffAction.COUPONS_GRANT, staff) == 1
+
+
+@pytest.mark.django_db
+def test_a_publish_records_every_term_in_the_forms_words(staff):
+    """Issue: a publish recorded only the total and the limit, as 总额; now every term, as the
+    form names it, money in yuan, choices by their labels."""
+    now = clock.now()
+    tea = Category.objects.create(name="茶具")
+    template = templates.coupon_template_publish(
+        name="满百减十",
+        type="threshold",
+        value=1000,
+        min_amount=10000,
+        total=500,
+        per_user_limit=2,
+        valid_from=now,
+        valid_until=now + timedelta(days=7),
+        scope="categories",
+        scope_ids=[tea.pk],
+        audience="new_customers",
+        actor=staff,
+    )
+    entry = LogEntry.objects.get(object_id=str(template.pk))
+
+    with translation.override("zh-hans"):
+        said = audit_message(entry)
+
+    for words in ("面额：¥10.00", "最低消费：¥100.00", "发放总量：500", "每人限领：2"):
+        assert words in said, said
+    assert "总额" not in said
+    assert str(CouponTemplate.Audience.NEW_CUSTOMERS.label) not in said  # the English label
+    with translation.override("zh-hans"):
+        assert str(CouponTemplate.Audience.NEW_CUSTOMERS.label) in audit_message(entry)
+
+
+@pytest.mark.django_db
+def test_djangos_own_change_message_names_user_fields_in_chinese(staff):
+    """Issue: "已修改Staff status 和 User permissions": the labels Django stores matched no
+    msgid of its catalogue."""
+    user = UserFactory()
+    entry = LogEntry.objects.log_actions(
+        user_id=staff.pk,
+        queryset=[user],
+        action_flag=2,
+        change_message='[{"changed": {"fields": ["Staff status", "User permissions"]}}]',
+        single_object=True,
+    )
+
+    with translation.override("zh-hans"):
+        said = entry.get_change_message()
+
+    assert "职员状态" in said and "用户权限" in said, said
