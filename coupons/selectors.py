@@ -10,6 +10,7 @@ from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils.module_loading import import_string
 
+from core import clock
 from core.limits import is_id_text
 from coupons.coupon_status import CouponStatus
 from coupons.dashboard import coupons_per_hour, hours_per_day, local_days_span
@@ -269,18 +270,29 @@ def single_use_code_counts(*, template_id: int) -> CodeCounts:
 
 
 def template_records(
-    *, template_id: int, search: str = "", coupon_ids_of_order: list[int] | None = None
+    *,
+    template_id: int,
+    user: str = "",
+    coupon_ids: list[int] | None = None,
+    status: CouponStatus | None = None,
+    source: str | None = None,
+    now: datetime | None = None,
 ) -> QuerySet[UserCoupon]:
     """The template's coupons, newest first, with their users: every claim and use (the
-    admin's 领取/使用记录). `search` is a username (a part of one), or digits: a user id, or
-    an order number whose coupons the caller found (`coupon_ids_of_order`)."""
+    admin's 领取/使用记录). `user` matches a user: digits are a user id (or a username that
+    is digits), anything else a part of a username. `coupon_ids` keeps only those coupons
+    (an order's, which the caller found); `status` (unused, used, expired at `now`) and
+    `source` (claim, code, grant) filter."""
     coupons = UserCoupon.objects.filter(template_id=template_id).select_related("user")
-    search = search.strip()
-    if is_id_text(search):
-        matches = Q(user_id=int(search)) | Q(user__username=search)
-        if coupon_ids_of_order:
-            matches |= Q(pk__in=coupon_ids_of_order)
-        coupons = coupons.filter(matches)
-    elif search:
-        coupons = coupons.filter(user__username__icontains=search)
+    user = user.strip()
+    if is_id_text(user):
+        coupons = coupons.filter(Q(user_id=int(user)) | Q(user__username=user))
+    elif user:
+        coupons = coupons.filter(user__username__icontains=user)
+    if coupon_ids is not None:
+        coupons = coupons.filter(pk__in=coupon_ids)
+    if status is not None:
+        coupons = coupons.with_status(status, now=now or clock.now())
+    if source is not None:
+        coupons = coupons.filter(source=source)
     return coupons.order_by("-id")

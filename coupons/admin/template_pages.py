@@ -11,7 +11,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
 from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
@@ -23,8 +23,9 @@ from coupons import selectors
 from coupons.admin import grants
 from coupons.admin.display import COUPON_STATUS_LABELS, local_datetime, orders_lookup
 from coupons.admin.reports import csv_lines, in_language
+from coupons.coupon_status import CouponStatus
 from coupons.errors import TemplateInvalid
-from coupons.models import CouponTemplate
+from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import codes
 from coupons.single_use_codes import (
     MAX_SINGLE_USE_CODES_PER_REQUEST,
@@ -71,6 +72,44 @@ class SingleUseCodesForm(forms.Form):
             "618 makes codes that start 618-."
         ),
     )
+
+
+SEARCHES = [
+    ("user", gettext_lazy("user: a username, a part of one, or a user id")),
+    ("order", gettext_lazy("order number")),
+]
+
+
+class RecordsFilterForm(forms.Form):
+    """The records page's search and filters; each search says what it matches."""
+
+    q = forms.CharField(label=gettext_lazy("search"), required=False, max_length=150)
+    by = forms.ChoiceField(label=gettext_lazy("search in"), required=False, choices=SEARCHES)
+    status = forms.ChoiceField(
+        label=gettext_lazy("use status"),
+        required=False,
+        choices=[("", gettext_lazy("all"))]
+        + [(status.value, COUPON_STATUS_LABELS[status.value]) for status in CouponStatus],
+    )
+    source = forms.ChoiceField(
+        label=gettext_lazy("source"),
+        required=False,
+        choices=[("", gettext_lazy("all")), *UserCoupon.Source.choices],
+    )
+
+    def __init__(self, *args, show_orders: bool, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not show_orders:  # an order number is searched only by who may see orders
+            by = self.fields["by"]
+            assert isinstance(by, forms.ChoiceField)
+            by.choices = SEARCHES[:1]
+
+
+def _without_page(query) -> str:
+    """The page's query string without its page number, for the pagination links."""
+    kept = query.copy()
+    kept.pop("page", None)
+    return kept.urlencode()
 
 
 class TemplatePagesAdmin(admin.ModelAdmin):
@@ -211,13 +250,23 @@ class TemplatePagesAdmin(admin.ModelAdmin):
         if not self.has_records_permission(request):
             raise PermissionDenied
         show_orders = request.user.has_perm("orders.view_order")
-        search = request.GET.get("q", "").strip()
+        asked = RecordsFilterForm(request.GET or None, show_orders=show_orders)
+        chosen = asked.cleaned_data if asked.is_valid() else {}
+        search, by = chosen.get("q", ""), chosen.get("by") or "user"
         order_coupons = None
-        if show_orders and is_id_text(search):  # an order number: its coupon, if it is ours
-            found = orders_lookup()(template_id=template.pk, order_ids=[int(search)], limit=1)
-            order_coupons = [order.coupon_id for order in found]
+        if search and by == "order":  # an order number: its coupon, if it is ours
+            order_coupons = []
+            if is_id_text(search):
+                found = orders_lookup()(template_id=template.pk, order_ids=[int(search)], limit=1)
+                order_coupons = [order.coupon_id for order in found]
+        now = clock.now()
         coupons = selectors.template_records(
-            template_id=template.pk, search=search, coupon_ids_of_order=order_coupons
+            template_id=template.pk,
+            user=search if by == "user" else "",
+            coupon_ids=order_coupons,
+            status=CouponStatus(chosen["status"]) if chosen.get("status") else None,
+            source=chosen.get("source") or None,
+            now=now,
         )
         page = Paginator(coupons, RECORDS_PER_PAGE).get_page(request.GET.get("page"))
         ids = [coupon.pk for coupon in page]
@@ -226,7 +275,6 @@ class TemplatePagesAdmin(admin.ModelAdmin):
             orders_lookup()(coupon_ids=ids, limit=len(ids) * 3) if ids and show_orders else []
         ):
             orders.setdefault(order.coupon_id, []).append(order)
-        now = clock.now()
         rows = [
             {
                 "coupon": coupon,
@@ -242,7 +290,9 @@ class TemplatePagesAdmin(admin.ModelAdmin):
             **self.page_context(request, template, _("Claims and uses")),
             "rows": rows,
             "page_obj": page,
-            "search": search,
+            "filters": asked if asked.is_bound else RecordsFilterForm(show_orders=show_orders),
+            "kept_query": _without_page(request.GET),
             "show_orders": show_orders,
+            "back_url": reverse("admin:coupons_coupontemplate_change", args=[template.pk]),
         }
         return TemplateResponse(request, "admin/coupons/coupontemplate/records.html", context)

@@ -157,13 +157,24 @@ def test_the_records_are_searched_by_user_and_by_order_number(admin_site, claims
     everyone = admin_site.get(url, **ZH).content.decode()
     by_name = admin_site.get(url, {"q": "ali"}, **ZH).content.decode()
     by_user_id = admin_site.get(url, {"q": str(alice.pk)}, **ZH).content.decode()
-    by_order = admin_site.get(url, {"q": str(claims["order"].pk)}, **ZH).content.decode()
+    order_number = str(claims["order"].pk)
+    by_order = admin_site.get(url, {"q": order_number, "by": "order"}, **ZH).content.decode()
+    # The issue: an order number also found the user whose id it is. Each search says what it
+    # matches: alice's id as an order number finds no order of this template.
+    alice_as_order = admin_site.get(url, {"q": str(alice.pk), "by": "order"}).content.decode()
     nobody = admin_site.get(url, {"q": "zed"}, **ZH).content.decode()
+    used = admin_site.get(url, {"status": "used"}).content.decode()
+    unused = admin_site.get(url, {"status": "unused"}).content.decode()
+    granted = admin_site.get(url, {"source": "grant"}).content.decode()
 
     assert users_listed(everyone) == ["carol", "bob", "alice"]
     assert users_listed(by_name) == ["alice"]
     assert users_listed(by_user_id) == ["alice"]
     assert users_listed(by_order) == ["bob"]
+    assert users_listed(alice_as_order) == (["bob"] if claims["order"].pk == alice.pk else [])
+    assert users_listed(used) == ["bob"] and users_listed(unused) == ["carol", "alice"]
+    assert users_listed(granted) == []
+    assert "使用状态" in everyone and "返回" in everyone
     assert f"#{claims['order'].pk}</a> (待支付)" in by_order
     assert users_listed(nobody) == [] and "共 0 张" in nobody
     assert "领取/使用记录" in everyone and "共 3 张" in everyone
@@ -198,7 +209,7 @@ def test_the_records_ask_for_the_view_permissions_of_what_they_show(client, clai
     change_page = client.get(f"{TEMPLATES}{claims['template'].pk}/change/").content.decode()
     client.force_login(coupons_no_orders)
     page = client.get(url).content.decode()
-    searched = client.get(url, {"q": order_number}).content.decode()
+    searched = client.get(url, {"q": order_number, "by": "order"}).content.decode()
 
     assert refused.status_code == refused_too.status_code == 403
     assert "claim-records" not in change_page  # no link to a page that would refuse
