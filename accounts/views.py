@@ -19,6 +19,7 @@ from accounts.authentication import (
     RevocableTokenRefreshSerializer,
     user_of_token,
 )
+from accounts.demo_users import DEMO_PASSWORD
 from accounts.throttles import LoginThrottle, RefreshThrottle
 from api.schema import api_errors
 from api.serializers import StrictSerializer
@@ -55,7 +56,7 @@ REFRESH_REQUEST_EXAMPLE = OpenApiExample(
             OpenApiExample(
                 "A username and password",
                 request_only=True,
-                value={"username": "alice", "password": "correct-horse-battery"},
+                value={"username": "alice", "password": DEMO_PASSWORD},
             ),
             TOKEN_PAIR_EXAMPLE,
         ]

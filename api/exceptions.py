@@ -131,7 +131,18 @@ UNAVAILABLE_PAGE = """<!doctype html>
 <p>The database cannot be reached. Try again in a few seconds.</p></body></html>"""
 
 
-def unavailable_response(response_class: type[HttpResponse] | type[Response] = JsonResponse):
+class EnvelopeResponse(JsonResponse):
+    """The API's JSON envelope outside DRF, in UTF-8 as DRF writes it: Chinese as itself,
+    never `\\u`-escaped."""
+
+    def __init__(self, data, **kwargs):
+        kwargs.setdefault("json_dumps_params", {"ensure_ascii": False})
+        super().__init__(data, **kwargs)
+
+
+def unavailable_response(
+    response_class: type[HttpResponse] | type[Response] = EnvelopeResponse,
+):
     """503 `unavailable` with Retry-After. Marked as logged: the fault reporter has
     written the one line this failure deserves, so django.request adds none per request."""
     body = error_body("unavailable", UNAVAILABLE_DETAIL)
@@ -205,7 +216,7 @@ def admin_page_or_envelope(
     API's JSON envelope (`code`, `detail`) everywhere else."""
     if is_admin_request(request):
         return admin_error_page(request, status_code, title, explanation)
-    return JsonResponse(error_body(code, detail), status=status_code)
+    return EnvelopeResponse(error_body(code, detail), status=status_code)
 
 
 def bad_request(request, exception=None) -> HttpResponse:
@@ -269,7 +280,7 @@ def csrf_failure(request, reason: str = "") -> HttpResponse:
     authenticates with Bearer tokens, but a browser with a session cookie can still meet
     CSRF on a plain Django view such as /healthz); Django's own page for the admin."""
     if request.path.startswith("/api/") or request.path == reverse("healthz"):
-        return JsonResponse(
+        return EnvelopeResponse(
             error_body("permission_denied", _("CSRF verification failed. Request aborted.")),
             status=403,
         )
@@ -278,13 +289,13 @@ def csrf_failure(request, reason: str = "") -> HttpResponse:
 
 def request_too_large_response() -> JsonResponse:
     detail = str(too_large().detail)
-    return JsonResponse(error_body("too_large", detail), status=413)
+    return EnvelopeResponse(error_body("too_large", detail), status=413)
 
 
 def method_not_allowed_response(method: str, allowed: list[str]) -> JsonResponse:
     """405 in the envelope with the `Allow` header RFC 9110 asks for, for a view outside DRF
     (DRF's own 405 has both)."""
     detail = str(exceptions.MethodNotAllowed(method).detail)
-    response = JsonResponse(error_body("method_not_allowed", detail), status=405)
+    response = EnvelopeResponse(error_body("method_not_allowed", detail), status=405)
     response["Allow"] = ", ".join(allowed)
     return response

@@ -17,6 +17,7 @@ from typing import Literal
 
 import uritemplate
 from django.utils.functional import Promise
+from django.utils.translation import gettext as _
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.utils import OpenApiParameter
@@ -57,8 +58,10 @@ class ErrorExample:
             code for api_class, code in CODE_BY_API_EXCEPTION if issubclass(error, api_class)
         )
         if code == "invalid":
-            return cls(code, "Invalid input.", {"field_name": ["This field is required."]})
-        return cls(code, str(error.default_detail))
+            return cls(code, _("Invalid input."), {"field_name": [_("This field is required.")]})
+        # A detail with a placeholder is shown as one request would meet it.
+        example_args = EXAMPLE_ARGUMENTS.get(error, ())
+        return cls(code, str(error(*example_args).detail if example_args else error.default_detail))
 
     def status_code(self) -> int:
         return self.status or status_of_code(self.code)
@@ -66,6 +69,12 @@ class ErrorExample:
     def body(self) -> dict:
         return error_body(self.code, self.detail, self.fields)
 
+
+# The arguments DRF's errors with a placeholder in their detail are shown with.
+EXAMPLE_ARGUMENTS: dict[type, tuple] = {
+    exceptions.UnsupportedMediaType: ("text/plain",),
+    exceptions.MethodNotAllowed: ("PUT",),
+}
 
 # What every operation may answer, and every operation that takes a body: one line each.
 EVERY_OPERATION_ERRORS: list["ErrorClass | ErrorExample"] = [

@@ -305,7 +305,7 @@ class MineQuerySerializer(StrictSerializer):
 
 
 @extend_schema_serializer(
-    examples=[OpenApiExample("A code", request_only=True, value={"code": "SPRING-10"})]
+    examples=[OpenApiExample("A code", request_only=True, value={"code": "WELCOME7"})]
 )
 class RedeemInputSerializer(StrictSerializer):
     code = serializers.RegexField(

@@ -1,3 +1,5 @@
+from typing import Any
+
 from drf_spectacular.utils import OpenApiExample, extend_schema_serializer
 from rest_framework import serializers
 
@@ -84,51 +86,48 @@ class OrderItemSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+ORDER_EXAMPLE: dict[str, Any] = {
+    "id": 3051,
+    "user_id": 42,
+    "order_type": "normal",
+    "status": "pending_payment",
+    "total_amount": 21300,
+    "discount_amount": 500,
+    "pay_amount": 20800,
+    "coupon_id": 812,
+    # The coupon's 500 shared over the lines in its scope, by value.
+    "items": [
+        {
+            "id": 5101,
+            "product_id": 1,
+            "title": "Tea set",
+            "unit_price": 9900,
+            "quantity": 2,
+            "discount_amount": 465,
+            "refunded_quantity": 0,
+        },
+        {
+            "id": 5102,
+            "product_id": 3,
+            "title": "Chopsticks",
+            "unit_price": 1500,
+            "quantity": 1,
+            "discount_amount": 35,
+            "refunded_quantity": 0,
+        },
+    ],
+    "expire_at": "2026-12-01T10:30:03.127000Z",
+    "paid_at": None,
+    "cancelled_at": None,
+    "refunded_at": None,
+    "refunded_amount": 0,
+    "created_at": "2026-12-01T10:15:03.127000Z",
+    "updated_at": "2026-12-01T10:15:03.127000Z",
+}
+
+
 @extend_schema_serializer(
-    examples=[
-        OpenApiExample(
-            "An order awaiting payment",
-            response_only=True,
-            value={
-                "id": 3051,
-                "user_id": 42,
-                "order_type": "normal",
-                "status": "pending_payment",
-                "total_amount": 21300,
-                "discount_amount": 500,
-                "pay_amount": 20800,
-                "coupon_id": 812,
-                # The coupon's 500 shared over the lines in its scope, by value.
-                "items": [
-                    {
-                        "id": 5101,
-                        "product_id": 1,
-                        "title": "Tea set",
-                        "unit_price": 9900,
-                        "quantity": 2,
-                        "discount_amount": 465,
-                        "refunded_quantity": 0,
-                    },
-                    {
-                        "id": 5102,
-                        "product_id": 3,
-                        "title": "Chopsticks",
-                        "unit_price": 1500,
-                        "quantity": 1,
-                        "discount_amount": 35,
-                        "refunded_quantity": 0,
-                    },
-                ],
-                "expire_at": "2026-12-01T10:30:03.127000Z",
-                "paid_at": None,
-                "cancelled_at": None,
-                "refunded_at": None,
-                "refunded_amount": 0,
-                "created_at": "2026-12-01T10:15:03.127000Z",
-                "updated_at": "2026-12-01T10:15:03.127000Z",
-            },
-        )
-    ]
+    examples=[OpenApiExample("An order awaiting payment", response_only=True, value=ORDER_EXAMPLE)]
 )
 class OrderSerializer(serializers.ModelSerializer):
     items = OrderItemSerializer(many=True, read_only=True)
@@ -208,6 +207,56 @@ class RefundSerializer(serializers.ModelSerializer):
         ]
 
 
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "One unit of a shipped order's first line",
+            response_only=True,
+            status_codes=["201"],
+            value={
+                "order": ORDER_EXAMPLE
+                | {
+                    "status": "shipped",
+                    "paid_at": "2026-12-01T10:16:40.512000Z",
+                    "refunded_amount": 9667,
+                    "items": [
+                        ORDER_EXAMPLE["items"][0] | {"refunded_quantity": 1},
+                        ORDER_EXAMPLE["items"][1],
+                    ],
+                    "updated_at": "2026-12-02T09:02:11.004000Z",
+                },
+                "refund": {
+                    "id": 17,
+                    "amount": 9667,
+                    "reason": "少发一件",
+                    "lines": [{"line_id": 5101, "quantity": 1}],
+                    "coupon_returned": False,
+                    "created_at": "2026-12-02T09:02:11.004000Z",
+                },
+            },
+        ),
+        OpenApiExample(
+            "Refunded whole already: nothing done",
+            response_only=True,
+            status_codes=["200"],
+            value={
+                "order": ORDER_EXAMPLE
+                | {
+                    "status": "refunded",
+                    "paid_at": "2026-12-01T10:16:40.512000Z",
+                    "refunded_at": "2026-12-02T09:02:11.004000Z",
+                    "refunded_amount": 20800,
+                    "items": [
+                        ORDER_EXAMPLE["items"][0] | {"refunded_quantity": 2},
+                        ORDER_EXAMPLE["items"][1] | {"refunded_quantity": 1},
+                    ],
+                    "updated_at": "2026-12-02T09:02:11.004000Z",
+                },
+                "refund": None,
+            },
+        ),
+    ]
+)
 class RefundAnswerSerializer(serializers.Serializer):
     order = OrderSerializer()
     refund = RefundSerializer(

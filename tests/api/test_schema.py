@@ -168,6 +168,7 @@ def test_idempotency_key_is_documented_exactly_where_it_is_accepted(schema):
         ("/api/orders", "post"),
         ("/api/orders/{order_id}/cancel", "post"),
         ("/api/orders/{order_id}/pay", "post"),
+        ("/api/admin/orders/{order_id}/refund", "post"),
     }
     created = schema["paths"]["/api/orders"]["post"]["responses"]["201"]
     assert created["headers"]["Idempotent-Replayed"]["schema"] == {
@@ -187,3 +188,34 @@ def test_swagger_ui_keeps_its_token_across_reloads(client):
     page = client.get("/api/docs/")
     assert page.status_code == 200
     assert b'"persistAuthorization": true' in page.content
+
+
+@pytest.mark.django_db
+def test_examples_speak_the_requests_language_and_work_against_the_demo():
+    """Issue: the 400 example was English under zh-hans, the 415 example showed a raw
+    `{media_type}`, the login example's password got 401 and the redemption's code 404."""
+    from rest_framework.test import APIClient
+
+    from accounts.demo_users import DEMO_PASSWORD
+
+    in_chinese = yaml.safe_load(
+        APIClient().get("/api/schema/", HTTP_ACCEPT_LANGUAGE="zh-hans").content
+    )
+    redeem = in_chinese["paths"]["/api/coupons/redeem"]["post"]
+    options = in_chinese["paths"]["/api/auth/token/refresh"]["post"]
+
+    def example(status: str, code: str) -> dict:
+        return options["responses"][status]["content"][JSON]["examples"][code]["value"]
+
+    assert example("400", "invalid")["detail"] == "输入无效。"
+    assert "{" not in example("415", "unsupported_media_type")["detail"]
+    assert "text/plain" in example("415", "unsupported_media_type")["detail"]
+    login = in_chinese["paths"]["/api/auth/token"]["post"]["requestBody"]["content"][JSON]
+    assert any(
+        item["value"].get("password") == DEMO_PASSWORD for item in login["examples"].values()
+    )
+    codes = [
+        item["value"]["code"]
+        for item in redeem["requestBody"]["content"][JSON]["examples"].values()
+    ]
+    assert codes == ["WELCOME7"]  # a code seed_demo publishes

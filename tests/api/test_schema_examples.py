@@ -118,6 +118,18 @@ def live_answers() -> dict[Operation, object]:
         200,
         {"amount": order["pay_amount"]},
     )
+    call(
+        as_staff,
+        "post",
+        "/api/admin/orders/{order_id}/refund",
+        f"/api/admin/orders/{order['id']}/refund",
+        201,
+        {"reason": "少发一件", "lines": [{"line_id": order["items"][0]["id"], "quantity": 1}]},
+    )
+    refund = "/api/admin/orders/{order_id}/refund"
+    whole = {"reason": "退货"}
+    call(as_staff, "post", refund, f"/api/admin/orders/{order['id']}/refund", 201, whole)
+    call(as_staff, "post", refund, f"/api/admin/orders/{order['id']}/refund", 200, whole)
     second = as_shopper.post("/api/orders", {"items": lines}, format="json").json()
     call(
         as_shopper,

@@ -98,3 +98,16 @@ def test_a_request_for_an_unknown_host_is_one_log_line_and_a_400(tmp_path):
     for line in log:
         assert "django.security.DisallowedHost" in line
         assert "Invalid HTTP_HOST header: 'attacker.example'" in line
+
+
+@pytest.mark.django_db
+def test_an_unknown_route_answers_chinese_as_itself_not_escaped():
+    """Issue: unknown routes answered `\\u`-escaped JSON; DRF's own answers never were."""
+    response = Client().get("/api/no-such-route", HTTP_ACCEPT_LANGUAGE="zh-hans")
+
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert b"\\u" not in response.content
+    detail = json.loads(response.content)["detail"]
+    assert any(ord(char) > 127 for char in detail)  # said in Chinese
+    assert detail in response.content.decode("utf-8")

@@ -81,8 +81,8 @@ def served(tmp_path, own_redis):
         process.wait(timeout=10)
 
 
-def stopped_together(process, port, children) -> None:
-    assert process.wait(timeout=60) != 0
+def stopped_together(process, port, children, *, exit_code: int) -> None:
+    assert process.wait(timeout=60) == exit_code
     wait_until(lambda: not any(map(alive, children)), timeout=30, what="both children to stop")
     assert not answering(port)
 
@@ -94,7 +94,8 @@ def test_sigterm_stops_gunicorn_and_the_scheduler_together(served):
 
     process.send_signal(signal.SIGTERM)
 
-    stopped_together(process, port, children)
+    # A normal stop: 0, so `make run` prints no "Error 143".
+    stopped_together(process, port, children, exit_code=0)
 
 
 @pytest.mark.servers
@@ -105,7 +106,7 @@ def test_a_scheduler_that_dies_takes_the_server_down_with_it(served):
 
     os.kill(scheduler, signal.SIGKILL)
 
-    stopped_together(process, port, children)
+    stopped_together(process, port, children, exit_code=1)
 
 
 def cmdline(pid: int) -> bytes:

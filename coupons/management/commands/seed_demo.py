@@ -9,13 +9,12 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from accounts.demo_users import DEMO_PASSWORD, DEMO_USERS
 from core import clock
 from coupons.catalog import scope_catalog
 from coupons.models import CouponTemplate
 from coupons.services import grants, templates
 
-DEMO_PASSWORD = "demo-pass-123"
-DEMO_USERS = [("admin", True), ("alice", False), ("bob", False)]
 CLAIMABLE_DEMO = "5 off, no threshold"
 
 
