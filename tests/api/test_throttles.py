@@ -24,6 +24,7 @@ SPEC_DEFAULTS = {
     "redeem": "10/min",
     "redeem_ip": "60/min",
     "checkout": "30/min",
+    "idempotent_refusals": "20/min",
 }
 
 
