@@ -53,6 +53,9 @@ TEMPLATE_SUMMARY_COLUMNS = (
     "max_discount",
     "scope",
     "scope_ids",
+    "excluded_product_ids",
+    "excluded_category_ids",
+    "one_unit_only",
     "visibility",
     "valid_days",
     "has_single_use_codes",
@@ -253,6 +256,8 @@ def _from_db(column: str, value: Any) -> Any:
         # MySQL's operations have this converter; the stubs type only the base class.
         convert = connection.ops.convert_datetimefield_value  # type: ignore[attr-defined]
         return convert(value, None, connection)
+    if isinstance(field, models.BooleanField):
+        return bool(value)
     if isinstance(field, models.JSONField):
         # JSONField ignores the expression, as the ORM's own calls for raw SQL show.
         return field.from_db_value(value, None, connection)  # type: ignore[arg-type]

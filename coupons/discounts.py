@@ -23,15 +23,26 @@ class DiscountTerms:
     max_discount: int | None  # cap in cents, `percent` only
     scope: str
     scope_ids: tuple[int, ...]
+    # Left out of a store-wide or category coupon: not eligible, whatever the scope says.
+    excluded_product_ids: tuple[int, ...] = ()
+    excluded_category_ids: tuple[int, ...] = ()
+    # The discount applies to one unit only: the cheapest eligible one.
+    one_unit_only: bool = False
 
 
 @dataclass(frozen=True)
 class CartLine:
-    """One line of a cart: the product, its category (None = uncategorised) and its amount."""
+    """One line of a cart: the product, its category (None = uncategorised), its amount and
+    the price of one unit (None: the line is one unit of `amount`)."""
 
     product_id: int
     category_id: int | None
     amount: int  # unit price x quantity, in cents
+    unit_price: int | None = None
+
+    @property
+    def cheapest_unit(self) -> int:
+        return self.amount if self.unit_price is None else self.unit_price
 
 
 class CartRefusal(StrEnum):
@@ -53,6 +64,10 @@ class CartJudgement:
 
 
 def line_in_scope(terms: DiscountTerms, line: CartLine) -> bool:
+    if line.product_id in terms.excluded_product_ids or (
+        line.category_id is not None and line.category_id in terms.excluded_category_ids
+    ):
+        return False
     match terms.scope:
         case "all":
             return True
@@ -93,8 +108,9 @@ def split_largest_remainder(total: int, weights: Sequence[int]) -> list[int]:
 
 
 def judge_cart(terms: DiscountTerms, lines: Sequence[CartLine]) -> CartJudgement:
-    """Apply a coupon to a cart: the eligible subtotal (lines in scope), the threshold on it,
-    the discount, and its split across the eligible lines."""
+    """Apply a coupon to a cart: the eligible subtotal (lines in scope, less what the coupon
+    excludes), the threshold on it, the discount, and its split across the eligible lines; a
+    one-unit-only coupon takes its discount off the cheapest eligible unit alone."""
     in_scope = [line_in_scope(terms, line) for line in lines]
     eligible = sum(line.amount for line, hit in zip(lines, in_scope, strict=True) if hit)
     no_discount = (0,) * len(lines)
@@ -103,6 +119,14 @@ def judge_cart(terms: DiscountTerms, lines: Sequence[CartLine]) -> CartJudgement
     if eligible < terms.min_amount:
         shortfall = terms.min_amount - eligible
         return CartJudgement(eligible, 0, CartRefusal.THRESHOLD_NOT_MET, shortfall, no_discount)
+    if terms.one_unit_only:
+        # The whole discount on one unit, the cheapest eligible (the first line of that price).
+        index = min(
+            (i for i, hit in enumerate(in_scope) if hit), key=lambda i: lines[i].cheapest_unit
+        )
+        discount = discount_for(terms, lines[index].cheapest_unit)
+        parts = [discount if i == index else 0 for i in range(len(lines))]
+        return CartJudgement(eligible, discount, None, None, tuple(parts))
     discount = discount_for(terms, eligible)
     weights = [line.amount if hit else 0 for line, hit in zip(lines, in_scope, strict=True)]
     parts = split_largest_remainder(discount, weights)

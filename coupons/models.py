@@ -92,6 +92,18 @@ class CouponTemplate(models.Model):
     )
     # Plain ids of categories or products: coupons knows nothing of the catalog's models.
     scope_ids = models.JSONField(default=list, blank=True, verbose_name=_("scope ids"))
+    # Left out of a store-wide or category coupon (SPEC section 25): the threshold, the
+    # eligible subtotal and the split skip these products and the products of these categories.
+    excluded_product_ids = models.JSONField(
+        default=list, blank=True, verbose_name=_("excluded products")
+    )
+    excluded_category_ids = models.JSONField(
+        default=list, blank=True, verbose_name=_("excluded categories")
+    )
+    # Applies to one unit only, the cheapest eligible one (Saleor's applyOncePerOrder).
+    one_unit_only = models.BooleanField(
+        default=False, db_default=False, verbose_name=_("one unit only")
+    )
     code = models.CharField(
         max_length=CODE_MAX_LENGTH, null=True, blank=True, verbose_name=_("code")
     )

@@ -51,7 +51,7 @@ class TransactionRequired(RuntimeError):
     """A programming error: a port that writes was called outside a transaction."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class UsableCoupon(DiscountTerms):
     """A user's coupon: its discount terms (judge_cart takes it as they are) and its own use
     window, stamped when it was issued, and its template's name (what the shopper sees)."""
@@ -188,6 +188,9 @@ def _usable(coupon: UserCoupon) -> UsableCoupon:
         max_discount=template.max_discount,
         scope=template.scope,
         scope_ids=tuple(template.scope_ids),
+        excluded_product_ids=tuple(template.excluded_product_ids),
+        excluded_category_ids=tuple(template.excluded_category_ids),
+        one_unit_only=template.one_unit_only,
         valid_from=coupon.valid_from,
         valid_until=coupon.valid_until,
         first_paid_order_only=template.audience == CouponTemplate.Audience.NEW_CUSTOMERS,

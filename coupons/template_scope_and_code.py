@@ -61,6 +61,50 @@ def scope_validate(
             )
 
 
+EXCLUSIONS = {
+    "excluded_product_ids": CouponTemplate.Scope.PRODUCTS,
+    "excluded_category_ids": CouponTemplate.Scope.CATEGORIES,
+}
+
+
+def exclusions_validate(
+    clean: dict[str, Any], fail: Callable[[str, str], None], *, current: CouponTemplate | None
+) -> None:
+    """Products and categories a store-wide or category coupon leaves out: lists of up to 500
+    ids the catalog knows (stored sorted, without repeats); a coupon of some products names
+    what it covers and excludes nothing. As for scope_ids, only ids new to the template are
+    looked up."""
+    scope = clean.get("scope")
+    catalog = scope_catalog()
+    for field, kind in EXCLUSIONS.items():
+        ids = clean.get(field)
+        if ids is None:
+            ids = clean[field] = []
+        if not isinstance(ids, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_BIGINT for i in ids
+        ):
+            fail(field, _("A list of ids (positive whole numbers) is required."))
+            continue
+        clean[field] = ids = sorted(set(ids))
+        if ids and scope == CouponTemplate.Scope.PRODUCTS:
+            fail(field, _("A coupon of some products names what it covers: leave this empty."))
+            continue
+        if len(ids) > MAX_SCOPE_IDS:
+            fail(field, _("At most %(count)d ids.") % {"count": MAX_SCOPE_IDS})
+            continue
+        if catalog is None or not ids:
+            continue
+        kept = set(getattr(current, field, None) or [])
+        new_ids = sorted(set(ids) - kept)
+        unknown = sorted(set(new_ids) - set(catalog.names(scope=kind, ids=new_ids)))
+        if unknown:
+            message = {
+                CouponTemplate.Scope.CATEGORIES: _("Unknown categories: %(ids)s."),
+                CouponTemplate.Scope.PRODUCTS: _("Unknown products: %(ids)s."),
+            }[kind]
+            fail(field, message % {"ids": ", ".join(map(str, unknown[:20]))})
+
+
 def code_validate(
     clean: dict[str, Any], fail: Callable[[str, str], None], *, current: CouponTemplate | None
 ) -> None:

@@ -19,7 +19,12 @@ from coupons.models import (
     NAME_MAX_LENGTH,
     CouponTemplate,
 )
-from coupons.template_scope_and_code import code_validate, one_of, scope_validate
+from coupons.template_scope_and_code import (
+    code_validate,
+    exclusions_validate,
+    one_of,
+    scope_validate,
+)
 from coupons.terms import TEMPLATE_TERMS
 
 # Coupons already in users' hands would silently change value if these changed. The claim
@@ -32,6 +37,9 @@ FROZEN_ONCE_CLAIMED = (
     "valid_days",
     "scope",
     "scope_ids",
+    "excluded_product_ids",
+    "excluded_category_ids",
+    "one_unit_only",
 )
 
 
@@ -95,6 +103,9 @@ def template_terms_validate(
     if clean.get("valid_days") is not None:
         check_int("valid_days", 1, MAX_VALID_DAYS)
     scope_validate(clean, fail, current=current)
+    exclusions_validate(clean, fail, current=current)
+    if not isinstance(clean.get("one_unit_only"), bool):
+        fail("one_unit_only", _("true or false is required."))
     code_validate(clean, fail, current=current)
     if clean.get("visibility") not in CouponTemplate.Visibility.values:
         fail("visibility", one_of(CouponTemplate.Visibility.values))

@@ -66,10 +66,12 @@ def cached_terms(template: CouponTemplate) -> CachedTerms:
 
 
 def template_from_row(template_id: int, row: dict[str, Any]) -> CouponTemplate:
-    """An unsaved CouponTemplate with the cached terms, for the claim's decision and answer."""
+    """An unsaved CouponTemplate with the cached terms, for the claim's decision and answer.
+    A term the cached row lacks (cached by an older release) takes the field's default."""
     columns = {
         column: _from_ms(row[column]) if column in DATETIME_COLUMNS else row[column]
         for column in ROW_COLUMNS
+        if column in row
     }
     return CouponTemplate(id=template_id, **columns)
 

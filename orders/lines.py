@@ -53,12 +53,13 @@ def order_lines_validate(items: Sequence[OrderLine]) -> list[ProductQuantity]:
 
 
 def cart_lines(lines: list[ProductQuantity], products: dict[int, Product]) -> list[ports.CartLine]:
-    """The order's lines as the coupon rules see them: product, category, amount."""
+    """The order's lines as the coupon rules see them: product, category, amount, unit price."""
     return [
         ports.CartLine(
             product_id=line.product_id,
             category_id=products[line.product_id].category_id,
             amount=products[line.product_id].price * line.quantity,
+            unit_price=products[line.product_id].price,
         )
         for line in lines
     ]

@@ -60,6 +60,9 @@ class ScopePicker(forms.TypedMultipleChoiceField):
 
 DEEP_DISCOUNT_PERCENT = 50
 
+# The exclusions' fields and what their choices are.
+EXCLUSION_PICKERS = {"excluded_category_ids": "categories", "excluded_product_ids": "products"}
+
 SCOPE_PICKERS: dict[str, str] = {
     CouponTemplate.Scope.CATEGORIES: "scope_categories",
     CouponTemplate.Scope.PRODUCTS: "scope_products",
@@ -116,6 +119,18 @@ class CouponTemplateForm(forms.ModelForm):
         label=gettext_lazy("products in scope"),
         help_text=gettext_lazy("For the scope “Some products”."),
     )
+    # Chosen by name like the scope (a list of ids typed by hand without a catalog).
+    excluded_category_ids = ScopePicker(
+        label=gettext_lazy("excluded categories"),
+        help_text=gettext_lazy(
+            "A store-wide or category coupon leaves these out: no threshold, no discount on "
+            "their products."
+        ),
+    )
+    excluded_product_ids = ScopePicker(
+        label=gettext_lazy("excluded products"),
+        help_text=gettext_lazy("Flash-sale items, gift cards: left out as above."),
+    )
 
     class Meta:
         model = CouponTemplate
@@ -167,6 +182,16 @@ class CouponTemplateForm(forms.ModelForm):
         else:
             for name in SCOPE_PICKERS.values():
                 self.fields.pop(name, None)
+        for name, kind in EXCLUSION_PICKERS.items():
+            field = self.fields.get(name)
+            if isinstance(field, ScopePicker) and catalog is not None:
+                field.choices = list(
+                    (catalog.categories() if kind == "categories" else catalog.products()).items()
+                )
+            elif field is not None:  # no catalog: ids typed by hand
+                self.fields[name] = IdListField(
+                    label=field.label, help_text=field.help_text, required=False
+                )
 
     def clean(self):
         cleaned = super().clean()

@@ -104,6 +104,8 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin, TemplatePa
         "scope_ids",
         "scope_categories",
         "scope_products",
+        "excluded_category_ids",
+        "excluded_product_ids",
         "confirm_deep_discount",
     )
 

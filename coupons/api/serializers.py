@@ -62,6 +62,21 @@ class TemplateInputSerializer(StrictSerializer):
     valid_days = serializers.IntegerField(allow_null=True, default=None)
     scope = serializers.CharField(default=CouponTemplate.Scope.ALL)
     scope_ids = serializers.ListField(child=serializers.IntegerField(), default=list)
+    excluded_product_ids = serializers.ListField(
+        child=serializers.IntegerField(),
+        default=list,
+        help_text="Products a store-wide or category coupon leaves out (no threshold, no "
+        "discount on them); empty for a coupon of some products.",
+    )
+    excluded_category_ids = serializers.ListField(
+        child=serializers.IntegerField(),
+        default=list,
+        help_text="Categories whose products a store-wide or category coupon leaves out.",
+    )
+    one_unit_only = serializers.BooleanField(
+        default=False,
+        help_text="true: the discount applies to one unit only, the cheapest eligible one.",
+    )
     code = serializers.CharField(allow_null=True, default=None, trim_whitespace=False)
     visibility = serializers.CharField(default=CouponTemplate.Visibility.PUBLIC)
     audience = serializers.CharField(
@@ -96,6 +111,9 @@ class TemplateSerializer(serializers.ModelSerializer):
                 "valid_days": 7,
                 "scope": "categories",
                 "scope_ids": [2],
+                "excluded_product_ids": [],
+                "excluded_category_ids": [],
+                "one_unit_only": False,
                 "code": "TEA-WEEK",
                 "visibility": "hidden",
                 "audience": "all",
@@ -150,6 +168,9 @@ class AdminTemplateSerializer(TemplateSerializer):
                 "valid_days": None,
                 "scope": "categories",
                 "scope_ids": [2],
+                "excluded_product_ids": [],
+                "excluded_category_ids": [],
+                "one_unit_only": False,
                 "audience": "all",
                 "claimed_count": 118,
                 "claimed_by_me": 1,
@@ -198,6 +219,15 @@ class TemplateTermsSerializer(serializers.Serializer):
     max_discount = serializers.IntegerField(read_only=True, allow_null=True)
     scope = serializers.ChoiceField(choices=CouponTemplate.Scope.choices, read_only=True)
     scope_ids = serializers.ListField(child=serializers.IntegerField(), read_only=True)
+    excluded_product_ids = serializers.ListField(
+        child=serializers.IntegerField(), read_only=True, help_text="Never discounted."
+    )
+    excluded_category_ids = serializers.ListField(
+        child=serializers.IntegerField(), read_only=True, help_text="Never discounted."
+    )
+    one_unit_only = serializers.BooleanField(
+        read_only=True, help_text="The discount applies to the cheapest eligible unit only."
+    )
     valid_from = serializers.DateTimeField(read_only=True, help_text="The claim window.")
     valid_until = serializers.DateTimeField(read_only=True)
 
@@ -228,6 +258,9 @@ class TemplateTermsSerializer(serializers.Serializer):
                     "max_discount": None,
                     "scope": "all",
                     "scope_ids": [],
+                    "excluded_product_ids": [],
+                    "excluded_category_ids": [],
+                    "one_unit_only": False,
                     "valid_from": "2026-12-01T00:00:00Z",
                     "valid_until": "2026-12-31T23:59:59Z",
                 },
@@ -292,6 +325,9 @@ def user_coupon_data(coupon: UserCoupon, *, now: datetime) -> dict[str, Any]:
             "max_discount": template.max_discount,
             "scope": template.scope,
             "scope_ids": list(template.scope_ids),
+            "excluded_product_ids": list(template.excluded_product_ids),
+            "excluded_category_ids": list(template.excluded_category_ids),
+            "one_unit_only": bool(template.one_unit_only),
             "valid_from": _datetime.to_representation(template.valid_from),
             "valid_until": _datetime.to_representation(template.valid_until),
         },

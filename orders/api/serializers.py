@@ -279,6 +279,9 @@ class RefundAnswerSerializer(serializers.Serializer):
                 "max_discount": None,
                 "scope": "categories",
                 "scope_ids": [2],
+                "excluded_product_ids": [],
+                "excluded_category_ids": [],
+                "one_unit_only": False,
                 "valid_from": "2026-12-01T10:15:03.127000Z",
                 "valid_until": "2026-12-08T10:15:03.127000Z",
                 "usable": False,
@@ -300,6 +303,19 @@ class CouponOptionSerializer(serializers.Serializer):
     max_discount = serializers.IntegerField(source="coupon.max_discount", allow_null=True)
     scope = serializers.ChoiceField(source="coupon.scope", choices=COUPON_SCOPE_CHOICES)
     scope_ids = serializers.ListField(source="coupon.scope_ids", child=serializers.IntegerField())
+    excluded_product_ids = serializers.ListField(
+        source="coupon.excluded_product_ids",
+        child=serializers.IntegerField(),
+        help_text="Products this coupon never discounts (not in its eligible subtotal).",
+    )
+    excluded_category_ids = serializers.ListField(
+        source="coupon.excluded_category_ids",
+        child=serializers.IntegerField(),
+        help_text="Categories whose products this coupon never discounts.",
+    )
+    one_unit_only = serializers.BooleanField(
+        source="coupon.one_unit_only", help_text="Off the cheapest eligible unit only."
+    )
     valid_from = serializers.DateTimeField(
         source="coupon.valid_from", help_text="The coupon's own use window."
     )

@@ -103,3 +103,57 @@ def test_three_lines_share_100_cents_exactly():
     judged = judge_cart(coupon, [line(1, 1000), line(2, 1000), line(3, 1000)])
     assert judged.line_discounts == (34, 33, 33)
     assert sum(judged.line_discounts) == judged.discount == 100
+
+
+def test_excluded_products_and_categories_are_out_of_the_threshold_and_the_split():
+    """SPEC section 25: a store-wide coupon that excludes a flash-sale product and the gift
+    cards category; only the rest counts toward its threshold and takes its discount."""
+    coupon = DiscountTerms(
+        type="threshold",
+        value=1000,
+        min_amount=10000,
+        max_discount=None,
+        scope="all",
+        scope_ids=(),
+        excluded_product_ids=(7,),
+        excluded_category_ids=(9,),
+    )
+    flash, gift_card, tea, cup = line(7, 8000, 3), line(8, 5000, 9), line(1, 6000, 3), line(2, 3000)
+
+    short = judge_cart(coupon, [flash, gift_card, tea, cup])  # 22000 in all, 9000 eligible
+    met = judge_cart(coupon, [flash, gift_card, tea, cup, line(4, 1000)])
+
+    assert (short.reason, short.eligible_subtotal, short.shortfall) == (
+        "threshold_not_met",
+        9000,
+        1000,
+    )
+    assert (met.eligible_subtotal, met.discount) == (10000, 1000)
+    assert met.line_discounts == (0, 0, 600, 300, 100)
+
+
+@pytest.mark.parametrize(
+    ("coupon", "discount", "parts"),
+    [
+        # 20% of the cheapest eligible unit (3000), not of the 18000 eligible
+        (terms("percent", 20), 600, (0, 600, 0)),
+        # a flat 1000 off one unit: never more than that unit's price
+        (terms("direct", 1000), 1000, (0, 1000, 0)),
+        (terms("direct", 5000), 3000, (0, 3000, 0)),
+        # the cheapest unit among the lines in scope only (category 3: the 5000 units)
+        (terms("percent", 10, scope="categories", scope_ids=[3]), 500, (500, 0, 0)),
+    ],
+)
+def test_a_one_unit_only_coupon_takes_its_discount_off_the_cheapest_eligible_unit(
+    coupon, discount, parts
+):
+    one_unit = DiscountTerms(**{**coupon.__dict__, "one_unit_only": True})
+    cart = [
+        CartLine(product_id=1, category_id=3, amount=15000, unit_price=5000),  # 3 x 5000
+        CartLine(product_id=2, category_id=4, amount=3000, unit_price=3000),
+        CartLine(product_id=3, category_id=4, amount=8000, unit_price=4000),  # 2 x 4000
+    ]
+
+    judged = judge_cart(one_unit, cart)
+
+    assert (judged.discount, judged.line_discounts) == (discount, parts)
