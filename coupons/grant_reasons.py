@@ -8,6 +8,9 @@ text, is what the unique (template, user, key) index compares."""
 import hashlib
 import unicodedata
 
+# The longest reason a grant keeps (coupons.UserCoupon.grant_reason).
+GRANT_REASON_MAX_LENGTH = 255
+
 
 def reason_normalised(reason: str) -> str:
     # NFKC again after casefold: folding can produce text that is no longer NFKC.

@@ -11,7 +11,7 @@ from accounts.staff_actions import StaffAction, StaffActionPermission
 from api.idempotency import idempotent
 from api.schema import api_errors
 from orders import refunds
-from orders.api.serializers import RefundAnswerSerializer, RefundInputSerializer
+from orders.api.refund_serializers import RefundAnswerSerializer, RefundInputSerializer
 from orders.errors import OrderInvalid, OrderInvalidState, OrderNotFound
 from orders.models import Order, Refund
 

@@ -84,10 +84,13 @@ def test_the_scheduler_runs_every_job_the_setting_names_past_a_failing_one(setti
     assert written == ["second job done"]
 
 
-def test_order_expiry_runs_every_interval_and_the_cleanups_hourly():
+def test_order_expiry_runs_every_interval_the_cleanups_hourly_and_the_epoch_each_second():
     from accounts.jobs import flush_expired_tokens
     from api.jobs import purge_idempotency_records
-    from coupons.counter_reconcile import coupon_counters_reconcile
+    from coupons.counter_reconcile import (
+        coupon_counters_follow_the_database,
+        coupon_counters_reconcile,
+    )
     from orders.jobs import expire_overdue_orders
 
     assert {name: (job.run, job.every_seconds) for name, job in scheduled_jobs().items()} == {
@@ -95,6 +98,7 @@ def test_order_expiry_runs_every_interval_and_the_cleanups_hourly():
         "expired tokens": (flush_expired_tokens, 3600),
         "idempotency records": (purge_idempotency_records, 3600),
         "coupon counters": (coupon_counters_reconcile, 60),
+        "counter epoch": (coupon_counters_follow_the_database, 1),
     }
 
 
