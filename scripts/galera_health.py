@@ -30,7 +30,10 @@ READY = {"wsrep_cluster_status": "Primary", "wsrep_ready": "ON"}
 SYNCED, DONOR, JOINED = "4", "2", "3"  # wsrep_local_state
 ANSWER_SECONDS = 1  # the poll's connect and read timeouts
 POLL_INTERVAL = 0.2  # seconds between two questions to a node
-FRESH_FOR = 1.0  # a healthy answer older than this no longer counts
+# A healthy answer older than this no longer counts: a frozen node is down this long after its
+# last answer. Above a starved machine's pauses of the poll thread (a false down moves the
+# writer), well under the 5 s within which claims must come back.
+FRESH_FOR = 1.5
 
 
 class NodeHealth:
@@ -49,6 +52,11 @@ class NodeHealth:
         while True:
             started = time.monotonic()
             state = self.ask()
+            if state is None and time.monotonic() - started >= ANSWER_SECONDS * 0.9:
+                # No answer in time: slow or frozen, not known unhealthy. The last healthy
+                # answer stands until it is FRESH_FOR old (a loaded node is not taken out).
+                # A refusal or a lost connection comes back at once and counts below.
+                continue
             # Joined counts only straight after a healthy answer: a donor passing through it
             # on its way back to Synced, not a joiner that is still catching up.
             healthy = state in (SYNCED, DONOR) or (state == JOINED and self.healthy())
