@@ -31,7 +31,7 @@ from ops.log_filters import request_id
 REQUEST_ID_HEADER = "X-Request-ID"
 # A proxy's id is taken as it is when it looks like one (nginx's $request_id is 32 hex digits);
 # anything else is replaced, so a log line cannot be forged through the header.
-REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{8,64}")
 
 
 class RequestVitalsMiddleware:
@@ -46,7 +46,7 @@ class RequestVitalsMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
         given = request.META.get("HTTP_X_REQUEST_ID", "")
-        current = given if REQUEST_ID_PATTERN.match(given) else uuid.uuid4().hex
+        current = given if REQUEST_ID_PATTERN.fullmatch(given) else uuid.uuid4().hex
         token = request_id.set(current)
         try:
             response = self.get_response(request)
