@@ -290,23 +290,28 @@ def recovery(ledger: Ledger) -> Check:
 
 
 # A writer leaves a node only for a kill or a freeze of that node seen this recently (the
-# signal comes before HAProxy's check marks it down), or returns to the writer node. A thaw
-# explains nothing: a thawed node that takes the writes from its stale state and loses them
-# again is what this check is for.
+# signal comes before HAProxy's check marks it down), for any fault of another node (its
+# eviction or its rejoin after a thaw reconfigures the cluster, and a healthy node may be out
+# of the primary component for a moment), or returns to the writer node. A node's own thaw
+# does not explain a move away from it: a thawed node that takes the writes from its stale
+# state and loses them again is what this check is for.
 MOVE_AFTER_FAULT = 15.0
 
 
 def writer_moves_follow_faults(ledger: Ledger, *, writer_node: int) -> Check:
-    """No writer moves without a fault: each move away from a node follows a fault of that
-    node; moves back to the writer node are its return after a rejoin."""
+    """No writer moves without a fault: each move away from a node follows a kill or freeze
+    of that node, or a fault of another node; moves back to the writer node are its return
+    after a rejoin."""
     unexplained = [
         move
         for move in ledger.moves
         if move.to_node != writer_node
         and not any(
-            kill.fault in ("kill", "freeze")
-            and kill.node == f"node{move.from_node}"
-            and 0 <= move.at - kill.at <= MOVE_AFTER_FAULT
+            0 <= move.at - kill.at <= MOVE_AFTER_FAULT
+            and (
+                kill.node != f"node{move.from_node}"  # the cluster reconfigured around it
+                or kill.fault in ("kill", "freeze")
+            )
             for kill in ledger.kills
         )
     ]
