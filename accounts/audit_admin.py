@@ -66,6 +66,8 @@ class StaffLogAdmin(admin.ModelAdmin):
 
     @admin.display(description=gettext_lazy("object"), ordering="object_repr")
     def object_shown(self, entry: LogEntry) -> str:
+        if entry.object_id is None:  # an action on many objects at once
+            return entry.object_repr
         return f"{entry.object_repr} (#{entry.object_id})"
 
     @admin.display(description=gettext_lazy("what was done"))

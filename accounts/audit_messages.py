@@ -25,7 +25,9 @@ ACTION_LABELS: dict[StaffAction, Promise] = {
     StaffAction.TEMPLATE_RESUME: gettext_lazy("Resume a coupon template"),
     StaffAction.COUPONS_GRANT: gettext_lazy("Grant coupons"),
     StaffAction.COUPONS_EXPORT: gettext_lazy("Export coupons"),
+    StaffAction.TEMPLATES_EXPORT: gettext_lazy("Export coupon templates"),
     StaffAction.CODES_CREATE: gettext_lazy("Create single-use codes"),
+    StaffAction.CODES_IMPORT: gettext_lazy("Import merchant codes"),
     StaffAction.CODES_EXPORT: gettext_lazy("Export single-use codes"),
     StaffAction.STOCK_ADJUST: gettext_lazy("Adjust stock"),
     StaffAction.ORDER_CANCEL: gettext_lazy("Cancel an order"),
@@ -112,8 +114,25 @@ def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> 
                 return created
             codes_only = _("The template is issued by single-use codes only.")
             return f"{created} {codes_only}"
+        case StaffAction.CODES_IMPORT:
+            imported = _("Imported %(count)s merchant codes from %(file)s.") % {
+                "count": amounts["count"],
+                "file": amounts["file"],
+            }
+            if not amounts.get("codes_only"):
+                return imported
+            codes_only = _("The template is issued by single-use codes only.")
+            return f"{imported} {codes_only}"
         case StaffAction.CODES_EXPORT:
-            return _("Exported %(count)s single-use codes (CSV).") % {"count": amounts["count"]}
+            return _("Exported %(count)s single-use codes (%(format)s).") % {
+                "count": amounts["count"],
+                "format": amounts.get("format", "CSV"),
+            }
+        case StaffAction.TEMPLATES_EXPORT:
+            return _("Exported %(count)s coupon templates (%(format)s).") % {
+                "count": amounts["count"],
+                "format": amounts["format"],
+            }
         case StaffAction.STOCK_ADJUST:
             return _("Stock adjusted by %(change)s, to %(stock)s.") % {
                 "change": f"{int(amounts['change']):+d}",

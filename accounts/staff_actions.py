@@ -46,7 +46,9 @@ class StaffAction(StrEnum):
     TEMPLATE_RESUME = "template_resume"
     COUPONS_GRANT = "coupons_grant"
     COUPONS_EXPORT = "coupons_export"
+    TEMPLATES_EXPORT = "templates_export"
     CODES_CREATE = "codes_create"
+    CODES_IMPORT = "codes_import"
     CODES_LIST = "codes_list"
     CODES_EXPORT = "codes_export"
     STOCK_ADJUST = "stock_adjust"
@@ -76,7 +78,9 @@ PERMISSIONS_NEEDED: dict[StaffAction, tuple[str, ...]] = {
     StaffAction.TEMPLATE_RESUME: (PAUSE_COUPONS,),
     StaffAction.COUPONS_GRANT: (GRANT_COUPONS,),
     StaffAction.COUPONS_EXPORT: (EXPORT_COUPONS,),
+    StaffAction.TEMPLATES_EXPORT: (VIEW_TEMPLATES, EXPORT_COUPONS),
     StaffAction.CODES_CREATE: (MANAGE_CODES,),
+    StaffAction.CODES_IMPORT: (MANAGE_CODES,),
     StaffAction.CODES_LIST: (MANAGE_CODES,),
     StaffAction.CODES_EXPORT: (MANAGE_CODES, EXPORT_COUPONS),
     StaffAction.STOCK_ADJUST: (ADJUST_STOCK,),
@@ -120,13 +124,14 @@ def staff_action_record(
     *,
     actor: Actor | None,
     action: StaffAction,
-    target: Model,
+    target: Model | type[Model],
     amounts: Mapping[str, Any] | None = None,
 ) -> LogEntry | None:
     """Record `action` by `actor` on `target` with its amounts as one LogEntry (who, when,
     what, how much), shown in the object's admin history and the admin's log page. Call it
     inside the action's transaction (before a delete: it reads the target's pk); nothing is
-    recorded for actor None."""
+    recorded for actor None. An action on many objects at once (an export of the template
+    list) names their model as its target: one entry, on no object."""
     if actor is None or action in NOT_RECORDED:
         return None
     message = json.dumps(
@@ -134,11 +139,12 @@ def staff_action_record(
         cls=DjangoJSONEncoder,
         ensure_ascii=False,
     )
+    one = isinstance(target, Model)
     return LogEntry.objects.create(
         user_id=actor.pk,
         content_type=ContentType.objects.get_for_model(target),
-        object_id=str(target.pk),
-        object_repr=str(target)[:200],
+        object_id=str(target.pk) if one else None,
+        object_repr=str(target)[:200] if one else str(target._meta.verbose_name_plural),
         action_flag=ACTION_FLAGS.get(action, CHANGE),
         change_message=message,
     )

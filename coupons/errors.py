@@ -21,6 +21,13 @@ class CodeCountInvalid(TemplateInvalid):
     default_detail = _("Invalid input.")
 
 
+class CodesFileInvalid(TemplateInvalid):
+    """A file of merchant codes refused as a whole: its rows' problems are named under `file`,
+    and nothing of it was imported."""
+
+    default_detail = _("The file cannot be imported; nothing was imported.")
+
+
 class ClaimRejected(DomainError):
     """A claim the database refused; the subclass says why."""
 

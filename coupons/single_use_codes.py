@@ -22,6 +22,15 @@ MAX_SINGLE_USE_CODES_PER_REQUEST = 100_000
 SINGLE_USE_CODE_PREFIX_MAX_LENGTH = 8
 SINGLE_USE_CODE_PREFIX = re.compile(rf"[A-Z0-9]{{1,{SINGLE_USE_CODE_PREFIX_MAX_LENGTH}}}")
 SINGLE_USE_CODE_MAX_LENGTH = SINGLE_USE_CODE_PREFIX_MAX_LENGTH + 1 + SINGLE_USE_CODE_LENGTH
+# Every code a row may hold: the generated ones and those a merchant imports (SPEC section 26):
+# 8 to 21 letters A-Z, digits and inner dashes, upper case (redemption upper-cases what is
+# typed). Eight characters at the least, so that an imported code is no easier to guess
+# within the redemption throttle than a short coupon code.
+SINGLE_USE_CODE_MIN_LENGTH = 8
+ANY_SINGLE_USE_CODE = (
+    rf"[A-Z0-9][A-Z0-9-]{{{SINGLE_USE_CODE_MIN_LENGTH - 2},{SINGLE_USE_CODE_MAX_LENGTH - 2}}}"
+    r"[A-Z0-9]"
+)
 
 
 def single_use_code_prefix_validate(prefix: object) -> str:
@@ -75,11 +84,8 @@ class SingleUseCode(models.Model):
                 name="single_use_code_used_by_has_used_at",
             ),
             models.CheckConstraint(
-                condition=Q(
-                    code__regex=rf"^([A-Z0-9]{{1,{SINGLE_USE_CODE_PREFIX_MAX_LENGTH}}}-)?"
-                    rf"[{SINGLE_USE_CODE_ALPHABET}]{{10,}}$"
-                ),
-                name="single_use_code_alphabet",
+                condition=Q(code__regex=rf"^{ANY_SINGLE_USE_CODE}$"),
+                name="single_use_code_format",
             ),
         ]
 

@@ -37,6 +37,26 @@ RECORDS_PER_PAGE = 50
 FORM_FIELDS = {"count": "count", "prefix": "code_prefix"}
 
 
+# What becomes of the template after codes are generated or imported: the staff member's
+# explicit choice (SPEC section 25).
+REACH_CHOICES = [
+    (
+        "keep",
+        gettext_lazy(
+            "Keep the template as it is: it stays in the shop (claimable by id and by "
+            "its shared code, if public), and the codes are one more way in"
+        ),
+    ),
+    (
+        "codes_only",
+        gettext_lazy(
+            "Codes only: the template leaves the shop; from now on only its single-use "
+            "codes and grants issue it"
+        ),
+    ),
+]
+
+
 class SingleUseCodesForm(forms.Form):
     count = forms.IntegerField(
         label=gettext_lazy("how many codes"),
@@ -44,24 +64,7 @@ class SingleUseCodesForm(forms.Form):
         max_value=MAX_SINGLE_USE_CODES_PER_REQUEST,
     )
     reach = forms.ChoiceField(
-        label=gettext_lazy("after these codes"),
-        widget=forms.RadioSelect,
-        choices=[
-            (
-                "keep",
-                gettext_lazy(
-                    "Keep the template as it is: it stays in the shop (claimable by id and by "
-                    "its shared code, if public), and the codes are one more way in"
-                ),
-            ),
-            (
-                "codes_only",
-                gettext_lazy(
-                    "Codes only: the template leaves the shop; from now on only its single-use "
-                    "codes and grants issue it"
-                ),
-            ),
-        ],
+        label=gettext_lazy("after these codes"), widget=forms.RadioSelect, choices=REACH_CHOICES
     )
     code_prefix = forms.CharField(  # not "prefix": a form's own attribute
         label=gettext_lazy("prefix"),

@@ -20,6 +20,7 @@ from core.admin_fields import RefusalAsFormErrorAdmin, RefusedOnSave
 from core.money import format_money
 from coupons import selectors, template_terms_rules
 from coupons.admin import grants, promotions
+from coupons.admin.code_import import CodeImportAdmin
 from coupons.admin.display import (
     STATE_LABELS,
     attach_scope_texts,
@@ -32,7 +33,6 @@ from coupons.admin.display import (
 from coupons.admin.filters import StateFilter, TypeFilter
 from coupons.admin.forms import SCOPE_PICKERS, CouponTemplateForm
 from coupons.admin.reports import template_report
-from coupons.admin.template_pages import TemplatePagesAdmin
 from coupons.catalog import scope_catalog
 from coupons.errors import TemplateInvalid
 from coupons.models import CouponTemplate
@@ -47,7 +47,7 @@ class TemplateDeleteRefused(Exception):
 
 
 @admin.register(CouponTemplate)
-class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin, TemplatePagesAdmin):
+class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin, CodeImportAdmin):
     form = CouponTemplateForm
     change_form_template = "admin/coupons/coupontemplate/change_form.html"
     list_display = [

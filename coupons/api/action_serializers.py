@@ -103,6 +103,34 @@ class SingleUseCodesInputSerializer(StrictSerializer):
     )
 
 
+class MerchantCodesImportInputSerializer(StrictSerializer):
+    """The types only; the file is read and checked by merchant_codes (400 naming `file`)."""
+
+    file = serializers.FileField(
+        help_text="A .csv (UTF-8, or GB18030 as Excel saves it) or .xlsx file whose first row "
+        "names the codes' column (code or 券码); a code has 8 to 21 letters A-Z, digits and "
+        "inner dashes, case aside. At most the request body limit (1 MiB)."
+    )
+    codes_only = serializers.BooleanField(
+        default=False, help_text="As for created codes: true makes the template codes-only."
+    )
+    dry_run = serializers.BooleanField(
+        default=False,
+        help_text="true: check every row and answer 200 with how many codes would be "
+        "imported (or 400 with the problems), importing nothing.",
+    )
+
+
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample("Imported", response_only=True, value={"imported": 2, "codes_only": False})
+    ]
+)
+class MerchantCodesImportedSerializer(serializers.Serializer):
+    imported = serializers.IntegerField(help_text="Codes imported (with dry_run: importable).")
+    codes_only = serializers.BooleanField(help_text="Whether the template is now codes-only.")
+
+
 @extend_schema_serializer(
     examples=[
         OpenApiExample("Created", response_only=True, value={"created": 10000, "codes_only": False})

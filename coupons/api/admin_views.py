@@ -6,6 +6,7 @@ service, given the caller as `actor`, asks again and records the action."""
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
@@ -16,6 +17,8 @@ from coupons import selectors
 from coupons.api.action_serializers import (
     GrantInputSerializer,
     GrantResultSerializer,
+    MerchantCodesImportedSerializer,
+    MerchantCodesImportInputSerializer,
     SingleUseCodesCreatedSerializer,
     SingleUseCodeSerializer,
     SingleUseCodesInputSerializer,
@@ -25,11 +28,12 @@ from coupons.errors import (
     ClaimNotInWindow,
     ClaimPaused,
     CodesCreationBusy,
+    CodesFileInvalid,
     TemplateInvalid,
     TemplateNotFound,
 )
 from coupons.models import CouponTemplate
-from coupons.services import codes, grants, templates
+from coupons.services import codes, grants, merchant_codes, templates
 
 
 class AdminTemplateListView(GenericAPIView):
@@ -217,3 +221,45 @@ class AdminTemplateCodesView(GenericAPIView):
         return Response(
             {"created": created, "codes_only": codes_only}, status=status.HTTP_201_CREATED
         )
+
+
+class AdminTemplateCodesImportView(GenericAPIView):
+    permission_classes = [IsAuthenticated, StaffActionPermission]
+    staff_actions = {"POST": StaffAction.CODES_IMPORT}
+    parser_classes = [MultiPartParser]
+    serializer_class = MerchantCodesImportInputSerializer
+
+    @extend_schema(
+        request={"multipart/form-data": MerchantCodesImportInputSerializer},
+        responses={201: MerchantCodesImportedSerializer, 200: MerchantCodesImportedSerializer},
+        description="Import single-use codes a merchant supplies, from a CSV or XLSX file "
+        "(multipart field `file`). All or nothing: a row that is not a code, a code twice in "
+        "the file, a code that exists already (a single-use code or a template's shared code) "
+        "or more codes than the remaining total (total - claimed - unused codes) refuses the "
+        "whole file with 400 `invalid`, each problem named by its row under `file`. Each "
+        "imported code issues the template once through `POST /api/coupons/redeem`.",
+    )
+    @api_errors(TemplateNotFound, TemplateInvalid, CodesCreationBusy)
+    def post(self, request, template_id: int):
+        if not CouponTemplate.objects.filter(pk=template_id).exists():
+            raise TemplateNotFound()
+        payload = MerchantCodesImportInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        upload = payload.validated_data["file"]
+        dataset = merchant_codes.merchant_codes_read(name=upload.name, content=upload.read())
+        if payload.validated_data["dry_run"]:
+            check = merchant_codes.merchant_codes_check(template_id=template_id, dataset=dataset)
+            if not check.importable:
+                raise CodesFileInvalid(fields={"file": check.messages()})
+            imported, answer = check.good, status.HTTP_200_OK
+        else:
+            imported = merchant_codes.merchant_codes_import(
+                template_id=template_id,
+                dataset=dataset,
+                file_name=upload.name,
+                codes_only=payload.validated_data["codes_only"],
+                actor=request.user,
+            )
+            answer = status.HTTP_201_CREATED
+        codes_only = CouponTemplate.objects.filter(pk=template_id, has_single_use_codes=True)
+        return Response({"imported": imported, "codes_only": codes_only.exists()}, status=answer)

@@ -33,4 +33,9 @@ urlpatterns = [
         admin_views.AdminTemplateCodesView.as_view(),
         name="admin-coupon-codes",
     ),
+    path(
+        "admin/coupons/<id:template_id>/codes/import",
+        admin_views.AdminTemplateCodesImportView.as_view(),
+        name="admin-coupon-codes-import",
+    ),
 ]

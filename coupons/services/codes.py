@@ -85,7 +85,7 @@ def single_use_codes_create(
             },
         )
     prefix = single_use_code_prefix_validate(prefix)
-    with _one_creation_at_a_time(template_id):
+    with one_creation_at_a_time(template_id):
         template = CouponTemplate.objects.filter(pk=template_id).first()
         if template is None:
             raise TemplateNotFound()
@@ -105,8 +105,7 @@ def single_use_codes_create(
 def _raise_if_over_remaining(template: CouponTemplate, *, adding: int) -> None:
     """Refuse codes that would outnumber the remaining total: claimed coupons plus unused codes
     plus `adding` may not pass `total`."""
-    unused = SingleUseCode.objects.filter(template_id=template.pk, used_at__isnull=True).count()
-    remaining = template.total - template.claimed_count - unused
+    remaining, unused = codes_remaining(template)
     if adding > remaining:
         raise CodeCountInvalid(
             fields={
@@ -135,14 +134,8 @@ def _codes_created(*, template_id: int, count: int, actor: Actor | None, codes_o
         if template is None:  # deleted meanwhile: its codes went with it
             raise TemplateNotFound()
         _raise_if_over_remaining(template, adding=0)
-        if codes_only and not template.has_single_use_codes:
-            with terms_change(template):
-                stamp = next_version(template.updated_at)  # the terms' version grows
-                CouponTemplate.objects.filter(pk=template_id).update(
-                    has_single_use_codes=True, updated_at=stamp
-                )
-                template.has_single_use_codes, template.updated_at = True, stamp
-                published_terms_changed()  # it leaves the list
+        if codes_only:
+            codes_only_set(template)
         staff_action_record(
             actor=actor,
             action=StaffAction.CODES_CREATE,
@@ -151,11 +144,32 @@ def _codes_created(*, template_id: int, count: int, actor: Actor | None, codes_o
         )
 
 
+def codes_remaining(template: CouponTemplate) -> tuple[int, int]:
+    """How many more codes the template may have (its total less claimed coupons and unused
+    codes), and how many unused codes it has."""
+    unused = SingleUseCode.objects.filter(template_id=template.pk, used_at__isnull=True).count()
+    return template.total - template.claimed_count - unused, unused
+
+
+def codes_only_set(template: CouponTemplate) -> None:
+    """Make a template codes-only, in the caller's transaction under its row lock: its terms'
+    version grows and it leaves the shop's list. Nothing happens if it is so already."""
+    if template.has_single_use_codes:
+        return
+    with terms_change(template):
+        stamp = next_version(template.updated_at)
+        CouponTemplate.objects.filter(pk=template.pk).update(
+            has_single_use_codes=True, updated_at=stamp
+        )
+        template.has_single_use_codes, template.updated_at = True, stamp
+        published_terms_changed()
+
+
 @contextmanager
-def _one_creation_at_a_time(template_id: int) -> Iterator[None]:
+def one_creation_at_a_time(template_id: int) -> Iterator[None]:
     """A named lock per template (MariaDB's GET_LOCK, held by this connection's session):
-    creations of one template wait for each other, claims never see it. SQLite (local runs)
-    has one writer at a time anyway."""
+    creations and imports of one template's codes wait for each other, claims never see it.
+    SQLite (local runs) has one writer at a time anyway."""
     if connection.vendor != "mysql":
         yield
         return

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from accounts.staff_actions import StaffAction
 from tests.support.clients import bearer_client
@@ -96,6 +97,16 @@ OPERATIONS = {
         lambda client, w: client.post(url(w, "/codes"), {"count": 3}, format="json"),
         201,
         StaffAction.CODES_CREATE,
+    ),
+    "import merchant codes": Operation(
+        alone("coupons.manage_codes"),
+        lambda client, w: client.post(
+            url(w, "/codes/import"),
+            {"file": SimpleUploadedFile("codes.csv", b"code\nMATRIX-0001\n")},
+            format="multipart",
+        ),
+        201,
+        StaffAction.CODES_IMPORT,
     ),
 }
 

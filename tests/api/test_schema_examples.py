@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 import yaml
+from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
 
@@ -62,8 +63,17 @@ def live_answers() -> dict[Operation, object]:
     }
     answers: dict[Operation, object] = {}
 
-    def call(client: APIClient, method: str, path: str, url: str, status: int, body=None):
-        response = getattr(client, method)(url, body, format="json")
+    def call(
+        client: APIClient,
+        method: str,
+        path: str,
+        url: str,
+        status: int,
+        body=None,
+        *,
+        format="json",
+    ):
+        response = getattr(client, method)(url, body, format=format)
         assert response.status_code == status, (method, url, response.content)
         answers[(path, method, str(status))] = response.json()
         return response.json()
@@ -176,6 +186,11 @@ def live_answers() -> dict[Operation, object]:
     codes = "/api/admin/coupons/{template_id}/codes"
     call(as_staff, "post", codes, f"{one}/codes", 201, {"count": 2})
     call(as_staff, "get", codes, f"{one}/codes", 200)
+    imports = "/api/admin/coupons/{template_id}/codes/import"
+    for status, dry_run in ((200, "true"), (201, "false")):
+        merchant_file = SimpleUploadedFile("codes.csv", b"code\nMERCHANT-0001\n")
+        body = {"file": merchant_file, "dry_run": dry_run}
+        call(as_staff, "post", imports, f"{one}/codes/import", status, body, format="multipart")
     return answers  # fmt: skip
 
 

@@ -1,0 +1,281 @@
+"""Merchant codes in (SPEC section 26): single-use codes a merchant supplies in a CSV or XLSX
+file, read and checked row by row by django-import-export, and added to a template all or
+nothing. A preview runs the same import as a dry run (rolled back) and says what each row
+would do; the import itself runs under the template's row lock and the lock that keeps code
+creations of one template apart (coupons/services/codes.py), and commits only when every row
+is good and the codes fit the remaining total."""
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import tablib
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils.translation import gettext as _
+from import_export import resources
+from import_export.formats.base_formats import XLSX
+
+from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
+from coupons.errors import CodesFileInvalid, TemplateNotFound
+from coupons.models import CouponTemplate
+from coupons.services.codes import (
+    CODES_PER_INSERT,
+    codes_only_set,
+    codes_remaining,
+    one_creation_at_a_time,
+)
+from coupons.single_use_codes import (
+    ANY_SINGLE_USE_CODE,
+    MAX_SINGLE_USE_CODES_PER_REQUEST,
+    SINGLE_USE_CODE_MAX_LENGTH,
+    SINGLE_USE_CODE_MIN_LENGTH,
+    SingleUseCode,
+)
+
+# The column that holds the codes, as its header may name it.
+CODE_HEADERS = ("code", "codes", "券码", "优惠码", "兑换码")
+# A refusal lists this many rows' problems, then how many more there are.
+PROBLEMS_SHOWN = 50
+_CODE = re.compile(ANY_SINGLE_USE_CODE)
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    line: int  # the file's line or spreadsheet row (the header is 1)
+    code: str
+    problem: str
+
+    def __str__(self) -> str:
+        return _("Row %(line)d (%(code)s): %(problem)s") % {
+            "line": self.line,
+            "code": self.code or "–",
+            "problem": self.problem,
+        }
+
+
+@dataclass(frozen=True)
+class CodesCheck:
+    """What importing a file would do: how many codes it adds, each bad row's problem, and
+    whether they fit the template's remaining total."""
+
+    good: int
+    problems: list[RowProblem]
+    over_remaining: str = ""
+
+    @property
+    def importable(self) -> bool:
+        return self.good > 0 and not self.problems and not self.over_remaining
+
+    def messages(self) -> list[str]:
+        shown = [str(problem) for problem in self.problems[:PROBLEMS_SHOWN]]
+        if len(self.problems) > PROBLEMS_SHOWN:
+            more = len(self.problems) - PROBLEMS_SHOWN
+            shown.append(_("… and %(count)d more rows with problems.") % {"count": more})
+        if self.over_remaining:
+            shown.append(self.over_remaining)
+        if self.good == 0 and not self.problems:
+            shown.append(_("The file holds no codes."))
+        return shown
+
+
+def merchant_codes_read(*, name: str, content: bytes) -> tablib.Dataset:
+    """The file's rows as `line` (the file's line or the sheet's row) and `code`; blank rows
+    are left out, so every row named later is the one the merchant sees. CodesFileInvalid
+    naming `file` for another format, a file too large, one that cannot be read, or one whose
+    first row does not name the codes' column."""
+    extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    if extension not in ("csv", "xlsx"):
+        raise CodesFileInvalid(fields={"file": [_("A .csv or .xlsx file is required.")]})
+    # A file is a request body, under the limit of every body (SPEC section 12: 1 MiB, about
+    # 45,000 codes of 21 characters as CSV); more codes come in more files.
+    if len(content) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        raise CodesFileInvalid(fields={"file": [_("At most %(bytes)d bytes.") % {"bytes": limit}]})
+    try:
+        rows = _csv_rows(content) if extension == "csv" else _xlsx_rows(content)
+        headers = [str(cell or "").strip().lower() for cell in next(rows)]
+    except Exception as error:  # any reader's error: the file is not what its name says
+        message = _("The file cannot be read as %(format)s.") % {"format": extension}
+        raise CodesFileInvalid(fields={"file": [message]}) from error
+    column = next((i for i, header in enumerate(headers) if header in CODE_HEADERS), None)
+    if column is None:
+        message = _("The first row must name the codes' column: %(names)s.")
+        raise CodesFileInvalid(fields={"file": [message % {"names": ", ".join(CODE_HEADERS)}]})
+    codes = tablib.Dataset(headers=["line", "code"])
+    for line, row in enumerate(rows, 2):
+        if any(cell not in (None, "") for cell in row):
+            codes.append([line, row[column] if column < len(row) else None])
+    if len(codes) > MAX_SINGLE_USE_CODES_PER_REQUEST:
+        message = _("At most %(count)d codes in one file.")
+        raise CodesFileInvalid(
+            fields={"file": [message % {"count": MAX_SINGLE_USE_CODES_PER_REQUEST}]}
+        )
+    return codes
+
+
+def _csv_rows(content: bytes) -> Iterator[list]:
+    """A CSV's rows; UTF-8 (with or without Excel's BOM) or, as Excel saves it in China,
+    GB18030."""
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = content.decode("gb18030")
+    return iter(csv.reader(io.StringIO(text)))
+
+
+def _xlsx_rows(content: bytes) -> Iterator[list]:
+    """The first sheet's rows, as django-import-export's XLSX format reads them."""
+    dataset = XLSX().create_dataset(content)
+    return iter([dataset.headers, *dataset])
+
+
+def merchant_codes_check(*, template_id: int, dataset: tablib.Dataset) -> CodesCheck:
+    """The preview: the import run as a dry run and rolled back."""
+    template = CouponTemplate.objects.filter(pk=template_id).first()
+    if template is None:
+        raise TemplateNotFound()
+    return _import(template, dataset, dry_run=True)
+
+
+def merchant_codes_import(
+    *,
+    template_id: int,
+    dataset: tablib.Dataset,
+    file_name: str,
+    actor: Actor | None = None,
+    codes_only: bool = False,
+) -> int:
+    """Add every code of `dataset` to the template as a single-use code and return how many;
+    or, if any row is bad (not a code, twice in the file, a code that exists already, as a
+    single-use code or a template's shared code) or the codes pass the remaining total (total
+    - claimed - unused codes), import nothing and raise CodesFileInvalid naming each problem
+    under `file`. `codes_only` as for created codes; `actor` must hold coupons.manage_codes
+    and is recorded with the count, the file's name and the choice."""
+    staff_action_check(actor=actor, action=StaffAction.CODES_IMPORT)
+    with one_creation_at_a_time(template_id), transaction.atomic():
+        template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
+        if template is None:
+            raise TemplateNotFound()
+        check = _import(template, dataset, dry_run=False)
+        if not check.importable:
+            raise CodesFileInvalid(fields={"file": check.messages()})  # rolls every row back
+        if codes_only:
+            codes_only_set(template)
+        staff_action_record(
+            actor=actor,
+            action=StaffAction.CODES_IMPORT,
+            target=template,
+            amounts={
+                "count": check.good,
+                "file": file_name[:100],
+                "codes_only": template.has_single_use_codes,
+            },
+        )
+    return check.good
+
+
+def _import(template: CouponTemplate, dataset: tablib.Dataset, *, dry_run: bool) -> CodesCheck:
+    remaining, unused = codes_remaining(template)  # before this file's codes are in
+    resource = MerchantCodeResource(template_id=template.pk)
+    result = resource.import_data(dataset, dry_run=dry_run, use_transactions=True)
+    if result.has_errors():  # not a row's fault but the database's: raised as it is
+        errors = result.base_errors or [
+            error for _row, row_errors in result.row_errors() for error in row_errors
+        ]
+        raise errors[0].error
+    problems = [
+        RowProblem(
+            line=dataset[row.number - 1][0],
+            code=_normalized(dataset[row.number - 1][1]),
+            problem="; ".join(
+                message for messages in row.error_dict.values() for message in messages
+            ),
+        )
+        for row in result.invalid_rows
+    ]
+    good = result.totals["new"]
+    over = ""
+    if good > remaining:
+        over = _(
+            "These %(count)d codes pass the remaining total: at most %(remaining)d more (the "
+            "total is %(total)d, %(claimed)d claimed and %(unused)d unused codes already out)."
+        ) % {
+            "count": good,
+            "remaining": max(remaining, 0),
+            "total": template.total,
+            "claimed": template.claimed_count,
+            "unused": unused,
+        }
+    return CodesCheck(good=good, problems=problems, over_remaining=over)
+
+
+def _normalized(value: object) -> str:
+    """A cell as a code: spreadsheets give numbers for codes made of digits."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return "" if value is None else str(value).strip().upper()
+
+
+class MerchantCodeResource(resources.ModelResource):
+    """One template's codes from a file's `code` column. Every code is checked against the
+    file and the database in one pass before the rows (one query per 5,000 codes), then each
+    row is refused with its own problem or added; the new codes are inserted in bulk."""
+
+    def __init__(self, *, template_id: int):
+        super().__init__()
+        self.template_id = template_id
+        self.first_line: dict[str, int] = {}
+        self.taken: set[str] = set()
+
+    class Meta:
+        model = SingleUseCode
+        fields = ("code",)
+        import_id_fields = ("code",)
+        force_init_instance = True  # every row is a new code; existing ones are refused
+        use_bulk = True
+        batch_size = CODES_PER_INSERT
+        skip_diff = True
+        clean_model_instances = False  # checked here, against the whole file at once
+
+    def before_import(self, dataset, **kwargs):
+        for line, value in zip(dataset["line"], dataset["code"], strict=True):
+            self.first_line.setdefault(_normalized(value), line)
+        wanted = [code for code in self.first_line if code]
+        for start in range(0, len(wanted), CODES_PER_INSERT):
+            chunk = wanted[start : start + CODES_PER_INSERT]
+            self.taken.update(
+                SingleUseCode.objects.filter(code__in=chunk).values_list("code", flat=True)
+            )
+            self.taken.update(
+                CouponTemplate.objects.filter(code_key__in=chunk).values_list("code_key", flat=True)
+            )
+
+    def before_import_row(self, row, **kwargs):
+        code = row["code"] = _normalized(row["code"])
+        problem = self._problem(code, row["line"])
+        if problem:
+            raise ValidationError({"code": problem})
+
+    def _problem(self, code: str, line: int) -> str:
+        if not code:
+            return _("No code.")
+        if not (SINGLE_USE_CODE_MIN_LENGTH <= len(code) <= SINGLE_USE_CODE_MAX_LENGTH):
+            return _("A code has %(low)d to %(high)d characters.") % {
+                "low": SINGLE_USE_CODE_MIN_LENGTH,
+                "high": SINGLE_USE_CODE_MAX_LENGTH,
+            }
+        if not _CODE.fullmatch(code):
+            return _("Letters A-Z, digits and dashes inside only.")
+        if self.first_line[code] != line:
+            return _("Also in row %(line)d.") % {"line": self.first_line[code]}
+        if code in self.taken:
+            return _("This code exists already.")
+        return ""
+
+    def import_instance(self, instance, row, **kwargs):
+        super().import_instance(instance, row, **kwargs)
+        instance.template_id = self.template_id

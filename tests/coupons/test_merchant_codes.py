@@ -1,0 +1,302 @@
+"""Merchant codes in (SPEC section 26): codes a merchant supplies in CSV or XLSX are added to a
+template all or nothing; each bad row is named with its problem; a dry run says the same and
+changes nothing; the imported codes redeem like generated ones."""
+
+import io
+
+import openpyxl
+import pytest
+from django.contrib.admin.models import LogEntry
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from accounts.staff_actions import StaffAction, recorded_action
+from coupons.errors import CodesFileInvalid
+from coupons.models import UserCoupon
+from coupons.services.merchant_codes import (
+    merchant_codes_check,
+    merchant_codes_import,
+    merchant_codes_read,
+)
+from coupons.single_use_codes import SingleUseCode
+from tests.support.admin_users import VIEW_ONLY, staff_with
+from tests.support.clients import bearer_client
+from tests.support.factories import CouponTemplateFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def csv_file(*codes: str | None) -> bytes:
+    """A merchant's CSV: a note and the code on each line; None is a blank line."""
+    lines = ["note,code", *("" if code is None else f"x,{code}" for code in codes)]
+    return "\n".join(lines).encode()
+
+
+def xlsx_file(*cells: object, header: str = "券码") -> bytes:
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(["备注", header])
+    for cell in cells:
+        sheet.append(["x", cell])
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def codes_of(template) -> set[str]:
+    return set(SingleUseCode.objects.filter(template=template).values_list("code", flat=True))
+
+
+def test_a_csv_of_merchant_codes_is_imported_upper_cased_and_recorded(staff):
+    template = CouponTemplateFactory(total=10)
+    dataset = merchant_codes_read(
+        name="shop.CSV", content=csv_file("shop-0001-ab", " SHOP00000002 ")
+    )
+
+    imported = merchant_codes_import(
+        template_id=template.pk, dataset=dataset, file_name="shop.CSV", actor=staff
+    )
+
+    assert imported == 2
+    assert codes_of(template) == {"SHOP-0001-AB", "SHOP00000002"}
+    entry = LogEntry.objects.get(object_id=str(template.pk))
+    assert recorded_action(entry) == (
+        StaffAction.CODES_IMPORT,
+        {"count": 2, "file": "shop.CSV", "codes_only": False},
+    )
+
+
+def test_an_xlsx_column_named_in_chinese_and_numeric_cells_are_read():
+    template = CouponTemplateFactory(total=10)
+    dataset = merchant_codes_read(name="codes.xlsx", content=xlsx_file(12345678, "ABCD-EFGH"))
+
+    assert merchant_codes_import(template_id=template.pk, dataset=dataset, file_name="c") == 2
+    assert codes_of(template) == {"12345678", "ABCD-EFGH"}
+
+
+def test_every_bad_row_is_named_and_nothing_is_imported():
+    template = CouponTemplateFactory(total=100, code="SHARED-CODE-1")
+    other = CouponTemplateFactory()
+    SingleUseCode.objects.create(template=other, code="TAKEN-00001")
+    rows = [
+        "GOOD-00001",
+        "short",
+        "BAD_CHAR_001",
+        "GOOD-00001",
+        "taken-00001",
+        "shared-code-1",
+        "",
+        None,
+        "-DASHFIRST1",
+    ]
+    dataset = merchant_codes_read(name="f.csv", content=csv_file(*rows))
+
+    with pytest.raises(CodesFileInvalid) as refused:
+        merchant_codes_import(template_id=template.pk, dataset=dataset, file_name="f.csv")
+
+    assert refused.value.fields == {
+        "file": [
+            "Row 3 (SHORT): A code has 8 to 21 characters.",
+            "Row 4 (BAD_CHAR_001): Letters A-Z, digits and dashes inside only.",
+            "Row 5 (GOOD-00001): Also in row 2.",
+            "Row 6 (TAKEN-00001): This code exists already.",
+            "Row 7 (SHARED-CODE-1): This code exists already.",
+            "Row 8 (–): No code.",
+            "Row 10 (-DASHFIRST1): Letters A-Z, digits and dashes inside only.",
+        ]
+    }
+    assert codes_of(template) == set()
+    assert not LogEntry.objects.exists()
+
+
+def test_codes_beyond_the_remaining_total_are_refused_whole():
+    template = CouponTemplateFactory(total=3)
+    SingleUseCode.objects.create(template=template, code="UNUSED-0001")
+    dataset = merchant_codes_read(
+        name="f.csv", content=csv_file("NEW-000001", "NEW-000002", "NEW-000003")
+    )
+
+    check = merchant_codes_check(template_id=template.pk, dataset=dataset)
+    with pytest.raises(CodesFileInvalid) as refused:
+        merchant_codes_import(template_id=template.pk, dataset=dataset, file_name="f.csv")
+
+    assert check.good == 3 and not check.problems
+    assert "at most 2 more" in check.over_remaining
+    assert refused.value.fields == {"file": [check.over_remaining]}
+    assert codes_of(template) == {"UNUSED-0001"}
+
+
+def test_the_dry_run_changes_nothing_and_says_what_the_import_would():
+    template = CouponTemplateFactory(total=10)
+    dataset = merchant_codes_read(name="f.csv", content=csv_file("DRY-RUN-0001", "x"))
+
+    check = merchant_codes_check(template_id=template.pk, dataset=dataset)
+
+    assert check.good == 1
+    assert [(p.line, p.code) for p in check.problems] == [(3, "X")]
+    assert not check.importable
+    assert codes_of(template) == set()
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("codes.txt", b"code\nABCDEFGH1", "A .csv or .xlsx file is required."),
+        ("codes.xlsx", b"not a workbook", "The file cannot be read as xlsx."),
+        ("codes.csv", b"number\nABCDEFGH1", "The first row must name the codes' column"),
+        ("codes.csv", b"", "The file cannot be read as csv."),
+    ],
+)
+def test_a_file_that_is_not_a_codes_file_is_refused_naming_file(name, content, message):
+    with pytest.raises(CodesFileInvalid) as refused:
+        merchant_codes_read(name=name, content=content)
+
+    assert message in refused.value.fields["file"][0]
+
+
+def test_a_csv_saved_by_excel_in_china_is_read():
+    content = "备注,券码\n春节,CNY-2027-0001\n".encode("gb18030")
+
+    dataset = merchant_codes_read(name="codes.csv", content=content)
+
+    assert list(dataset) == [(2, "CNY-2027-0001")]
+
+
+def test_an_imported_code_redeems_once_and_can_make_the_template_codes_only():
+    template = CouponTemplateFactory(total=10)
+    dataset = merchant_codes_read(name="f.csv", content=csv_file("REDEEM-ME-01"))
+    merchant_codes_import(
+        template_id=template.pk, dataset=dataset, file_name="f.csv", codes_only=True
+    )
+    first, second = UserFactory(), UserFactory()
+
+    won = bearer_client(first).post("/api/coupons/redeem", {"code": "redeem-me-01"}, format="json")
+    lost = bearer_client(second).post(
+        "/api/coupons/redeem", {"code": "REDEEM-ME-01"}, format="json"
+    )
+
+    assert won.status_code == 201, won.json()
+    assert lost.status_code == 409 and lost.json()["code"] == "code_used"
+    assert UserCoupon.objects.filter(template=template, source=UserCoupon.Source.CODE).count() == 1
+    template.refresh_from_db()
+    assert template.has_single_use_codes is True
+
+
+# --- The admin's page: upload, preview, confirm ---------------------------------------------
+
+IMPORT_PAGE = "/admin/coupons/coupontemplate/{}/codes/import/"
+
+
+def upload(client, template, content: bytes, name: str = "codes.csv", reach: str = "keep"):
+    file = SimpleUploadedFile(name, content)
+    return client.post(IMPORT_PAGE.format(template.pk), {"file": file, "reach": reach})
+
+
+def test_the_admin_previews_each_row_then_imports_on_confirmation(client):
+    manager = staff_with(*VIEW_ONLY, "coupons.manage_codes")
+    template = CouponTemplateFactory(total=10)
+    client.force_login(manager)
+
+    preview = upload(client, template, csv_file("ADMIN-00001", "ADMIN-00002"), reach="codes_only")
+    assert preview.status_code == 200
+    assert codes_of(template) == set()  # the preview imported nothing
+    assert "2 codes can be imported." in preview.content.decode()
+    confirm = preview.context["confirm"].initial
+    done = client.post(IMPORT_PAGE.format(template.pk), confirm)
+
+    assert done.status_code == 302
+    assert codes_of(template) == {"ADMIN-00001", "ADMIN-00002"}
+    template.refresh_from_db()
+    assert template.has_single_use_codes is True
+    assert LogEntry.objects.filter(user=manager).count() == 1
+
+
+def test_the_admin_preview_names_each_bad_row_and_offers_no_confirmation(client):
+    client.force_login(staff_with(*VIEW_ONLY, "coupons.manage_codes"))
+    template = CouponTemplateFactory(total=10)
+
+    preview = upload(client, template, csv_file("GOOD-000001", "bad"), name="商家券码.csv")
+
+    page = preview.content.decode()
+    assert "Row 3 (BAD): A code has 8 to 21 characters." in page
+    assert "confirm" not in preview.context
+    assert codes_of(template) == set()
+
+
+def test_a_confirmation_is_only_for_who_uploaded(client):
+    template = CouponTemplateFactory(total=10)
+    client.force_login(staff_with(*VIEW_ONLY, "coupons.manage_codes"))
+    confirm = upload(client, template, csv_file("MINE-000001")).context["confirm"].initial
+    client.force_login(staff_with(*VIEW_ONLY, "coupons.manage_codes"))
+
+    answer = client.post(IMPORT_PAGE.format(template.pk), confirm)
+
+    assert answer.status_code == 302
+    assert codes_of(template) == set()
+
+
+def test_the_import_page_needs_manage_codes(client):
+    client.force_login(staff_with(*VIEW_ONLY))
+    template = CouponTemplateFactory(total=10)
+
+    assert client.get(IMPORT_PAGE.format(template.pk)).status_code == 403
+    assert upload(client, template, csv_file("NOPE-000001")).status_code == 403
+    assert codes_of(template) == set()
+
+
+# --- The admin API ----------------------------------------------------------------------------
+
+
+def import_by_api(client, template_id, content: bytes, headers=None, **fields):
+    file = SimpleUploadedFile("codes.csv", content)
+    return client.post(
+        f"/api/admin/coupons/{template_id}/codes/import",
+        {"file": file, **fields},
+        format="multipart",
+        **(headers or {}),
+    )
+
+
+def test_the_api_imports_a_file_and_says_how_many(staff_client):
+    template = CouponTemplateFactory(total=10)
+
+    answer = import_by_api(staff_client, template.pk, csv_file("API-0000001"), codes_only="true")
+
+    assert answer.status_code == 201, answer.json()
+    assert answer.json() == {"imported": 1, "codes_only": True}
+    assert codes_of(template) == {"API-0000001"}
+
+
+def test_the_api_dry_run_imports_nothing(staff_client):
+    template = CouponTemplateFactory(total=10)
+
+    answer = import_by_api(staff_client, template.pk, csv_file("API-0000001"), dry_run="true")
+
+    assert answer.status_code == 200, answer.json()
+    assert answer.json() == {"imported": 1, "codes_only": False}
+    assert codes_of(template) == set()
+
+
+def test_the_api_names_each_bad_row_under_file_in_the_request_language(staff_client):
+    template = CouponTemplateFactory(total=10)
+
+    answer = import_by_api(
+        staff_client, template.pk, csv_file("OK-00000001", "x"), {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
+    )
+
+    assert answer.status_code == 400
+    body = answer.json()
+    assert body["code"] == "invalid"
+    assert body["fields"]["file"] == ["第 3 行（X）：券码为 8 至 21 个字符。"]
+    assert codes_of(template) == set()
+
+
+def test_the_api_refuses_a_missing_file_and_an_unknown_template(staff_client):
+    template = CouponTemplateFactory(total=10)
+
+    missing = staff_client.post(
+        f"/api/admin/coupons/{template.pk}/codes/import", {}, format="multipart"
+    )
+    unknown = import_by_api(staff_client, 999_999, csv_file("API-0000001"))
+
+    assert missing.status_code == 400 and "file" in missing.json()["fields"]
+    assert unknown.status_code == 404
