@@ -19,7 +19,7 @@ from core import clock
 from core.admin_fields import RefusalAsFormErrorAdmin, RefusedOnSave
 from core.money import format_money
 from coupons import selectors, template_terms_rules
-from coupons.admin import grants, promotions
+from coupons.admin import grants, promotions, spreadsheets
 from coupons.admin.code_import import CodeImportAdmin
 from coupons.admin.display import (
     STATE_LABELS,
@@ -76,6 +76,9 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin, CodeImport
         promotions.pause_templates,
         promotions.resume_templates,
         promotions.export_single_use_codes,
+        spreadsheets.export_single_use_codes_xlsx,
+        spreadsheets.export_templates_xlsx,
+        spreadsheets.export_templates_csv,
     ]
 
     def get_actions(self, request):
@@ -233,6 +236,9 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin, CodeImport
 
     def has_export_codes_permission(self, request) -> bool:
         return staff_may(request.user, StaffAction.CODES_EXPORT)
+
+    def has_export_templates_permission(self, request) -> bool:
+        return staff_may(request.user, StaffAction.TEMPLATES_EXPORT)
 
     # The services record publish, edit and delete with their amounts: Django's own entries
     # would record them a second time.

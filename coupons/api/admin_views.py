@@ -251,7 +251,7 @@ class AdminTemplateCodesImportView(GenericAPIView):
             check = merchant_codes.merchant_codes_check(template_id=template_id, dataset=dataset)
             if not check.importable:
                 raise CodesFileInvalid(fields={"file": check.messages()})
-            imported, answer = check.good, status.HTTP_200_OK
+            imported, answer = check.good, 200
         else:
             imported = merchant_codes.merchant_codes_import(
                 template_id=template_id,
@@ -260,6 +260,6 @@ class AdminTemplateCodesImportView(GenericAPIView):
                 codes_only=payload.validated_data["codes_only"],
                 actor=request.user,
             )
-            answer = status.HTTP_201_CREATED
+            answer = 201
         codes_only = CouponTemplate.objects.filter(pk=template_id, has_single_use_codes=True)
         return Response({"imported": imported, "codes_only": codes_only.exists()}, status=answer)
