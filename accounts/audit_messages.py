@@ -29,6 +29,8 @@ ACTION_LABELS: dict[StaffAction, Promise] = {
     StaffAction.CODES_CREATE: gettext_lazy("Create single-use codes"),
     StaffAction.CODES_IMPORT: gettext_lazy("Import merchant codes"),
     StaffAction.CODES_EXPORT: gettext_lazy("Export single-use codes"),
+    StaffAction.CAMPAIGN_CREATE: gettext_lazy("Create a campaign"),
+    StaffAction.CAMPAIGN_EDIT: gettext_lazy("Edit a campaign"),
     StaffAction.STOCK_ADJUST: gettext_lazy("Adjust stock"),
     StaffAction.ORDER_CANCEL: gettext_lazy("Cancel an order"),
     StaffAction.ORDER_REFUND: gettext_lazy("Refund an order"),
@@ -164,6 +166,36 @@ def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> 
             scope = _("The whole order.") if amounts["whole"] else _("Some lines.")
             reason = _("Reason: %(reason)s") % {"reason": amounts["reason"]}
             return f"{refunded} {scope} {reason}"
+        case StaffAction.CAMPAIGN_CREATE:
+            terms = "; ".join(
+                _("%(field)s: %(value)s")
+                % {
+                    "field": _field_name(entry, field),
+                    "value": _term_shown(entry, field, amounts[field], None)
+                    if amounts[field] is not None
+                    else _("no budget"),
+                }
+                for field in ("name", "starts_at", "ends_at", "budget")
+            )
+            templates = _("templates: %(ids)s") % {"ids": _shown(amounts["templates"])}
+            return _("Created the campaign: %(terms)s; %(templates)s.") % {
+                "terms": terms,
+                "templates": templates,
+            }
+        case StaffAction.CAMPAIGN_EDIT:
+            changes = [
+                _("%(field)s from %(old)s to %(new)s")
+                % {
+                    "field": _field_name(entry, field),
+                    "old": _term_shown(entry, field, old, None),
+                    "new": _term_shown(entry, field, new, None),
+                }
+                for field, (old, new) in amounts.items()
+                if field != "templates"
+            ]
+            if "templates" in amounts:
+                changes.append(_("templates: %(ids)s") % {"ids": _shown(amounts["templates"])})
+            return _("Changed the campaign: %(changes)s.") % {"changes": "; ".join(changes)}
         case StaffAction.STAFF_MANAGE:
             changes = "; ".join(
                 _("%(field)s from %(old)s to %(new)s")

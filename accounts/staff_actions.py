@@ -51,6 +51,9 @@ class StaffAction(StrEnum):
     CODES_IMPORT = "codes_import"
     CODES_LIST = "codes_list"
     CODES_EXPORT = "codes_export"
+    CAMPAIGN_VIEW = "campaign_view"
+    CAMPAIGN_CREATE = "campaign_create"
+    CAMPAIGN_EDIT = "campaign_edit"
     STOCK_ADJUST = "stock_adjust"
     ORDER_CANCEL = "order_cancel"
     ORDER_REFUND = "order_refund"
@@ -83,6 +86,9 @@ PERMISSIONS_NEEDED: dict[StaffAction, tuple[str, ...]] = {
     StaffAction.CODES_IMPORT: (MANAGE_CODES,),
     StaffAction.CODES_LIST: (MANAGE_CODES,),
     StaffAction.CODES_EXPORT: (MANAGE_CODES, EXPORT_COUPONS),
+    StaffAction.CAMPAIGN_VIEW: ("coupons.view_campaign",),
+    StaffAction.CAMPAIGN_CREATE: ("coupons.add_campaign",),
+    StaffAction.CAMPAIGN_EDIT: ("coupons.change_campaign",),
     StaffAction.STOCK_ADJUST: (ADJUST_STOCK,),
     StaffAction.ORDER_CANCEL: (CANCEL_ORDER,),
     StaffAction.ORDER_REFUND: (REFUND_ORDER,),
@@ -94,11 +100,18 @@ PERMISSIONS_NEEDED: dict[StaffAction, tuple[str, ...]] = {
 # Django's admin lets whoever may change a model view it too; the table says the same.
 ALSO_ENOUGH: dict[StaffAction, tuple[str, ...]] = {
     StaffAction.TEMPLATE_VIEW: ("coupons.change_coupontemplate",),
+    StaffAction.CAMPAIGN_VIEW: ("coupons.change_campaign",),
 }
 
 # Reads are not recorded; every change and every download is.
-NOT_RECORDED = frozenset({StaffAction.TEMPLATE_VIEW, StaffAction.CODES_LIST})
-ACTION_FLAGS = {StaffAction.TEMPLATE_PUBLISH: ADDITION, StaffAction.TEMPLATE_DELETE: DELETION}
+NOT_RECORDED = frozenset(
+    {StaffAction.TEMPLATE_VIEW, StaffAction.CODES_LIST, StaffAction.CAMPAIGN_VIEW}
+)
+ACTION_FLAGS = {
+    StaffAction.TEMPLATE_PUBLISH: ADDITION,
+    StaffAction.CAMPAIGN_CREATE: ADDITION,
+    StaffAction.TEMPLATE_DELETE: DELETION,
+}
 # A recorded action's change_message starts with this, then the action's value and '"'.
 MESSAGE_PREFIX = '{"staff_action": "'
 

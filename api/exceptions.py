@@ -37,6 +37,7 @@ STATUS_BY_CODE = {
     "sold_out": status.HTTP_409_CONFLICT,
     "limit_reached": status.HTTP_409_CONFLICT,
     "paused": status.HTTP_409_CONFLICT,
+    "budget_exhausted": status.HTTP_409_CONFLICT,
     "not_eligible": status.HTTP_409_CONFLICT,
     "code_used": status.HTTP_409_CONFLICT,
     "coupon_used": status.HTTP_409_CONFLICT,

@@ -60,6 +60,7 @@ TEMPLATE_SUMMARY_COLUMNS = (
     "valid_days",
     "has_single_use_codes",
     "incarnation",  # the Redis counts' key (coupons/counter.py)
+    "campaign_id",  # whose budget, once spent, refuses its claims (coupons/campaigns/budget.py)
 )
 CLAIM_FACTS_SQL = (
     f"SELECT {', '.join(TEMPLATE_FACT_COLUMNS + TEMPLATE_SUMMARY_COLUMNS)},"

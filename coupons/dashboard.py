@@ -1,9 +1,10 @@
-"""The admin dashboard's figures (SPEC section 23): claims, uses and discount given per day,
-the templates most claimed and the campaigns ending soon, in four queries whatever the volume
-(tests/coupons/test_dashboard.py counts them). A use is a coupon of an order that is paid and
-not refunded, as in the funnel, the CSV and the admin API (SPEC section 20), counted on the
-day of its payment with that order's discount. Orders are not imported by coupons: the
-orders app answers through the COUPON_ADMIN_PAID_USES_LOOKUP setting."""
+"""The admin dashboard's figures (SPEC sections 23, 27): claims, uses and discount given per
+day, the templates most claimed, the coupons ending soon and the campaigns running, in five
+queries whatever the volume (tests/coupons/test_dashboard.py counts them). A use is a coupon
+of an order that is paid and not refunded, as in the funnel, the CSV and the admin API (SPEC
+section 20), counted on the day of its payment with that order's discount. Orders are not
+imported by coupons: the orders app answers through the COUPON_ADMIN_PAID_USES_LOOKUP
+setting."""
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -15,7 +16,7 @@ from django.db.models import Count, QuerySet
 from django.db.models.functions import TruncHour
 from django.utils.module_loading import import_string
 
-from coupons.models import CouponTemplate, UserCoupon
+from coupons.models import Campaign, CouponTemplate, UserCoupon
 
 DASHBOARD_DAYS = 30
 TOP_TEMPLATES = 10
@@ -53,10 +54,20 @@ class EndingSoon:
 
 
 @dataclass(frozen=True)
+class RunningCampaign:
+    campaign_id: int
+    name: str
+    ends_at: datetime
+    budget: int | None
+    spent: int
+
+
+@dataclass(frozen=True)
 class Dashboard:
     days: list[DashboardDay]
     top_templates: list[TopTemplate]
     ending_soon: list[EndingSoon]
+    running_campaigns: list[RunningCampaign]
 
 
 def paid_uses_lookup() -> PaidUsesLookup:
@@ -94,7 +105,8 @@ def local_days_span(first_day: date, last_day: date, zone: tzinfo) -> tuple[date
 
 def dashboard_figures(*, now: datetime, zone: tzinfo, days: int = DASHBOARD_DAYS) -> Dashboard:
     """The dashboard for the `days` days up to today in `zone` (oldest first, quiet days as 0)
-    and the campaigns whose claim window closes within ENDING_WITHIN. Five queries."""
+    the templates whose claim window closes within ENDING_WITHIN and the campaigns running.
+    Five queries."""
     last_day = now.astimezone(zone).date()
     first_day = last_day - timedelta(days=days - 1)
     start, end = local_days_span(first_day, last_day, zone)
@@ -118,7 +130,23 @@ def dashboard_figures(*, now: datetime, zone: tzinfo, days: int = DASHBOARD_DAYS
         ],
         top_templates=_top_templates(claimed, uses_per_template),
         ending_soon=_ending_soon(now),
+        running_campaigns=_running_campaigns(now),
     )
+
+
+def _running_campaigns(now: datetime) -> list[RunningCampaign]:
+    """The campaigns running now, ending first first, with their budget used (one query)."""
+    running = Campaign.objects.filter(starts_at__lte=now, ends_at__gt=now).order_by("ends_at", "id")
+    return [
+        RunningCampaign(
+            campaign_id=campaign.pk,
+            name=campaign.name,
+            ends_at=campaign.ends_at,
+            budget=campaign.budget,
+            spent=campaign.spent,
+        )
+        for campaign in running[:ENDING_SOON_ROWS]
+    ]
 
 
 def _top_templates(

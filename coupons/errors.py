@@ -52,6 +52,11 @@ class CodeUsed(ClaimRejected):
     default_detail = _("This code has already been used.")
 
 
+class ClaimBudgetExhausted(ClaimRejected):
+    code = "budget_exhausted"
+    default_detail = _("This coupon's campaign has spent its budget: it is not issued any more.")
+
+
 class ClaimSoldOut(ClaimRejected):
     code = "sold_out"
     default_detail = _("This coupon is sold out.")
@@ -82,6 +87,13 @@ class ClaimThrottled(DomainError):
 
 
 # Errors of coupons.ports, raised to the orders app.
+
+
+class BudgetExhausted(DomainError):
+    """The discount would pass what is left of the coupon's campaign budget."""
+
+    code = "budget_exhausted"
+    default_detail = _("This coupon's campaign budget cannot cover its discount on this order.")
 
 
 class CouponNotFound(DomainError):

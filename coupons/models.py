@@ -101,6 +101,17 @@ class CouponTemplate(models.Model):
     one_unit_only = models.BooleanField(
         default=False, db_default=False, verbose_name=_("one unit only")
     )
+    # The campaign whose budget its coupons' discounts draw on (SPEC section 27), if any; set
+    # by the campaign's services, not a term: it can change after claims.
+    campaign = models.ForeignKey(
+        "coupons.Campaign",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="templates",
+        verbose_name=_("campaign"),
+        editable=False,
+    )
     code = models.CharField(
         max_length=CODE_MAX_LENGTH, null=True, blank=True, verbose_name=_("code")
     )
@@ -250,6 +261,7 @@ class UseWindow:
 
 
 # Registered with the app here; each defined in its own module.
+from coupons.campaigns.models import Campaign  # noqa: E402, F401
 from coupons.counter_epoch import CounterEpoch  # noqa: E402, F401
 from coupons.published_terms import PublishedTermsVersion  # noqa: E402, F401
 from coupons.single_use_codes import SingleUseCode  # noqa: E402, F401

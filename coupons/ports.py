@@ -12,6 +12,8 @@ from django.db import transaction
 from django.utils.functional import Promise
 
 from core import clock
+from coupons.campaigns.budget import budget_give_back
+from coupons.campaigns.budget import budget_take as campaign_budget_take
 from coupons.coupon_status import CouponStatus
 from coupons.customers import customer_history
 from coupons.discounts import CartJudgement, CartLine, CartRefusal, DiscountTerms, judge_cart
@@ -32,6 +34,7 @@ __all__ = [
     "CartRefusal",
     "TransactionRequired",
     "UsableCoupon",
+    "budget_take",
     "first_paid_order_only",
     "get_usable",
     "judge_cart",
@@ -62,6 +65,8 @@ class UsableCoupon(DiscountTerms):
     valid_from: datetime
     valid_until: datetime
     first_paid_order_only: bool = False  # a new-customers coupon (SPEC section 20)
+    campaign_id: int | None = None  # whose budget its discount draws on (SPEC section 27)
+    budget_left: int | None = None  # of that budget, as read; None: no budget
 
 
 def get_usable(*, user_id: int, coupon_id: int) -> UsableCoupon:
@@ -99,6 +104,34 @@ def use_coupon(*, user_id: int, coupon_id: int) -> UsableCoupon:
     return _usable(coupon)
 
 
+def budget_take(*, coupon: UsableCoupon, discount: int) -> None:
+    """Spend `discount` of the coupon's campaign budget for the order the caller is writing,
+    and note it on the coupon (given back by rollback_coupon and refund_coupon); raise
+    BudgetExhausted, changing nothing, when what is left cannot cover it. Must run inside the
+    caller's transaction, after use_coupon: the campaign's row is the last it locks."""
+    _require_transaction("budget_take")
+    if coupon.campaign_id is None or discount <= 0:
+        return
+    campaign_budget_take(campaign_id=coupon.campaign_id, amount=discount)
+    UserCoupon.objects.filter(pk=coupon.coupon_id).update(
+        charged_campaign_id=coupon.campaign_id, charged_amount=discount
+    )
+
+
+def _budget_give_back(coupon_id: int) -> None:
+    """What budget_take noted on the coupon goes back to that campaign (the coupon's row, then
+    the campaign's: the lock order of a checkout)."""
+    charged = (
+        UserCoupon.objects.filter(pk=coupon_id, charged_amount__gt=0)
+        .values_list("charged_campaign_id", "charged_amount")
+        .first()
+    )
+    if charged is None:
+        return
+    UserCoupon.objects.filter(pk=coupon_id).update(charged_campaign_id=None, charged_amount=0)
+    budget_give_back(campaign_id=charged[0], amount=charged[1])
+
+
 def first_paid_order_only(*, coupon_id: int) -> bool:
     """Whether the coupon is for a user's first paid order only (a new-customers template,
     SPEC sections 18 and 20): the orders app then refuses to pay for a second order with it.
@@ -118,17 +151,20 @@ def rollback_coupon(*, user_id: int, coupon_id: int) -> None:
     ).update(status=UserCoupon.Status.UNUSED, used_at=None, updated_at=clock.now())
     if not changed:
         raise CouponRollbackFailed()
+    _budget_give_back(coupon_id)
 
 
 def refund_coupon(*, user_id: int, coupon_id: int) -> bool:
     """Give a used coupon back (used -> unused) for a refunded order while its own window is
-    still open; past it the coupon stays used (and so never counts as expired). Returns
-    whether it came back. Must run inside the caller's transaction."""
+    still open; past it the coupon stays used (and so never counts as expired). Its discount
+    goes back to its campaign's budget either way: a refunded order gave nothing away. Returns
+    whether the coupon came back. Must run inside the caller's transaction."""
     _require_transaction("refund_coupon")
     now = clock.now()
     returned = UserCoupon.objects.filter(
         pk=coupon_id, user_id=user_id, status=UserCoupon.Status.USED, valid_until__gte=now
     ).update(status=UserCoupon.Status.UNUSED, used_at=None, updated_at=now)
+    _budget_give_back(coupon_id)
     return bool(returned)
 
 
@@ -136,7 +172,7 @@ def list_unused(*, user_id: int) -> list[UsableCoupon]:
     """The user's coupons that are stored unused and not yet expired (including ones whose
     window has not started), newest first. Writes nothing; needs no transaction."""
     coupons = (
-        UserCoupon.objects.select_related("template")
+        UserCoupon.objects.select_related("template__campaign")
         .filter(user_id=user_id)
         .with_status(CouponStatus.UNUSED, now=clock.now())
         .order_by("-id")
@@ -152,7 +188,9 @@ def _require_transaction(port: str) -> None:
 def _owned_coupon(user_id: int, coupon_id: int) -> UserCoupon:
     # Another user's coupon is "not found": its existence is none of the caller's business.
     coupon = (
-        UserCoupon.objects.select_related("template").filter(pk=coupon_id, user_id=user_id).first()
+        UserCoupon.objects.select_related("template__campaign")
+        .filter(pk=coupon_id, user_id=user_id)
+        .first()
     )
     if coupon is None:
         raise CouponNotFound()
@@ -194,6 +232,8 @@ def _usable(coupon: UserCoupon) -> UsableCoupon:
         valid_from=coupon.valid_from,
         valid_until=coupon.valid_until,
         first_paid_order_only=template.audience == CouponTemplate.Audience.NEW_CUSTOMERS,
+        campaign_id=template.campaign_id,
+        budget_left=None if template.campaign is None else template.campaign.budget_left,
     )
 
 

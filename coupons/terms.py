@@ -37,6 +37,7 @@ CLAIM_PATH_TERMS = (
     *(term for term in TEMPLATE_TERMS if term != "code"),
     "has_single_use_codes",
     "incarnation",  # what its Redis counts are keyed by (coupons/counter.py)
+    "campaign_id",  # a spent budget refuses its claims (coupons/campaigns/budget.py)
 )
 
 

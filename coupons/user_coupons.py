@@ -73,6 +73,11 @@ class UserCoupon(models.Model):
     )
     # coupons.grant_reasons.reason_key(grant_reason): what "the same reason" compares.
     grant_reason_key = models.CharField(max_length=64, null=True, blank=True, editable=False)
+    # The campaign budget its discount drew on while an order holds it, and how much (SPEC
+    # section 27): given back there, whatever the template's campaign is by then. A plain id:
+    # no index or foreign key on this table for a rare lookup.
+    charged_campaign_id = models.BigIntegerField(null=True, blank=True, editable=False)
+    charged_amount = models.PositiveBigIntegerField(default=0, db_default=0, editable=False)
     created_at = MillisecondDateTimeField(auto_now_add=True, verbose_name=_("created at"))
     updated_at = MillisecondDateTimeField(auto_now=True, verbose_name=_("updated at"))
 

@@ -44,6 +44,7 @@ class OptionReason(StrEnum):
     NOT_APPLICABLE = ports.CartRefusal.NOT_APPLICABLE.value  # no line of the cart in scope
     CART_REQUIRED = "cart_required"  # a scoped coupon asked about a bare amount
     NOT_ELIGIBLE = "not_eligible"  # for a first paid order only, and the user has paid
+    BUDGET_EXHAUSTED = "budget_exhausted"  # its campaign's budget cannot cover the discount
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,8 @@ def _option(
     if judged.reason is not None:
         reason = OptionReason(judged.reason.value)
         return CouponOption(coupon, False, 0, reason, judged.shortfall, eligible)
+    if coupon.budget_left is not None and judged.discount > coupon.budget_left:
+        return CouponOption(coupon, False, 0, OptionReason.BUDGET_EXHAUSTED, None, eligible)
     return CouponOption(coupon, True, judged.discount, None, None, eligible)
 
 

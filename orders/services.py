@@ -81,6 +81,7 @@ def _order_place(
             coupon = ports.use_coupon(user_id=user_id, coupon_id=coupon_id)
             judged = ports.judge_cart(coupon, cart)
             raise_if_not_applied(judged)
+            ports.budget_take(coupon=coupon, discount=judged.discount)  # its row last
             line_discounts = list(judged.line_discounts)
         order = _order_create(
             user_id=user_id,

@@ -7,3 +7,4 @@ from coupons.admin import (  # noqa: F401  (registration)
     user_coupons,
     users,
 )
+from coupons.campaigns import admin as campaigns_admin  # noqa: F401  (registration)

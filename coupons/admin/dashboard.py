@@ -46,6 +46,17 @@ def dashboard_context() -> dict:
             }
             for row in figures.ending_soon
         ],
+        "running_campaigns": [
+            {
+                "name": row.name,
+                "ends": local_datetime(row.ends_at),
+                "budget": format_money(row.budget) or _("no budget"),
+                "spent": format_money(row.spent),
+                "left": "–" if row.budget is None else format_money(row.budget - row.spent),
+                "url": reverse("admin:coupons_campaign_change", args=[row.campaign_id]),
+            }
+            for row in figures.running_campaigns
+        ],
         # What dashboard.js draws (json_script): the days, three series, the legend's names.
         "chart": {
             "days": [date_format(day.day, "m-d") for day in figures.days],

@@ -25,6 +25,7 @@ from coupons.api.action_serializers import (
 )
 from coupons.api.serializers import AdminTemplateSerializer, TemplateInputSerializer
 from coupons.errors import (
+    ClaimBudgetExhausted,
     ClaimNotInWindow,
     ClaimPaused,
     CodesCreationBusy,
@@ -125,7 +126,9 @@ class AdminTemplateGrantView(GenericAPIView):
         "Idempotent per (template, user, reason): sending the same grant again issues nothing "
         "twice.",
     )
-    @api_errors(TemplateNotFound, TemplateInvalid, ClaimNotInWindow, ClaimPaused)
+    @api_errors(
+        TemplateNotFound, TemplateInvalid, ClaimNotInWindow, ClaimPaused, ClaimBudgetExhausted
+    )
     @idempotent
     def post(self, request, template_id: int):
         # 404 before validation, like the other routes of one template.

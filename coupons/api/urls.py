@@ -1,6 +1,7 @@
 from django.urls import path
 
 from coupons.api import admin_views, views
+from coupons.campaigns import api as campaigns_api
 
 urlpatterns = [
     path("coupons", views.CouponListView.as_view(), name="coupons"),
@@ -37,5 +38,11 @@ urlpatterns = [
         "admin/coupons/<id:template_id>/codes/import",
         admin_views.AdminTemplateCodesImportView.as_view(),
         name="admin-coupon-codes-import",
+    ),
+    path("admin/campaigns", campaigns_api.AdminCampaignListView.as_view(), name="admin-campaigns"),
+    path(
+        "admin/campaigns/<id:campaign_id>",
+        campaigns_api.AdminCampaignDetailView.as_view(),
+        name="admin-campaign",
     ),
 ]

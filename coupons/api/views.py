@@ -19,6 +19,7 @@ from coupons.api.serializers import (
     user_coupon_data,
 )
 from coupons.errors import (
+    ClaimBudgetExhausted,
     ClaimLimitReached,
     ClaimNotEligible,
     ClaimNotInWindow,
@@ -84,6 +85,7 @@ class CouponClaimView(GenericAPIView):
         TemplateNotFound,
         ClaimNotInWindow,
         ClaimPaused,
+        ClaimBudgetExhausted,
         ClaimNotEligible,
         ClaimSoldOut,
         ClaimLimitReached,
@@ -114,6 +116,7 @@ class CouponRedeemView(GenericAPIView):
         CodeUsed,
         ClaimNotInWindow,
         ClaimPaused,
+        ClaimBudgetExhausted,
         ClaimNotEligible,
         ClaimSoldOut,
         ClaimLimitReached,

@@ -17,9 +17,11 @@ from accounts.staff_actions import (
     staff_action_record,
 )
 from core import clock
+from coupons.campaigns.budget import budget_spent
 from coupons.customers import customer_history
 from coupons.decision import GrantNote
 from coupons.errors import (
+    ClaimBudgetExhausted,
     ClaimNotInWindow,
     ClaimPaused,
     TemplateInvalid,
@@ -93,7 +95,9 @@ def coupon_grant(
     if errors:
         raise TemplateInvalid(_("Invalid grant."), fields=errors)
     template = (
-        CouponTemplate.objects.filter(pk=template_id).only("valid_until", "paused_at").first()
+        CouponTemplate.objects.filter(pk=template_id)
+        .only("valid_until", "paused_at", "campaign_id")
+        .first()
     )
     if template is None:
         raise TemplateNotFound()
@@ -101,6 +105,8 @@ def coupon_grant(
         raise ClaimNotInWindow(_("This coupon has ended; it can no longer be granted."))
     if template.paused_at is not None:
         raise ClaimPaused(_("This coupon is paused; resume it to grant it."))
+    if budget_spent(template.campaign_id):
+        raise ClaimBudgetExhausted()
 
     wanted = list(dict.fromkeys(user_ids))  # repeats dropped, order kept
     note = GrantNote(granted_by_id=granted_by_id, reason=reason)

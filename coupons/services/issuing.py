@@ -12,6 +12,7 @@ from api.throttles import Rate
 from core import clock
 from core.domain_errors import DomainError
 from core.metrics import claim_screen_answers_total, claims_total
+from coupons.campaigns.budget import budget_spent
 from coupons.claim_sql import (
     ClaimFacts,
     claim_facts,
@@ -30,6 +31,7 @@ from coupons.counter_sync import record_facts, resync_from_database
 from coupons.customers import customer_history
 from coupons.decision import GrantNote, decide
 from coupons.errors import (
+    ClaimBudgetExhausted,
     ClaimLimitReached,
     ClaimNotEligible,
     ClaimNotInWindow,
@@ -222,6 +224,8 @@ def _issue(
         facts = claim_facts(template_id=template_id, user_id=user_id)
         template, user_claims = facts.template, facts.user_claims
     _check_reach(template, source=source, reachable_with_codes=reachable_with_codes)
+    if budget_spent(template.campaign_id):  # one read, for campaign templates only
+        raise ClaimBudgetExhausted()
     if facts is not None:
         # Safe fast rejection without the lock: counts never go down and a paid order stays
         # paid, so a refusal read from a committed snapshot was true when it was read. Redis

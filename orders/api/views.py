@@ -10,6 +10,7 @@ from api.idempotency import idempotent
 from api.schema import api_errors
 from api.throttles import CheckoutThrottle
 from coupons.errors import (
+    BudgetExhausted,
     CouponExpired,
     CouponNotEligible,
     CouponNotFound,
@@ -81,6 +82,7 @@ class OrderListView(GenericAPIView):
         CouponExpired,
         CouponNotEligible,
         CouponNotApplicable,
+        BudgetExhausted,
         TooManyUnpaidOrders,
     )
     @idempotent(effect_answer=order_effect_answer(status.HTTP_201_CREATED))

@@ -72,7 +72,7 @@ def shop(frozen_now):
 
 
 def test_the_figures_count_what_happened_per_day_in_the_zone(shop, django_assert_num_queries):
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         figures = dashboard_figures(now=NOW, zone=SHANGHAI)
 
     # a use is a coupon of a paid, not refunded order, on its day of payment
@@ -109,7 +109,7 @@ def test_the_query_count_does_not_grow_with_the_data(shop, django_assert_num_que
         template = CouponTemplateFactory(valid_until=NOW + timedelta(days=1))
         coupon(template, claimed_at=NOW - timedelta(days=index))
 
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         figures = dashboard_figures(now=NOW, zone=SHANGHAI)
 
     assert len(figures.top_templates) == 10
