@@ -171,9 +171,7 @@ def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> 
                 _("%(field)s: %(value)s")
                 % {
                     "field": _field_name(entry, field),
-                    "value": _term_shown(entry, field, amounts[field], None)
-                    if amounts[field] is not None
-                    else _("no budget"),
+                    "value": _campaign_term(entry, field, amounts[field]),
                 }
                 for field in ("name", "starts_at", "ends_at", "budget")
             )
@@ -183,19 +181,19 @@ def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> 
                 "templates": templates,
             }
         case StaffAction.CAMPAIGN_EDIT:
-            changes = [
+            edits = [
                 _("%(field)s from %(old)s to %(new)s")
                 % {
                     "field": _field_name(entry, field),
-                    "old": _term_shown(entry, field, old, None),
-                    "new": _term_shown(entry, field, new, None),
+                    "old": _campaign_term(entry, field, old),
+                    "new": _campaign_term(entry, field, new),
                 }
                 for field, (old, new) in amounts.items()
                 if field != "templates"
             ]
             if "templates" in amounts:
-                changes.append(_("templates: %(ids)s") % {"ids": _shown(amounts["templates"])})
-            return _("Changed the campaign: %(changes)s.") % {"changes": "; ".join(changes)}
+                edits.append(_("templates: %(ids)s") % {"ids": _shown(amounts["templates"])})
+            return _("Changed the campaign: %(changes)s.") % {"changes": "; ".join(edits)}
         case StaffAction.STAFF_MANAGE:
             changes = "; ".join(
                 _("%(field)s from %(old)s to %(new)s")
@@ -204,6 +202,12 @@ def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> 
             )
             return _("Staff access changed: %(changes)s.") % {"changes": changes}
     return str(ACTION_LABELS.get(action, action.value))
+
+
+def _campaign_term(entry: LogEntry, field: str, value: Any) -> str:
+    if field == "budget" and value is None:
+        return _("no budget")
+    return _term_shown(entry, field, value, None)
 
 
 def _field_name(entry: LogEntry, field: str) -> str:

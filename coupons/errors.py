@@ -10,6 +10,10 @@ class TemplateNotFound(DomainError):
     default_detail = _("Coupon template not found.")
 
 
+class CampaignNotFound(TemplateNotFound):
+    default_detail = _("Campaign not found.")
+
+
 class TemplateInvalid(DomainError):
     code = "invalid"
     default_detail = _("Invalid coupon template.")

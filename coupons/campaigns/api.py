@@ -14,8 +14,7 @@ from api.serializers import StrictSerializer
 from core.limits import MAX_BIGINT
 from coupons.campaigns import services
 from coupons.campaigns.models import CAMPAIGN_NAME_MAX_LENGTH, Campaign
-from coupons.campaigns.services import CampaignNotFound
-from coupons.errors import TemplateInvalid
+from coupons.errors import CampaignNotFound, TemplateInvalid
 
 EXAMPLE = {
     "id": 1,
@@ -55,6 +54,21 @@ class CampaignSerializer(serializers.ModelSerializer):
         return sorted(template.pk for template in campaign.templates.all())
 
 
+@extend_schema_serializer(
+    examples=[
+        OpenApiExample(
+            "A campaign with a budget",
+            request_only=True,
+            value={
+                "name": "双十一",
+                "starts_at": "2026-11-01T00:00:00+08:00",
+                "ends_at": "2026-11-12T00:00:00+08:00",
+                "budget": 500000,
+                "template_ids": [3, 4],
+            },
+        )
+    ]
+)
 class CampaignInputSerializer(StrictSerializer):
     """The types only; the rules (dates in order, budget range, templates free) are the
     service's, 400 naming the field."""

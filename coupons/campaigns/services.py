@@ -14,16 +14,12 @@ from django.utils.translation import gettext as _
 from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
 from core.money import MAX_AMOUNT_CENTS
 from coupons.campaigns.models import CAMPAIGN_NAME_MAX_LENGTH, Campaign
-from coupons.errors import TemplateInvalid, TemplateNotFound
+from coupons.errors import CampaignNotFound, TemplateInvalid
 from coupons.models import CouponTemplate
 from coupons.terms_cache import next_version, terms_change
 
 CAMPAIGN_FIELDS = ("name", "starts_at", "ends_at", "budget")
 MAX_CAMPAIGN_TEMPLATES = 500
-
-
-class CampaignNotFound(TemplateNotFound):
-    default_detail = _("Campaign not found.")
 
 
 def campaign_create(

@@ -28,6 +28,13 @@ TERMS = {
     "valid_until": "2036-06-30T00:00:00Z",
 }
 
+CAMPAIGN = {
+    "name": "Matrix campaign",
+    "starts_at": "2026-06-01T00:00:00Z",
+    "ends_at": "2036-06-30T00:00:00Z",
+    "budget": 10_000,
+}
+
 
 @dataclass(frozen=True)
 class Operation:
@@ -97,6 +104,25 @@ OPERATIONS = {
         lambda client, w: client.post(url(w, "/codes"), {"count": 3}, format="json"),
         201,
         StaffAction.CODES_CREATE,
+    ),
+    "list campaigns": Operation(
+        alone("coupons.view_campaign", "coupons.change_campaign"),
+        lambda client, w: client.get("/api/admin/campaigns"),
+        200,
+    ),
+    "create a campaign": Operation(
+        alone("coupons.add_campaign"),
+        lambda client, w: client.post("/api/admin/campaigns", CAMPAIGN, format="json"),
+        201,
+        StaffAction.CAMPAIGN_CREATE,
+    ),
+    "edit a campaign": Operation(
+        alone("coupons.change_campaign"),
+        lambda client, w: client.patch(
+            f"/api/admin/campaigns/{w.campaign.pk}", {"budget": 20_000}, format="json"
+        ),
+        200,
+        StaffAction.CAMPAIGN_EDIT,
     ),
     "import merchant codes": Operation(
         alone("coupons.manage_codes"),

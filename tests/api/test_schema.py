@@ -92,6 +92,7 @@ def test_the_claim_documents_every_error_it_may_answer(schema):
         "401": ["authentication_failed", "not_authenticated"],
         "404": ["not_found"],
         "409": [
+            "budget_exhausted",
             "limit_reached",
             "not_eligible",
             "not_in_window",
@@ -120,6 +121,7 @@ def test_staff_routes_document_403_and_checkout_its_conflicts(schema):
     ]
     checkout = error_codes(schema, "/api/orders", "post")
     assert checkout["409"] == [
+        "budget_exhausted",
         "coupon_expired",
         "coupon_not_applicable",
         "coupon_used",

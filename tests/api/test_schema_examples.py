@@ -191,6 +191,19 @@ def live_answers() -> dict[Operation, object]:
         merchant_file = SimpleUploadedFile("codes.csv", b"code\nMERCHANT-0001\n")
         body = {"file": merchant_file, "dry_run": dry_run}
         call(as_staff, "post", imports, f"{one}/codes/import", status, body, format="multipart")
+    campaign_terms = {
+        "name": "双十一",
+        "starts_at": now.isoformat(),
+        "ends_at": (now + timedelta(days=11)).isoformat(),
+        "budget": 500000,
+        "template_ids": [published["id"]],
+    }
+    campaigns = "/api/admin/campaigns"
+    campaign = call(as_staff, "post", campaigns, campaigns, 201, campaign_terms)
+    call(as_staff, "get", campaigns, campaigns, 200)
+    one_campaign = f"{campaigns}/{campaign['id']}"
+    call(as_staff, "get", f"{campaigns}/{{campaign_id}}", one_campaign, 200)
+    call(as_staff, "patch", f"{campaigns}/{{campaign_id}}", one_campaign, 200, {"budget": 600000})
     return answers  # fmt: skip
 
 

@@ -39,7 +39,7 @@ def test_path_ids_are_integers_in_the_range_the_urls_accept(schema):
         if parameter["in"] == "path"
     }
 
-    assert {name for _, name in path_ids} == {"template_id", "order_id"}
+    assert {name for _, name in path_ids} == {"template_id", "order_id", "campaign_id"}
     for id_schema in path_ids.values():
         assert id_schema == {
             "type": "integer",

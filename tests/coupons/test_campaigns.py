@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.admin.models import LogEntry
+from django.utils import translation
 
 from accounts.staff_actions import StaffAction, recorded_action
 from core import clock
@@ -20,6 +21,7 @@ from orders import services
 from orders.models import Order
 from orders.refunds import order_refund
 from orders.selectors import coupon_options
+from tests.support.admin_users import VIEW_ONLY, staff_with
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
 from tests.support.factories import (
@@ -155,7 +157,9 @@ def test_once_the_budget_is_spent_claims_and_grants_are_refused():
     assert claim.status_code == 409
     assert claim.json()["code"] == "budget_exhausted"
     with pytest.raises(ClaimBudgetExhausted):
-        grants.coupon_grant(template_id=template.pk, user_ids=[user.pk], reason="补偿", granted_by_id=None)
+        grants.coupon_grant(
+            template_id=template.pk, user_ids=[user.pk], reason="补偿", granted_by_id=None
+        )
 
 
 @pytest.mark.django_db
@@ -236,3 +240,100 @@ def test_a_budget_never_goes_below_what_is_spent():
         campaign_edit(campaign_id=campaign.pk, changes={"budget": 400})
 
     assert set(refused.value.fields) == {"budget"}
+
+
+# --- The admin API and the admin --------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_staff_create_list_and_edit_a_campaign_through_the_api(staff_client):
+    template = CouponTemplateFactory()
+    body = {
+        "name": "年货节",
+        "starts_at": "2027-01-10T00:00:00+08:00",
+        "ends_at": "2027-01-25T00:00:00+08:00",
+        "budget": 500_000,
+        "template_ids": [template.pk],
+    }
+
+    created = staff_client.post("/api/admin/campaigns", body, format="json")
+    assert created.status_code == 201, created.json()
+    campaign = created.json()
+    edited = staff_client.patch(
+        f"/api/admin/campaigns/{campaign['id']}", {"budget": None}, format="json"
+    )
+    listed = staff_client.get("/api/admin/campaigns")
+
+    assert (campaign["budget"], campaign["spent"], campaign["budget_left"]) == (500_000, 0, 500_000)
+    assert campaign["template_ids"] == [template.pk]
+    assert edited.status_code == 200
+    assert (edited.json()["budget"], edited.json()["budget_left"]) == (None, None)
+    assert [row["id"] for row in listed.json()["results"]] == [campaign["id"]]
+
+
+@pytest.mark.django_db
+def test_the_api_names_a_bad_field_and_answers_404_for_an_unknown_campaign(staff_client):
+    backwards = staff_client.post(
+        "/api/admin/campaigns",
+        {"name": "x", "starts_at": "2027-01-10T00:00:00Z", "ends_at": "2027-01-01T00:00:00Z"},
+        format="json",
+        HTTP_ACCEPT_LANGUAGE="zh-hans",
+    )
+    unknown = staff_client.patch("/api/admin/campaigns/999999", {"name": "y"}, format="json")
+
+    assert backwards.status_code == 400
+    assert backwards.json()["fields"] == {"ends_at": ["须晚于开始时间。"]}
+    assert unknown.status_code == 404
+
+
+@pytest.mark.django_db
+def test_campaigns_need_their_permissions(client):
+    viewer = staff_with(*VIEW_ONLY)
+    campaign = a_campaign(100)
+
+    assert bearer_client(viewer).get("/api/admin/campaigns").status_code == 403
+    client.force_login(viewer)
+    assert client.get(f"/admin/coupons/campaign/{campaign.pk}/change/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_the_admin_creates_a_campaign_in_yuan_and_shows_its_budget_and_funnel(client):
+    manager = staff_with("coupons.add_campaign", "coupons.change_campaign", "coupons.view_campaign")
+    client.force_login(manager)
+    template = CouponTemplateFactory(name="满100减20", value=2000)
+
+    answer = client.post(
+        "/admin/coupons/campaign/add/",
+        {
+            "name": "双十二",
+            "starts_at_0": "2026-12-01",
+            "starts_at_1": "00:00:00",
+            "ends_at_0": "2027-12-13",
+            "ends_at_1": "00:00:00",
+            "budget": "3000.00",
+            "templates": [template.pk],
+        },
+    )
+
+    assert answer.status_code == 302, answer.context["adminform"].form.errors
+    campaign = Campaign.objects.get()
+    assert (campaign.budget, list(campaign.templates.all())) == (300_000, [template])
+    page = client.get(
+        f"/admin/coupons/campaign/{campaign.pk}/change/", HTTP_ACCEPT_LANGUAGE="zh-hans"
+    )
+    text = page.content.decode()
+    assert "¥3,000.00" in text and "满100减20" in text
+    assert LogEntry.objects.filter(user=manager).count() == 1
+
+
+@pytest.mark.django_db
+def test_the_audit_trail_says_a_campaign_s_budget_in_yuan(staff):
+    from accounts.audit_messages import audit_message
+
+    campaign = a_campaign(None)
+    campaign_edit(campaign_id=campaign.pk, changes={"budget": 123_400}, actor=staff)
+
+    with translation.override("zh-hans"):
+        said = audit_message(LogEntry.objects.get(user=staff))
+
+    assert said == "修改了活动：优惠预算：从 不限预算 改为 ¥1,234.00。"

@@ -21,6 +21,7 @@ def test_the_claim_path_reads_and_keeps_the_same_terms():
     assert set(CLAIM_PATH_TERMS) == set(TEMPLATE_TERMS) - {"code"} | {
         "has_single_use_codes",
         "incarnation",
+        "campaign_id",
     }
 
 

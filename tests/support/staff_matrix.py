@@ -9,7 +9,8 @@ from django.contrib.auth import get_user_model
 
 from accounts.staff_actions import MESSAGE_PREFIX, StaffAction
 from core import clock
-from coupons.models import CouponTemplate, UserCoupon
+from coupons.campaigns.services import campaign_create
+from coupons.models import Campaign, CouponTemplate, UserCoupon
 from coupons.services import templates
 from coupons.single_use_codes import SingleUseCode
 from orders import services
@@ -29,6 +30,7 @@ class World:
     product: Product
     order: Order  # awaiting payment
     paid: Order  # paid for: refunded
+    campaign: Campaign  # edited
 
 
 def world() -> World:
@@ -47,7 +49,10 @@ def world() -> World:
         for _ in range(2)
     )
     services.order_pay(user_id=shopper.pk, order_id=paid.pk, amount=paid.pay_amount)
-    return World(template, paused, shopper, product, order, paid)
+    campaign = campaign_create(
+        name="Matrix", starts_at=now, ends_at=now + timedelta(days=1), budget=10_000
+    )
+    return World(template, paused, shopper, product, order, paid, campaign)
 
 
 def acting_staff(holder: str, *base: str, **fields):
@@ -69,6 +74,7 @@ def state() -> tuple:
         SingleUseCode.objects.count(),
         list(Product.objects.order_by("pk").values_list("pk", "stock")),
         list(Order.objects.order_by("pk").values_list("pk", "status")),
+        list(Campaign.objects.order_by("pk").values_list("pk", "name", "budget", "updated_at")),
         LogEntry.objects.count(),
     )
 
