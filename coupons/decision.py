@@ -117,7 +117,7 @@ def decide(
                 now=now,
                 audience=template.audience,
                 reachable_with_codes=(
-                    source == UserCoupon.Source.GRANT or single_use_code_id is not None
+                    UserCoupon.issued_for_a_reason(source) or single_use_code_id is not None
                 ),
                 reachable_hidden=source != UserCoupon.Source.CLAIM,
             )

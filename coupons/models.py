@@ -52,6 +52,13 @@ class CouponTemplate(models.Model):
         ALL = "all", _("Everyone")
         NEW_CUSTOMERS = "new_customers", _("New customers only (no paid order yet)")
 
+    class AutoIssue(models.TextChoices):
+        """Issued by an event too (自动发券, SPEC section 28), besides any way in it has."""
+
+        NONE = "none", _("Not by an event")
+        SIGNUP = "signup", _("On sign-up (注册赠券)")
+        PAID_ORDER = "paid_order", _("After a paid order (购物赠券)")
+
     name = models.CharField(max_length=NAME_MAX_LENGTH, verbose_name=_("name"))
     type = models.CharField(max_length=16, choices=Type.choices, verbose_name=_("type"))
     value = models.PositiveBigIntegerField(
@@ -100,6 +107,17 @@ class CouponTemplate(models.Model):
     # Applies to one unit only, the cheapest eligible one (Saleor's applyOncePerOrder).
     one_unit_only = models.BooleanField(
         default=False, db_default=False, verbose_name=_("one unit only")
+    )
+    auto_issue = models.CharField(
+        max_length=16,
+        choices=AutoIssue.choices,
+        default=AutoIssue.NONE,
+        db_default=AutoIssue.NONE,
+        verbose_name=_("issued automatically"),
+    )
+    # For AutoIssue.PAID_ORDER: the least pay_amount that earns it (满额返券); 0 for any order.
+    auto_issue_min_pay = models.PositiveBigIntegerField(
+        default=0, db_default=0, verbose_name=_("minimum paid amount")
     )
     # The campaign whose budget its coupons' discounts draw on (SPEC section 27), if any; set
     # by the campaign's services, not a term: it can change after claims.
@@ -243,8 +261,8 @@ class CouponTemplate(models.Model):
         """The terms kept in cents (the audit trail shows them in yuan): the face value too,
         unless the template is a percent one (then it is the percent off)."""
         if template_type == cls.Type.PERCENT:
-            return frozenset({"min_amount", "max_discount"})
-        return frozenset({"value", "min_amount", "max_discount"})
+            return frozenset({"min_amount", "max_discount", "auto_issue_min_pay"})
+        return frozenset({"value", "min_amount", "max_discount", "auto_issue_min_pay"})
 
     def use_window_at(self, issued_at: datetime) -> "UseWindow":
         """The use window of a coupon of this template issued at `issued_at`: valid_days from
@@ -261,6 +279,7 @@ class UseWindow:
 
 
 # Registered with the app here; each defined in its own module.
+from coupons.auto_issue.models import AutoIssueTask  # noqa: E402, F401
 from coupons.campaigns.models import Campaign  # noqa: E402, F401
 from coupons.counter_epoch import CounterEpoch  # noqa: E402, F401
 from coupons.published_terms import PublishedTermsVersion  # noqa: E402, F401

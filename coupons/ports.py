@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils.functional import Promise
 
 from core import clock
+from coupons.auto_issue.events import paid_order_tasks, refunded_order_withdraw
 from coupons.campaigns.budget import budget_give_back
 from coupons.campaigns.budget import budget_take as campaign_budget_take
 from coupons.coupon_status import CouponStatus
@@ -39,6 +40,8 @@ __all__ = [
     "get_usable",
     "judge_cart",
     "list_unused",
+    "order_paid",
+    "order_refunded",
     "refund_coupon",
     "rollback_coupon",
     "use_coupon",
@@ -130,6 +133,21 @@ def _budget_give_back(coupon_id: int) -> None:
         return
     UserCoupon.objects.filter(pk=coupon_id).update(charged_campaign_id=None, charged_amount=0)
     budget_give_back(campaign_id=charged[0], amount=charged[1])
+
+
+def order_paid(*, order_id: int, user_id: int, pay_amount: int) -> None:
+    """An order was paid: record the coupons it earns (SPEC section 28), issued shortly after
+    by the scheduler. Must run inside the payment's transaction: nothing is earned unless the
+    payment commits, and a retried payment earns nothing twice."""
+    _require_transaction("order_paid")
+    paid_order_tasks(order_id=order_id, user_id=user_id, pay_amount=pay_amount)
+
+
+def order_refunded(*, order_id: int) -> None:
+    """An order was refunded whole: what it earned and is not used yet is withdrawn. Must run
+    inside the refund's transaction."""
+    _require_transaction("order_refunded")
+    refunded_order_withdraw(order_id=order_id)
 
 
 def first_paid_order_only(*, coupon_id: int) -> bool:

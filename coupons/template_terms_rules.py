@@ -111,6 +111,15 @@ def template_terms_validate(
         fail("visibility", one_of(CouponTemplate.Visibility.values))
     if clean.get("audience") not in CouponTemplate.Audience.values:
         fail("audience", one_of(CouponTemplate.Audience.values))
+    if clean.get("auto_issue") not in CouponTemplate.AutoIssue.values:
+        fail("auto_issue", one_of(CouponTemplate.AutoIssue.values))
+    check_amount("auto_issue_min_pay", 0)
+    if (
+        "auto_issue_min_pay" not in errors
+        and clean.get("auto_issue") != CouponTemplate.AutoIssue.PAID_ORDER
+        and clean["auto_issue_min_pay"] != 0
+    ):
+        fail("auto_issue_min_pay", _("Only a coupon issued after paid orders has one; use 0."))
     if "value" not in errors and "min_amount" not in errors:
         if clean.get("type") == CouponTemplate.Type.DIRECT and clean["min_amount"] != 0:
             fail("min_amount", _("Must be 0 for a direct coupon."))

@@ -26,15 +26,21 @@ TEMPLATE_TERMS = (
     "code",
     "visibility",
     "audience",
+    "auto_issue",
+    "auto_issue_min_pay",
 )
+# How events issue a template: staff's business, nothing a claim or a shopper reads.
+AUTO_ISSUE_TERMS = ("auto_issue", "auto_issue_min_pay")
 # A shopper sees only public templates, and codes are handed out, not listed.
-SHOPPER_TERMS = tuple(term for term in TEMPLATE_TERMS if term not in ("code", "visibility"))
+SHOPPER_TERMS = tuple(
+    term for term in TEMPLATE_TERMS if term not in ("code", "visibility", *AUTO_ISSUE_TERMS)
+)
 # What the claim path needs of a template without reading it (the terms Redis keeps,
 # coupons/terms_cache.py): the rule's terms, what the issue stamps on the coupon and
 # the 201's template summary; a claim by code has found its template already, and a template
 # reached only by single-use codes is not claimable by id (SPEC section 18).
 CLAIM_PATH_TERMS = (
-    *(term for term in TEMPLATE_TERMS if term != "code"),
+    *(term for term in TEMPLATE_TERMS if term not in ("code", *AUTO_ISSUE_TERMS)),
     "has_single_use_codes",
     "incarnation",  # what its Redis counts are keyed by (coupons/counter.py)
     "campaign_id",  # a spent budget refuses its claims (coupons/campaigns/budget.py)

@@ -27,6 +27,8 @@ class UserCoupon(models.Model):
         CLAIM = "claim", _("claim")
         CODE = "code", _("code")
         GRANT = "grant", _("grant")
+        SIGNUP = "signup", _("on sign-up")  # issued by an event (SPEC section 28)
+        ORDER = "order", _("after a paid order")
 
     # The composite indexes below lead with each foreign key, so the single-column ones
     # Django would add are redundant.
@@ -106,7 +108,7 @@ class UserCoupon(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(source__in=["claim", "code"], grant_reason__isnull=True)
-                | Q(source="grant", grant_reason__isnull=False),
+                | Q(source__in=["grant", "signup", "order"], grant_reason__isnull=False),
                 name="user_coupon_grant_reason_matches_source",
             ),
             models.CheckConstraint(
@@ -129,6 +131,12 @@ class UserCoupon(models.Model):
         # The issuing core inserts with SQL of its own and sets the key there too.
         self.grant_reason_key = None if self.grant_reason is None else reason_key(self.grant_reason)
         super().save(*args, **kwargs)
+
+    @staticmethod
+    def issued_for_a_reason(source: str) -> bool:
+        """A grant, or an event's issue (its reason names the event): it carries a reason,
+        is one per (template, user, reason), and reaches hidden and codes-only templates."""
+        return source in ("grant", "signup", "order")
 
     def status_at(self, now: datetime) -> CouponStatus:
         """This coupon's status at `now`: the rule of `coupon_status_q`, for one coupon."""

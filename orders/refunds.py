@@ -82,7 +82,9 @@ def order_refund(
             item.refunded_quantity += count
         whole = all(item.refunded_quantity == item.quantity for item in items)
         coupon_returned = False
-        if whole and order.coupon_id is not None:  # the coupon's row last
+        if whole:  # what the payment earned goes; the coupon's row last
+            ports.order_refunded(order_id=order.pk)
+        if whole and order.coupon_id is not None:
             coupon_returned = ports.refund_coupon(user_id=order.user_id, coupon_id=order.coupon_id)
         order.refunded_amount += amount
         order.updated_at = now

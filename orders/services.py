@@ -212,6 +212,7 @@ def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
         order.paid_at = now
         order.updated_at = now
         order.save(update_fields=["status", "paid_at", "updated_at"])
+        ports.order_paid(order_id=order.pk, user_id=user_id, pay_amount=order.pay_amount)
         effect_record(effect_id=order.pk)
     return order
 

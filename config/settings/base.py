@@ -280,6 +280,8 @@ SCHEDULED_JOBS: dict[str, str | tuple[str, float]] = {
         "coupons.counter_reconcile.coupon_counters_follow_the_database",
         COUPON_COUNTER_EPOCH_SECONDS,
     ),
+    # Coupons earned by sign-ups and paid orders (coupons/auto_issue/), issued within seconds.
+    "automatic issues": ("coupons.auto_issue.jobs.auto_issue_due", 2),
 }
 
 # --- Redis (advisory counters; docs/decisions/0004-redis-advisory-counters-with-versions.md) ---

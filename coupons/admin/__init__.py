@@ -7,4 +7,5 @@ from coupons.admin import (  # noqa: F401  (registration)
     user_coupons,
     users,
 )
+from coupons.auto_issue import admin as auto_issue_admin  # noqa: F401  (registration)
 from coupons.campaigns import admin as campaigns_admin  # noqa: F401  (registration)

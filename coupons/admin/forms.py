@@ -95,6 +95,12 @@ class CouponTemplateForm(forms.ModelForm):
         required=False,
         help_text=gettext_lazy("The order total needed (threshold and percent), e.g. 200.00."),
     )
+    auto_issue_min_pay = MoneyField(
+        label=gettext_lazy("minimum paid amount"),
+        max_cents=MAX_AMOUNT,
+        required=False,
+        help_text=gettext_lazy("After a paid order: the least paid that earns it (满额返券)."),
+    )
     max_discount = MoneyField(
         label=gettext_lazy("maximum discount"),
         min_cents=1,
@@ -155,6 +161,8 @@ class CouponTemplateForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk and "value" in self.fields:
             self.initial["value"] = value_for_form(self.instance.type, self.instance.value)
+        if "auto_issue" in self.fields:
+            self.fields["auto_issue"].required = False
         if "audience" in self.fields:  # a post without it keeps the template's audience
             self.fields["audience"].required = False
             if self.is_bound and self.add_prefix("audience") not in self.data:
@@ -200,6 +208,11 @@ class CouponTemplateForm(forms.ModelForm):
             cleaned["min_amount"] = 0
         if "audience" in self.fields and not cleaned.get("audience"):
             cleaned["audience"] = getattr(current, "audience", CouponTemplate.Audience.ALL)
+        # A post without them (an older page) keeps how the template is issued.
+        if "auto_issue" in self.fields and not cleaned.get("auto_issue"):
+            cleaned["auto_issue"] = getattr(current, "auto_issue", CouponTemplate.AutoIssue.NONE)
+        if "auto_issue_min_pay" in self.fields and cleaned.get("auto_issue_min_pay") is None:
+            cleaned["auto_issue_min_pay"] = getattr(current, "auto_issue_min_pay", 0)
         kind = cleaned.get("type") if "type" in self.fields else getattr(current, "type", None)
         if "value" in self.fields and "value" in cleaned:
             try:

@@ -23,7 +23,7 @@ from coupons.api.action_serializers import (
     SingleUseCodeSerializer,
     SingleUseCodesInputSerializer,
 )
-from coupons.api.serializers import AdminTemplateSerializer, TemplateInputSerializer
+from coupons.api.admin_serializers import AdminTemplateSerializer, TemplateInputSerializer
 from coupons.errors import (
     ClaimBudgetExhausted,
     ClaimNotInWindow,

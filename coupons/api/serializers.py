@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Any
 from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
-from api.serializers import AwareDateTimeField, StrictSerializer
+from api.serializers import StrictSerializer
 from coupons import selectors
 from coupons.models import (
     CODE_PATTERN,
@@ -12,7 +12,6 @@ from coupons.models import (
     UserCoupon,
 )
 from coupons.rules import ClaimState
-from coupons.services import templates
 from coupons.terms import SHOPPER_TERMS
 
 if TYPE_CHECKING:
@@ -21,132 +20,6 @@ if TYPE_CHECKING:
 # The values of the API's enums (the schema names them in SPECTACULAR_SETTINGS).
 SHOPPER_STATES = tuple(state.value for state in ClaimState if state is not ClaimState.ACTIVE)
 COUPON_STATUSES = selectors.MINE_STATUSES
-
-
-@extend_schema_field(serializers.ChoiceField(choices=CouponTemplate.Type.choices))
-class TemplateTypeField(serializers.CharField):
-    """A plain string to the parser (templates.template_terms_validate names a bad type); an
-    enum in the schema."""
-
-
-@extend_schema_serializer(
-    examples=[
-        OpenApiExample(
-            "A week of 10 off over 100",
-            request_only=True,
-            value={
-                "name": "Ten off over a hundred",
-                "type": "threshold",
-                "value": 1000,
-                "min_amount": 10000,
-                "total": 5000,
-                "per_user_limit": 1,
-                "valid_from": "2026-12-01T00:00:00+08:00",
-                "valid_until": "2026-12-07T23:59:59+08:00",
-            },
-        )
-    ]
-)
-class TemplateInputSerializer(StrictSerializer):
-    """Parses types only; every rule about the values lives in templates.template_terms_validate."""
-
-    name = serializers.CharField(allow_blank=True, trim_whitespace=False)
-    type = TemplateTypeField()
-    value = serializers.IntegerField()
-    min_amount = serializers.IntegerField(default=0)
-    total = serializers.IntegerField()
-    per_user_limit = serializers.IntegerField(default=1)
-    valid_from = AwareDateTimeField()
-    valid_until = AwareDateTimeField()
-    max_discount = serializers.IntegerField(allow_null=True, default=None)
-    valid_days = serializers.IntegerField(allow_null=True, default=None)
-    scope = serializers.CharField(default=CouponTemplate.Scope.ALL)
-    scope_ids = serializers.ListField(child=serializers.IntegerField(), default=list)
-    excluded_product_ids = serializers.ListField(
-        child=serializers.IntegerField(),
-        default=list,
-        help_text="Products a store-wide or category coupon leaves out (no threshold, no "
-        "discount on them); empty for a coupon of some products.",
-    )
-    excluded_category_ids = serializers.ListField(
-        child=serializers.IntegerField(),
-        default=list,
-        help_text="Categories whose products a store-wide or category coupon leaves out.",
-    )
-    one_unit_only = serializers.BooleanField(
-        default=False,
-        help_text="true: the discount applies to one unit only, the cheapest eligible one.",
-    )
-    code = serializers.CharField(allow_null=True, default=None, trim_whitespace=False)
-    visibility = serializers.CharField(default=CouponTemplate.Visibility.PUBLIC)
-    audience = serializers.CharField(
-        default=CouponTemplate.Audience.ALL,
-        help_text="`all`, or `new_customers`: only users who have never paid for an order.",
-    )
-
-
-class TemplateSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = CouponTemplate
-        fields = ["id", *templates.TEMPLATE_TERMS, "claimed_count", "created_at", "updated_at"]
-        read_only_fields = fields
-
-
-@extend_schema_serializer(
-    examples=[
-        OpenApiExample(
-            "A week-long threshold coupon behind a code",
-            response_only=True,
-            value={
-                "id": 7,
-                "name": "Ten off over a hundred",
-                "type": "threshold",
-                "value": 1000,
-                "min_amount": 10000,
-                "total": 5000,
-                "per_user_limit": 1,
-                "valid_from": "2026-12-01T00:00:00+08:00",
-                "valid_until": "2026-12-07T23:59:59+08:00",
-                "max_discount": None,
-                "valid_days": 7,
-                "scope": "categories",
-                "scope_ids": [2],
-                "excluded_product_ids": [],
-                "excluded_category_ids": [],
-                "one_unit_only": False,
-                "code": "TEA-WEEK",
-                "visibility": "hidden",
-                "audience": "all",
-                "claimed_count": 1204,
-                "created_at": "2026-11-28T09:00:00.000000Z",
-                "updated_at": "2026-11-28T09:00:00.000000Z",
-                "used_count": 311,
-                "paused_at": None,
-                "has_single_use_codes": False,
-            },
-        )
-    ]
-)
-class AdminTemplateSerializer(TemplateSerializer):
-    used_count = serializers.IntegerField(read_only=True)
-    paused_at = serializers.DateTimeField(
-        read_only=True,
-        allow_null=True,
-        help_text="Since when the template is paused (it issues nothing); null: not paused.",
-    )
-    has_single_use_codes = serializers.BooleanField(
-        read_only=True,
-        help_text="Issued only by its single-use codes or by grants, not claimable by id.",
-    )
-
-    class Meta(TemplateSerializer.Meta):
-        fields = [
-            *TemplateSerializer.Meta.fields,
-            "used_count",
-            "paused_at",
-            "has_single_use_codes",
-        ]
-        read_only_fields = fields
 
 
 @extend_schema_serializer(

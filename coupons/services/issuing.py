@@ -205,11 +205,11 @@ def _issue(
     single_use_code_id: int | None = None,
 ) -> UserCoupon:
     """`coupon_issue`, after the claim's Redis screen (None: none, or Redis unavailable)."""
-    if (source == UserCoupon.Source.GRANT) != (grant is not None):
-        raise ValueError("a grant, and only a grant, carries a GrantNote")
+    if UserCoupon.issued_for_a_reason(source) != (grant is not None):
+        raise ValueError("a grant or an event's issue, and only these, carries a GrantNote")
     if single_use_code_id is not None and source != UserCoupon.Source.CODE:
         raise ValueError("a single-use code is redeemed as a code")
-    reachable_with_codes = source == UserCoupon.Source.GRANT or single_use_code_id is not None
+    reachable_with_codes = UserCoupon.issued_for_a_reason(source) or single_use_code_id is not None
     # The terms come from Redis when it holds them (no statement), else from the database,
     # and then go back to Redis under the lease the screen handed out.
     lease = screened.lease if isinstance(screened, CouponTermsMissing) else None

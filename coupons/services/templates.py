@@ -45,6 +45,8 @@ def coupon_template_publish(
     code: str | None = None,
     visibility: str = CouponTemplate.Visibility.PUBLIC,
     audience: str = CouponTemplate.Audience.ALL,
+    auto_issue: str = CouponTemplate.AutoIssue.NONE,
+    auto_issue_min_pay: int = 0,
     actor: Actor | None = None,
 ) -> CouponTemplate:
     """Create a template after validating its terms; `actor` must hold the add permission and
@@ -70,6 +72,8 @@ def coupon_template_publish(
             "code": code,
             "visibility": visibility,
             "audience": audience,
+            "auto_issue": auto_issue,
+            "auto_issue_min_pay": auto_issue_min_pay,
         }
     )
     with transaction.atomic():

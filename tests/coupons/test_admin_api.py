@@ -50,6 +50,8 @@ def test_publish_returns_201_with_the_template(staff_client):
         "claimed_count": 0,
         "used_count": 0,
         "audience": "all",
+        "auto_issue": "none",
+        "auto_issue_min_pay": 0,
         "paused_at": None,
         "has_single_use_codes": False,
         "created_at": "",

@@ -46,6 +46,8 @@ def test_frozen_terms_are_read_only_once_claimed(admin_site):
         "code",
         "visibility",
         "audience",
+        "auto_issue",
+        "auto_issue_min_pay",
     }
     page = response.content.decode()
     assert '<div class="readonly">¥5.00</div>' in page  # the value, as money

@@ -8,7 +8,7 @@ import pytest
 from coupons.claim_sql import TEMPLATE_FACT_COLUMNS, TEMPLATE_SUMMARY_COLUMNS
 from coupons.models import CouponTemplate
 from coupons.rules import TemplateFacts
-from coupons.terms import CLAIM_PATH_TERMS, TEMPLATE_TERMS, template_facts
+from coupons.terms import AUTO_ISSUE_TERMS, CLAIM_PATH_TERMS, TEMPLATE_TERMS, template_facts
 from coupons.terms_cache import ROW_COLUMNS, cached_terms, template_from_row
 from tests.support.factories import CouponTemplateFactory
 
@@ -18,7 +18,7 @@ def test_the_claim_path_reads_and_keeps_the_same_terms():
 
     assert ROW_COLUMNS == CLAIM_PATH_TERMS
     assert set(CLAIM_PATH_TERMS) <= read_by_the_facts_query
-    assert set(CLAIM_PATH_TERMS) == set(TEMPLATE_TERMS) - {"code"} | {
+    assert set(CLAIM_PATH_TERMS) == set(TEMPLATE_TERMS) - {"code", *AUTO_ISSUE_TERMS} | {
         "has_single_use_codes",
         "incarnation",
         "campaign_id",

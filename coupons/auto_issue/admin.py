@@ -1,0 +1,45 @@
+"""自动发券记录: every coupon an event earned and how its issuing went, read-only (the tasks
+are the events' own record; staff change how a template is issued on the template)."""
+
+from django.contrib import admin
+from django.utils.translation import gettext_lazy
+
+from coupons.admin.display import local_datetime
+from coupons.auto_issue.models import AutoIssueTask
+
+
+@admin.register(AutoIssueTask)
+class AutoIssueTaskAdmin(admin.ModelAdmin):
+    list_display = [
+        "pk",
+        "template",
+        "user",
+        "event",
+        "order_shown",
+        "state",
+        "attempts",
+        "last_error",
+        "coupon_id",
+        "created",
+    ]
+    list_filter = ["event", "state"]
+    search_fields = ["=order_id", "=user__id", "user__username", "template__name"]
+    list_select_related = ["template", "user"]
+    ordering = ["-pk"]
+
+    @admin.display(description=gettext_lazy("order"), ordering="order_id")
+    def order_shown(self, task: AutoIssueTask) -> str:
+        return f"#{task.order_id}" if task.order_id else "–"
+
+    @admin.display(description=gettext_lazy("created at"), ordering="created_at")
+    def created(self, task: AutoIssueTask) -> str:
+        return local_datetime(task.created_at)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
