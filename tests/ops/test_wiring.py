@@ -87,11 +87,11 @@ def test_the_scheduler_runs_every_job_the_setting_names_past_a_failing_one(setti
 def test_order_expiry_runs_every_interval_the_cleanups_hourly_the_epoch_and_the_events_in_seconds():
     from accounts.jobs import flush_expired_tokens
     from api.jobs import purge_idempotency_records
+    from coupons.auto_issue.jobs import auto_issue_due
     from coupons.counter_reconcile import (
         coupon_counters_follow_the_database,
         coupon_counters_reconcile,
     )
-    from coupons.auto_issue.jobs import auto_issue_due
     from orders.jobs import expire_overdue_orders
 
     assert {name: (job.run, job.every_seconds) for name, job in scheduled_jobs().items()} == {
