@@ -11,7 +11,7 @@ from coupons.auto_issue.models import AutoIssueTask
 @admin.register(AutoIssueTask)
 class AutoIssueTaskAdmin(admin.ModelAdmin):
     list_display = [
-        "pk",
+        "number",
         "template",
         "user",
         "event",
@@ -19,13 +19,17 @@ class AutoIssueTaskAdmin(admin.ModelAdmin):
         "state",
         "attempts",
         "last_error",
-        "coupon_id",
+        "coupon_shown",
         "created",
     ]
     list_filter = ["event", "state"]
     search_fields = ["=order_id", "=user__id", "user__username", "template__name"]
     list_select_related = ["template", "user"]
     ordering = ["-pk"]
+
+    @admin.display(description=gettext_lazy("number"), ordering="pk")
+    def number(self, task: AutoIssueTask) -> str:
+        return f"#{task.pk}"
 
     @admin.display(description=gettext_lazy("order"), ordering="order_id")
     def order_shown(self, task: AutoIssueTask) -> str:
@@ -34,6 +38,10 @@ class AutoIssueTaskAdmin(admin.ModelAdmin):
     @admin.display(description=gettext_lazy("created at"), ordering="created_at")
     def created(self, task: AutoIssueTask) -> str:
         return local_datetime(task.created_at)
+
+    @admin.display(description=gettext_lazy("coupon"), ordering="coupon_id")
+    def coupon_shown(self, task: AutoIssueTask) -> str:
+        return f"#{task.coupon_id}" if task.coupon_id else "–"
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -25,10 +25,18 @@ class AutoIssueTask(models.Model):
         )  # the order was refunded first, or its coupon taken back
 
     template = models.ForeignKey(
-        "coupons.CouponTemplate", on_delete=models.CASCADE, related_name="+", db_index=False
+        "coupons.CouponTemplate",
+        on_delete=models.CASCADE,
+        related_name="+",
+        db_index=False,
+        verbose_name=_("coupon template"),
     )
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="+",
+        db_index=False,
+        verbose_name=_("user"),
     )
     event = models.CharField(_("event"), max_length=16, choices=Event.choices)
     # The paid order's id, 0 for a sign-up (0, not NULL: NULLs never collide in a unique key).
@@ -36,10 +44,10 @@ class AutoIssueTask(models.Model):
     state = models.CharField(
         _("state"), max_length=16, choices=State.choices, default=State.PENDING
     )
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = MillisecondDateTimeField()
-    last_error = models.CharField(max_length=255, blank=True, default="")
-    coupon_id = models.BigIntegerField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    next_attempt_at = MillisecondDateTimeField(_("next attempt at"))
+    last_error = models.CharField(_("last error"), max_length=255, blank=True, default="")
+    coupon_id = models.BigIntegerField(_("coupon"), null=True, blank=True)
     created_at = MillisecondDateTimeField(auto_now_add=True)
     updated_at = MillisecondDateTimeField(auto_now=True)
 

@@ -67,7 +67,7 @@ PAGE_TEXTS_JS = """() => {
 # A word of Latin letters is English unless it is one of these: codes and names an operator
 # types or reads as they are (file formats, ids, zones, the names on keys), and what the test
 # itself named in Latin letters.
-ALLOWED_WORDS = {"ID", "CSV", "UTC", "Ctrl", "Mac"}
+ALLOWED_WORDS = {"ID", "CSV", "XLSX", "UTF", "Excel", "UTC", "Ctrl", "Mac"}
 WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*")
 
 

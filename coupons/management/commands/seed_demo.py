@@ -11,6 +11,7 @@ from django.db import transaction
 
 from accounts.demo_users import DEMO_PASSWORD, DEMO_USERS
 from core import clock
+from coupons.campaigns.services import campaign_create
 from coupons.catalog import scope_catalog
 from coupons.models import CouponTemplate
 from coupons.services import grants, templates
@@ -145,6 +146,37 @@ class Command(BaseCommand):
             visibility="hidden",
             valid_days=14,
             **window,
+        )
+        # Issued by events (SPEC section 28): to each account created from now on, and to the
+        # buyer of each order paid with 200 or more.
+        templates.coupon_template_publish(
+            name="New here: 8 off (hidden, on sign-up)",
+            type="direct",
+            value=800,
+            visibility="hidden",
+            auto_issue="signup",
+            **window,
+        )
+        templates.coupon_template_publish(
+            name="Spend 200, get 20 back (hidden, after a paid order)",
+            type="threshold",
+            value=2000,
+            min_amount=10000,
+            visibility="hidden",
+            per_user_limit=10,
+            auto_issue="paid_order",
+            auto_issue_min_pay=20000,
+            **window,
+        )
+        # A campaign with a budget of 1,000 (SPEC section 27) over two of the templates above.
+        campaign_create(
+            name="Demo campaign: 1,000 of discount",
+            starts_at=now - day,
+            ends_at=now + 30 * day,
+            budget=100_000,
+            template_ids=CouponTemplate.objects.filter(
+                name__in=["50 off over 200", "15% off over 100, at most 30"]
+            ).values_list("pk", flat=True),
         )
         catalog = scope_catalog()
         categories = {name: pk for pk, name in (catalog.categories() if catalog else {}).items()}
