@@ -4,7 +4,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from coupons.models import CouponTemplate, UserCoupon
+from coupons.models import Campaign, CouponTemplate, UserCoupon
 
 pytestmark = pytest.mark.django_db
 
@@ -29,10 +29,17 @@ def test_demo_data_is_created_once_with_templates_in_different_states():
         ("percent", "all", "hidden"),
         ("percent", "all", "public"),
         ("percent", "categories", "public"),
+        ("threshold", "all", "hidden"),
         ("threshold", "all", "public"),
         ("threshold", "categories", "public"),
     ]
-    assert CouponTemplate.objects.count() == 10
+    assert CouponTemplate.objects.count() == 12
+    assert set(CouponTemplate.objects.values_list("auto_issue", flat=True)) == {
+        "none",
+        "paid_order",
+        "signup",
+    }
+    assert Campaign.objects.get().templates.count() == 2
     assert CouponTemplate.objects.filter(valid_days=7, code="WELCOME7").count() == 1
     assert CouponTemplate.objects.filter(max_discount__isnull=False).count() == 2
     granted = UserCoupon.objects.get(source="grant")
