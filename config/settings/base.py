@@ -266,6 +266,10 @@ if COUPON_COUNTER_RECONCILE_SECONDS <= 0 or COUPON_COUNTER_EPOCH_SECONDS <= 0:
 # The periodic jobs `manage.py run_scheduler` runs: name -> dotted path of a callable taking
 # nothing and returning a line to print or None (ops imports no app), run each interval; or
 # (dotted path, seconds): at start and then at most that often.
+# XLSX exports (coupons/admin/spreadsheets.py): a control character in a name is dropped
+# rather than failing the download (openpyxl refuses it).
+IMPORT_EXPORT_ESCAPE_ILLEGAL_CHARS_ON_EXPORT = True
+
 SCHEDULED_JOBS: dict[str, str | tuple[str, float]] = {
     "order expiry": "orders.jobs.expire_overdue_orders",
     "expired tokens": ("accounts.jobs.flush_expired_tokens", 3600),

@@ -16,6 +16,7 @@ from django.urls import path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from core.domain_errors import DomainError
 from coupons.admin.template_pages import REACH_CHOICES, TemplatePagesAdmin
 from coupons.errors import CodesFileInvalid
 from coupons.services import merchant_codes
@@ -111,6 +112,9 @@ class CodeImportAdmin(TemplatePagesAdmin):
             for problem in (error.fields or {}).get("file", [str(error.detail)]):
                 self.message_user(request, problem, messages.ERROR)
             return redirect("admin:coupons_coupontemplate_codes_import", template.pk)
+        except DomainError as error:  # another creation running, the template gone
+            self.message_user(request, str(error.detail), messages.ERROR)
+            return redirect("admin:coupons_coupontemplate_changelist")
         cache.delete(_key(request, template.pk, confirm.cleaned_data["upload"]))
         self.message_user(
             request,

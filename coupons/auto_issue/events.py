@@ -65,29 +65,37 @@ def _tasks_for(templates, *, user_id: int, event: str, order_id: int) -> int:
 
 def refunded_order_withdraw(*, order_id: int) -> int:
     """A refunded order earns nothing: its tasks not yet issued are withdrawn, and a coupon it
-    earned that is still unused is taken back (its use window closed now; a used one stays).
-    Runs in the refund's transaction; returns how many were withdrawn."""
+    earned that is still unused is taken back (coupon_take_back; a used one stays). Runs in
+    the refund's transaction; returns how many tasks were withdrawn."""
     tasks = AutoIssueTask.objects.select_for_update().filter(
         order_id=order_id,
         event=AutoIssueTask.Event.PAID_ORDER,
         state__in=[AutoIssueTask.State.PENDING, AutoIssueTask.State.ISSUED],
     )
     withdrawn = 0
-    now = clock.now()
     for task in tasks.order_by("pk"):
         if task.state == AutoIssueTask.State.ISSUED and task.coupon_id is not None:
-            coupon = UserCoupon.objects.filter(
-                pk=task.coupon_id, status=UserCoupon.Status.UNUSED
-            ).first()
-            if coupon is None:
+            if not coupon_take_back(task.coupon_id):
                 continue  # used already: it stays
-            # The window ends now (after its start: a window is never empty).
-            ends = max(now, coupon.valid_from + timedelta(milliseconds=1))
-            UserCoupon.objects.filter(pk=coupon.pk, status=UserCoupon.Status.UNUSED).update(
-                valid_until=ends, updated_at=now
-            )
         AutoIssueTask.objects.filter(pk=task.pk).update(
-            state=AutoIssueTask.State.WITHDRAWN, updated_at=now
+            state=AutoIssueTask.State.WITHDRAWN, updated_at=clock.now()
         )
         withdrawn += 1
     return withdrawn
+
+
+def coupon_take_back(coupon_id: int) -> bool:
+    """End an unused coupon's use window now (it shows as expired; every count stays true,
+    as a deletion would not keep them). A window not yet open is moved to just before now; a
+    window already over is left. False when the coupon is used (or gone)."""
+    coupon = UserCoupon.objects.filter(pk=coupon_id, status=UserCoupon.Status.UNUSED).first()
+    if coupon is None:
+        return False
+    now = clock.now()
+    if coupon.valid_until <= now:
+        return True
+    valid_from = min(coupon.valid_from, now - timedelta(milliseconds=1))
+    UserCoupon.objects.filter(pk=coupon.pk, status=UserCoupon.Status.UNUSED).update(
+        valid_from=valid_from, valid_until=now, updated_at=now
+    )
+    return True

@@ -2,14 +2,20 @@
 once through the issuing core, with the event as the coupon's source and reason (one coupon
 per template, user and reason, so a task retried after a crash finds its coupon instead of
 issuing a second). What the template cannot issue (sold out, limit reached, ended, not a new
-customer) is refused for good; what may pass later (paused, budget spent, not open yet, a
-fault) is tried again with a growing wait, until the template's window has ended."""
+customer, no longer issued by that event) is refused for good; what may pass later (paused,
+budget spent, not open yet, a fault) is tried again with a growing wait, until the template's
+window has ended.
+
+Locks: a task is taken in a short transaction of its own (its next attempt moved past a
+lease, so another scheduler leaves it), the coupon is issued outside any transaction, as the
+issuing core asks, and the outcome is settled in a second short transaction. The job never
+holds a task's lock while it waits for a template's or a user's, so it cannot deadlock with
+a payment or a refund, which take the user's row first."""
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Q
 
 from core import clock
 from coupons.auto_issue.models import AutoIssueTask
@@ -29,31 +35,45 @@ logger = logging.getLogger(__name__)
 
 TASKS_PER_RUN = 500
 MAX_WAIT_SECONDS = 600
+# A taken task is left alone this long: past it a scheduler that died while issuing is
+# replaced (the reason's unique key keeps the retry from issuing twice).
+LEASE_SECONDS = 60
 FINAL = (ClaimSoldOut, ClaimLimitReached, ClaimNotEligible, TemplateNotFound)
-SOURCES = {
-    AutoIssueTask.Event.SIGNUP: UserCoupon.Source.SIGNUP,
-    AutoIssueTask.Event.PAID_ORDER: UserCoupon.Source.ORDER,
+EVENTS = {
+    AutoIssueTask.Event.SIGNUP: (CouponTemplate.AutoIssue.SIGNUP, UserCoupon.Source.SIGNUP),
+    AutoIssueTask.Event.PAID_ORDER: (
+        CouponTemplate.AutoIssue.PAID_ORDER,
+        UserCoupon.Source.ORDER,
+    ),
 }
+NOT_BY_THIS_EVENT = "not_issued_by_event"
 
 
 def event_reason(task: AutoIssueTask) -> str:
-    """The coupon's reason: the event, and the order's number for a paid order."""
+    """The coupon's reason: the event, and the order's number for a paid order. Prefixed so
+    that no reason a staff member types for a grant is the same."""
     if task.event == AutoIssueTask.Event.PAID_ORDER:
-        return f"order {task.order_id}"
-    return "signup"
+        return f"auto:order {task.order_id}"
+    return "auto:signup"
 
 
 def auto_issue_due(*, limit: int = TASKS_PER_RUN) -> str | None:
-    """Issue up to `limit` due tasks, oldest due first; a line for the log when any ran."""
-    now = clock.now()
+    """Issue up to `limit` due tasks, oldest due first; a line for the log when any ran. A
+    task that fails in an unforeseen way is logged and left for its next attempt."""
     due = list(
-        AutoIssueTask.objects.filter(state=AutoIssueTask.State.PENDING, next_attempt_at__lte=now)
+        AutoIssueTask.objects.filter(
+            state=AutoIssueTask.State.PENDING, next_attempt_at__lte=clock.now()
+        )
         .order_by("next_attempt_at", "pk")
         .values_list("pk", flat=True)[:limit]
     )
     outcomes: dict[str, int] = {}
     for task_id in due:
-        state = _run(task_id)
+        try:
+            state = _run(task_id)
+        except Exception:
+            logger.exception("automatic issue %s failed", task_id)
+            state = "failed"
         if state is not None:
             outcomes[state] = outcomes.get(state, 0) + 1
     if not outcomes:
@@ -62,68 +82,98 @@ def auto_issue_due(*, limit: int = TASKS_PER_RUN) -> str | None:
 
 
 def _run(task_id: int) -> str | None:
-    """One task, under its row lock (a refund of its order waits, then sees the outcome)."""
+    task = _take(task_id)
+    if task is None:
+        return None  # withdrawn, run or taken meanwhile
+    auto_issue, source = EVENTS[AutoIssueTask.Event(task.event)]
+    if not CouponTemplate.objects.filter(pk=task.template_id, auto_issue=auto_issue).exists():
+        return _settle(task, AutoIssueTask.State.REFUSED, error=NOT_BY_THIS_EVENT)
+    reason = event_reason(task)
+    try:
+        coupon = coupon_issue(
+            template_id=task.template_id,
+            user_id=task.user_id,
+            source=source,
+            grant=GrantNote(granted_by_id=None, reason=reason),
+        )
+        coupon_id: int | None = coupon.pk
+    except AlreadyGranted:  # issued before a crash kept the task from saying so
+        coupon_id = (
+            UserCoupon.objects.filter(
+                template_id=task.template_id,
+                user_id=task.user_id,
+                source=source,
+                grant_reason_key=reason_key(reason),
+            )
+            .values_list("pk", flat=True)
+            .first()
+        )
+    except FINAL as refused:
+        return _settle(task, AutoIssueTask.State.REFUSED, error=refused.code)
+    except Exception as error:  # paused, budget, not open yet, a fault: try again later
+        return _later(task, error)
+    return _settle(task, AutoIssueTask.State.ISSUED, coupon_id=coupon_id)
+
+
+def _take(task_id: int) -> AutoIssueTask | None:
+    """The task, if still pending and due, with its attempt counted and its next attempt
+    moved past the lease; committed at once."""
+    now = clock.now()
     with transaction.atomic():
         task = (
             AutoIssueTask.objects.select_for_update()
-            .filter(pk=task_id, state=AutoIssueTask.State.PENDING)
+            .filter(pk=task_id, state=AutoIssueTask.State.PENDING, next_attempt_at__lte=now)
             .first()
         )
         if task is None:
-            return None  # withdrawn or run meanwhile
-        now = clock.now()
-        try:
-            coupon = coupon_issue(
-                template_id=task.template_id,
-                user_id=task.user_id,
-                source=SOURCES[AutoIssueTask.Event(task.event)],
-                grant=GrantNote(granted_by_id=None, reason=event_reason(task)),
-            )
-            coupon_id: int | None = coupon.pk
-        except AlreadyGranted:  # issued before a crash kept the task from saying so
-            coupon_id = (
-                UserCoupon.objects.filter(
-                    template_id=task.template_id,
-                    user_id=task.user_id,
-                    grant_reason_key=reason_key(event_reason(task)),
-                )
-                .values_list("pk", flat=True)
-                .first()
-            )
-        except FINAL as refused:
-            return _settle(task, AutoIssueTask.State.REFUSED, error=refused.code)
-        except Exception as error:  # paused, budget, not open yet, a fault: try again later
-            return _later(task, error, now=now)
-        return _settle(task, AutoIssueTask.State.ISSUED, coupon_id=coupon_id)
+            return None
+        task.attempts += 1
+        task.next_attempt_at = now + timedelta(seconds=LEASE_SECONDS)
+        AutoIssueTask.objects.filter(pk=task_id).update(
+            attempts=task.attempts, next_attempt_at=task.next_attempt_at, updated_at=now
+        )
+    return task
 
 
 def _settle(
     task: AutoIssueTask, state: str, *, coupon_id: int | None = None, error: str = ""
 ) -> str:
-    AutoIssueTask.objects.filter(pk=task.pk).update(
-        state=state,
-        coupon_id=coupon_id,
-        attempts=task.attempts + 1,
-        last_error=error,
-        updated_at=clock.now(),
-    )
+    """Record the outcome, unless a refund withdrew the task meanwhile: then the coupon just
+    issued for it is taken back at once."""
+    from coupons.auto_issue.events import coupon_take_back
+
+    with transaction.atomic():
+        current = (
+            AutoIssueTask.objects.select_for_update()
+            .filter(pk=task.pk)
+            .values_list("state", flat=True)
+            .first()
+        )
+        if current != AutoIssueTask.State.PENDING:
+            if coupon_id is not None:
+                coupon_take_back(coupon_id)
+            return str(current)
+        AutoIssueTask.objects.filter(pk=task.pk).update(
+            state=state, coupon_id=coupon_id, last_error=error, updated_at=clock.now()
+        )
     return state
 
 
-def _later(task: AutoIssueTask, error: Exception, *, now) -> str:
+def _later(task: AutoIssueTask, error: Exception) -> str:
     """Wait 2, 4, 8 ... up to MAX_WAIT_SECONDS; once the template's window has ended (or it is
     gone), refuse for good."""
-    ended = not CouponTemplate.objects.filter(Q(valid_until__gt=now), pk=task.template_id).exists()
-    if ended:
+    now = clock.now()
+    if not CouponTemplate.objects.filter(pk=task.template_id, valid_until__gt=now).exists():
         return _settle(task, AutoIssueTask.State.REFUSED, error=ClaimNotInWindow.code)
-    wait = min(2 ** (task.attempts + 1), MAX_WAIT_SECONDS)
-    code = getattr(error, "code", type(error).__name__)
-    if not hasattr(error, "code"):
+    wait = min(2**task.attempts, MAX_WAIT_SECONDS)
+    code = getattr(error, "code", None)
+    if code is None:
         logger.warning("automatic issue %s failed, again in %s s: %r", task.pk, wait, error)
-    AutoIssueTask.objects.filter(pk=task.pk).update(
-        attempts=task.attempts + 1,
-        next_attempt_at=now + timedelta(seconds=wait),
-        last_error=str(code)[:255],
-        updated_at=now,
-    )
+    _retry_at(task.pk, now + timedelta(seconds=wait), str(code or type(error).__name__))
     return "retry"
+
+
+def _retry_at(task_id: int, moment: datetime, error: str) -> None:
+    AutoIssueTask.objects.filter(pk=task_id, state=AutoIssueTask.State.PENDING).update(
+        next_attempt_at=moment, last_error=error[:255], updated_at=clock.now()
+    )

@@ -29,6 +29,9 @@ class AutoIssueTask(models.Model):
         on_delete=models.CASCADE,
         related_name="+",
         db_index=False,
+        # No foreign key in the database: an event's insert would wait for a shared lock on a
+        # template row a claim storm holds (Django still deletes tasks with their template).
+        db_constraint=False,
         verbose_name=_("coupon template"),
     )
     user = models.ForeignKey(
@@ -36,6 +39,7 @@ class AutoIssueTask(models.Model):
         on_delete=models.CASCADE,
         related_name="+",
         db_index=False,
+        db_constraint=False,
         verbose_name=_("user"),
     )
     event = models.CharField(_("event"), max_length=16, choices=Event.choices)

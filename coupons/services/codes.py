@@ -97,7 +97,7 @@ def single_use_codes_create(
                 inserted += _insert_batch(template_id=template_id, size=batch, prefix=prefix)
             _codes_created(template_id=template_id, count=count, actor=actor, codes_only=codes_only)
         except BaseException:
-            _delete_unused(inserted)
+            delete_unused(inserted)
             raise
     return count
 
@@ -186,8 +186,9 @@ def one_creation_at_a_time(template_id: int) -> Iterator[None]:
             cursor.execute("SELECT RELEASE_LOCK(%s)", [name])
 
 
-def _delete_unused(codes: list[str]) -> None:
-    """Take back codes a failed creation inserted (one already redeemed stays: it issued)."""
+def delete_unused(codes: list[str]) -> None:
+    """Take back codes a failed creation or import inserted (one already redeemed stays: it
+    issued)."""
     for start in range(0, len(codes), CODES_PER_INSERT):
         chunk = codes[start : start + CODES_PER_INSERT]
         SingleUseCode.objects.filter(code__in=chunk, used_at__isnull=True).delete()

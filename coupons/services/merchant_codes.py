@@ -1,20 +1,18 @@
 """Merchant codes in (SPEC section 26): single-use codes a merchant supplies in a CSV or XLSX
 file, read and checked row by row by django-import-export, and added to a template all or
-nothing. A preview runs the same import as a dry run (rolled back) and says what each row
-would do; the import itself runs under the template's row lock and the lock that keeps code
-creations of one template apart (coupons/services/codes.py), and commits only when every row
-is good and the codes fit the remaining total."""
+nothing. A preview runs the same checks and says what each row would do; the import, when
+every row is good and the codes fit the remaining total, inserts them as generated codes are
+inserted (coupons/services/codes.py)."""
 
 import csv
 import io
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import tablib
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 from import_export import resources
 from import_export.formats.base_formats import XLSX
@@ -26,6 +24,7 @@ from coupons.services.codes import (
     CODES_PER_INSERT,
     codes_only_set,
     codes_remaining,
+    delete_unused,
     one_creation_at_a_time,
 )
 from coupons.single_use_codes import (
@@ -96,7 +95,7 @@ def merchant_codes_read(*, name: str, content: bytes) -> tablib.Dataset:
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         raise CodesFileInvalid(fields={"file": [_("At most %(bytes)d bytes.") % {"bytes": limit}]})
     try:
-        rows = _csv_rows(content) if extension == "csv" else _xlsx_rows(content)
+        rows = iter(_csv_rows(content) if extension == "csv" else _xlsx_rows(content))
         headers = [str(cell or "").strip().lower() for cell in next(rows)]
     except Exception as error:  # any reader's error: the file is not what its name says
         message = _("The file cannot be read as %(format)s.") % {"format": extension}
@@ -117,28 +116,28 @@ def merchant_codes_read(*, name: str, content: bytes) -> tablib.Dataset:
     return codes
 
 
-def _csv_rows(content: bytes) -> Iterator[list]:
-    """A CSV's rows; UTF-8 (with or without Excel's BOM) or, as Excel saves it in China,
-    GB18030."""
+def _csv_rows(content: bytes) -> list[list]:
+    """A CSV's rows, every one read here (a malformed line raises now, not later); UTF-8
+    (with or without Excel's BOM) or, as Excel saves it in China, GB18030; any line ends."""
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError:
         text = content.decode("gb18030")
-    return iter(csv.reader(io.StringIO(text)))
+    return list(csv.reader(io.StringIO(text, newline="")))
 
 
-def _xlsx_rows(content: bytes) -> Iterator[list]:
+def _xlsx_rows(content: bytes) -> list[list]:
     """The first sheet's rows, as django-import-export's XLSX format reads them."""
     dataset = XLSX().create_dataset(content)
-    return iter([dataset.headers, *dataset])
+    return [dataset.headers, *dataset]
 
 
 def merchant_codes_check(*, template_id: int, dataset: tablib.Dataset) -> CodesCheck:
-    """The preview: the import run as a dry run and rolled back."""
+    """The preview: every row checked as the import checks it; nothing is written."""
     template = CouponTemplate.objects.filter(pk=template_id).first()
     if template is None:
         raise TemplateNotFound()
-    return _import(template, dataset, dry_run=True)
+    return _checked(template, dataset)[0]
 
 
 def merchant_codes_import(
@@ -154,15 +153,63 @@ def merchant_codes_import(
     single-use code or a template's shared code) or the codes pass the remaining total (total
     - claimed - unused codes), import nothing and raise CodesFileInvalid naming each problem
     under `file`. `codes_only` as for created codes; `actor` must hold coupons.manage_codes
-    and is recorded with the count, the file's name and the choice."""
+    and is recorded with the count, the file's name and the choice.
+
+    As generated codes are (decision 0610): one import or creation of a template at a time,
+    the codes inserted in short transactions (no claim waits for a whole file), then, under
+    the template's row lock, the total checked again and the import recorded; on any failure
+    the codes this call inserted are deleted again."""
     staff_action_check(actor=actor, action=StaffAction.CODES_IMPORT)
-    with one_creation_at_a_time(template_id), transaction.atomic():
-        template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
+    with one_creation_at_a_time(template_id):
+        template = CouponTemplate.objects.filter(pk=template_id).first()
         if template is None:
             raise TemplateNotFound()
-        check = _import(template, dataset, dry_run=False)
+        check, codes = _checked(template, dataset)
         if not check.importable:
-            raise CodesFileInvalid(fields={"file": check.messages()})  # rolls every row back
+            raise CodesFileInvalid(fields={"file": check.messages()})
+        inserted: list[str] = []
+        try:
+            for start in range(0, len(codes), CODES_PER_INSERT):
+                batch = codes[start : start + CODES_PER_INSERT]
+                _insert(template_id, batch)
+                inserted += batch
+            _imported(
+                template_id,
+                count=len(codes),
+                file_name=file_name,
+                actor=actor,
+                codes_only=codes_only,
+            )
+        except BaseException:
+            delete_unused(inserted)
+            raise
+    return len(codes)
+
+
+def _insert(template_id: int, codes: list[str]) -> None:
+    try:
+        with transaction.atomic():
+            SingleUseCode.objects.bulk_create(
+                [SingleUseCode(template_id=template_id, code=code) for code in codes]
+            )
+    except IntegrityError as error:  # a code taken since the check (another import, a draw)
+        message = _("A code of the file was added elsewhere meanwhile; check the file again.")
+        raise CodesFileInvalid(fields={"file": [message]}) from error
+
+
+def _imported(
+    template_id: int, *, count: int, file_name: str, actor: Actor | None, codes_only: bool
+) -> None:
+    """The import's last, short transaction, under the template's row lock: the total again
+    (claims may have come in meanwhile), codes-only if so chosen, the record."""
+    with transaction.atomic():
+        template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
+        if template is None:  # deleted meanwhile: its codes went with it
+            raise TemplateNotFound()
+        remaining, _unused = codes_remaining(template)
+        if remaining < 0:
+            message = _("Coupons were claimed meanwhile: the codes no longer fit the total.")
+            raise CodesFileInvalid(fields={"file": [message]})
         if codes_only:
             codes_only_set(template)
         staff_action_record(
@@ -170,18 +217,19 @@ def merchant_codes_import(
             action=StaffAction.CODES_IMPORT,
             target=template,
             amounts={
-                "count": check.good,
+                "count": count,
                 "file": file_name[:100],
                 "codes_only": template.has_single_use_codes,
             },
         )
-    return check.good
 
 
-def _import(template: CouponTemplate, dataset: tablib.Dataset, *, dry_run: bool) -> CodesCheck:
-    remaining, unused = codes_remaining(template)  # before this file's codes are in
+def _checked(template: CouponTemplate, dataset: tablib.Dataset) -> tuple[CodesCheck, list[str]]:
+    """Every row run through the resource, which checks and collects without writing: what
+    an import would do, and the codes it would insert."""
+    remaining, unused = codes_remaining(template)
     resource = MerchantCodeResource(template_id=template.pk)
-    result = resource.import_data(dataset, dry_run=dry_run, use_transactions=True)
+    result = resource.import_data(dataset, dry_run=True, use_transactions=True)
     if result.has_errors():  # not a row's fault but the database's: raised as it is
         errors = result.base_errors or [
             error for _row, row_errors in result.row_errors() for error in row_errors
@@ -197,7 +245,7 @@ def _import(template: CouponTemplate, dataset: tablib.Dataset, *, dry_run: bool)
         )
         for row in result.invalid_rows
     ]
-    good = result.totals["new"]
+    good = len(resource.accepted)
     over = ""
     if good > remaining:
         over = _(
@@ -210,7 +258,7 @@ def _import(template: CouponTemplate, dataset: tablib.Dataset, *, dry_run: bool)
             "claimed": template.claimed_count,
             "unused": unused,
         }
-    return CodesCheck(good=good, problems=problems, over_remaining=over)
+    return CodesCheck(good=good, problems=problems, over_remaining=over), resource.accepted
 
 
 def _normalized(value: object) -> str:
@@ -223,13 +271,14 @@ def _normalized(value: object) -> str:
 class MerchantCodeResource(resources.ModelResource):
     """One template's codes from a file's `code` column. Every code is checked against the
     file and the database in one pass before the rows (one query per 5,000 codes), then each
-    row is refused with its own problem or added; the new codes are inserted in bulk."""
+    row is refused with its own problem or accepted; nothing is written here."""
 
     def __init__(self, *, template_id: int):
         super().__init__()
         self.template_id = template_id
         self.first_line: dict[str, int] = {}
         self.taken: set[str] = set()
+        self.accepted: list[str] = []  # the good rows' codes, in the file's order
 
     class Meta:
         model = SingleUseCode
@@ -279,3 +328,8 @@ class MerchantCodeResource(resources.ModelResource):
     def import_instance(self, instance, row, **kwargs):
         super().import_instance(instance, row, **kwargs)
         instance.template_id = self.template_id
+
+    def bulk_create(self, using_transactions, dry_run, raise_errors, batch_size=None, result=None):
+        """Collect instead of insert: merchant_codes_import inserts in short transactions."""
+        self.accepted += [instance.code for instance in self.create_instances]
+        self.create_instances.clear()

@@ -10,16 +10,22 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from core import clock
+from coupons.auto_issue.events import coupon_take_back
 from coupons.auto_issue.jobs import auto_issue_due
 from coupons.auto_issue.models import AutoIssueTask
 from coupons.coupon_status import CouponStatus
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.services import templates
+from coupons.services import grants, templates
 from orders import services
 from orders.refunds import order_refund
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
-from tests.support.factories import CouponTemplateFactory, ProductFactory, UserFactory
+from tests.support.factories import (
+    CouponTemplateFactory,
+    ProductFactory,
+    UserCouponFactory,
+    UserFactory,
+)
 
 SIGNUP = CouponTemplate.AutoIssue.SIGNUP
 PAID_ORDER = CouponTemplate.AutoIssue.PAID_ORDER
@@ -50,7 +56,7 @@ def test_a_new_account_earns_the_sign_up_coupon_once():
     auto_issue_due()
 
     (coupon,) = coupons_of(user, welcome)
-    assert (coupon.source, coupon.grant_reason) == ("signup", "signup")
+    assert (coupon.source, coupon.grant_reason) == ("signup", "auto:signup")
     assert AutoIssueTask.objects.get().state == AutoIssueTask.State.ISSUED
 
 
@@ -66,7 +72,7 @@ def test_a_paid_order_at_the_minimum_earns_the_coupon_once_for_that_order():
     auto_issue_due()
 
     (coupon,) = coupons_of(buyer, back)
-    assert (coupon.source, coupon.grant_reason) == ("order", f"order {large.pk}")
+    assert (coupon.source, coupon.grant_reason) == ("order", f"auto:order {large.pk}")
     assert not AutoIssueTask.objects.filter(order_id=small.pk).exists()
 
 
@@ -176,3 +182,47 @@ def test_the_admin_lists_what_events_earned_read_only(client):
     text = page.content.decode()
     assert "注册礼" in text and "lin" in text
     assert client.get("/admin/coupons/autoissuetask/add/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_a_template_no_longer_issued_by_the_event_refuses_its_waiting_tasks():
+    welcome = CouponTemplateFactory(auto_issue=SIGNUP, total=10)
+    user = UserFactory()
+    CouponTemplate.objects.filter(pk=welcome.pk).update(auto_issue=CouponTemplate.AutoIssue.NONE)
+
+    auto_issue_due()
+
+    task = AutoIssueTask.objects.get()
+    assert (task.state, task.last_error) == ("refused", "not_issued_by_event")
+    assert coupons_of(user, welcome) == []
+
+
+@pytest.mark.django_db
+def test_a_staff_grant_for_an_order_does_not_stand_for_the_order_s_coupon():
+    back = CouponTemplateFactory(auto_issue=PAID_ORDER, total=10, per_user_limit=5)
+    buyer = UserFactory()
+    order = paid_order(buyer, 5_000)
+    grants.coupon_grant(
+        template_id=back.pk, user_ids=[buyer.pk], reason=f"order {order.pk}", granted_by_id=None
+    )
+
+    auto_issue_due()
+
+    assert sorted(c.source for c in coupons_of(buyer, back)) == ["grant", "order"]
+
+
+@pytest.mark.django_db
+def test_a_coupon_taken_back_before_its_window_opens_is_expired_at_once():
+    later = clock.now() + timedelta(days=2)
+    template = CouponTemplateFactory(
+        auto_issue=PAID_ORDER, total=10, valid_from=clock.now() - timedelta(days=1)
+    )
+    coupon = UserCouponFactory(
+        template=template, valid_from=later, valid_until=later + timedelta(days=7)
+    )
+
+    assert coupon_take_back(coupon.pk) is True
+
+    coupon.refresh_from_db()
+    assert coupon.valid_until <= clock.now()
+    assert coupon.status_at(clock.now() + timedelta(milliseconds=1)) == CouponStatus.EXPIRED

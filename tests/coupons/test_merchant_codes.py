@@ -108,6 +108,29 @@ def test_every_bad_row_is_named_and_nothing_is_imported():
     assert not LogEntry.objects.exists()
 
 
+def test_a_code_taken_between_the_check_and_the_insert_leaves_nothing(monkeypatch):
+    from coupons.services import merchant_codes
+
+    template = CouponTemplateFactory(total=10_000)
+    other = CouponTemplateFactory()
+    codes = [f"RACE-{n:07d}" for n in range(6_000)]  # two batches
+    dataset = merchant_codes_read(name="f.csv", content=csv_file(*codes))
+    checked = merchant_codes._checked
+
+    def meanwhile(template, dataset):
+        found = checked(template, dataset)
+        SingleUseCode.objects.create(template=other, code=codes[-1])  # in the second batch
+        return found
+
+    monkeypatch.setattr(merchant_codes, "_checked", meanwhile)
+
+    with pytest.raises(CodesFileInvalid):
+        merchant_codes_import(template_id=template.pk, dataset=dataset, file_name="f.csv")
+
+    assert codes_of(template) == set()
+    assert not LogEntry.objects.exists()
+
+
 def test_codes_beyond_the_remaining_total_are_refused_whole():
     template = CouponTemplateFactory(total=3)
     SingleUseCode.objects.create(template=template, code="UNUSED-0001")
@@ -144,6 +167,7 @@ def test_the_dry_run_changes_nothing_and_says_what_the_import_would():
         ("codes.xlsx", b"not a workbook", "The file cannot be read as xlsx."),
         ("codes.csv", b"number\nABCDEFGH1", "The first row must name the codes' column"),
         ("codes.csv", b"", "The file cannot be read as csv."),
+        ("codes.csv", b"code\n" + b"A" * 200_000 + b"\n", "The file cannot be read as csv."),
     ],
 )
 def test_a_file_that_is_not_a_codes_file_is_refused_naming_file(name, content, message):
@@ -151,6 +175,12 @@ def test_a_file_that_is_not_a_codes_file_is_refused_naming_file(name, content, m
         merchant_codes_read(name=name, content=content)
 
     assert message in refused.value.fields["file"][0]
+
+
+def test_a_csv_with_old_mac_line_ends_is_read():
+    dataset = merchant_codes_read(name="codes.csv", content=b"code\rMAC-LINE-0001\rMAC-LINE-0002")
+
+    assert list(dataset) == [(2, "MAC-LINE-0001"), (3, "MAC-LINE-0002")]
 
 
 def test_a_csv_saved_by_excel_in_china_is_read():

@@ -97,3 +97,13 @@ def test_an_export_needs_its_permissions(client, action, holding):
     assert response.status_code in (200, 302)
     assert response.get("Content-Disposition") is None
     assert not LogEntry.objects.exists()
+
+
+def test_a_name_with_a_control_character_still_exports_as_xlsx(client):
+    client.force_login(staff_with(*VIEW_ONLY, "coupons.export_coupons"))
+    odd = CouponTemplateFactory(name="Tea\x01time")
+
+    response = act(client, "export_templates_xlsx", odd)
+
+    header, *rows = sheet_rows(response)
+    assert rows[0][1] == "Tea\ufffdtime"  # replaced, not a failed download
