@@ -5,13 +5,13 @@ node is recovered from the most advanced one. The tests share one cluster and ru
 import os
 import signal
 import socket
-import subprocess
 import time
 
 import MySQLdb
 import pytest
 
 from core.database_errors import CONNECTION_ERROR_CODES, UNAVAILABLE_ERROR_CODES
+from drill.restore import backup_node
 from ops.vitals import DatabaseClusterCollector
 from scripts.cluster_nodes import NODES, Cluster, free_base_port, ist_ports, start
 from tests.support.mariadb_server import OwnMariaDB
@@ -133,31 +133,14 @@ def test_a_node_whose_ist_port_is_held_rejoins_by_ist_on_a_spare(cluster):
 
 
 def test_a_backup_of_a_desynced_backup_node_opens_with_every_row(cluster, tmp_path):
-    """docs/operations.md's backup: node 3 desynced, mariadb-backup --galera-info, prepared,
-    then opened by a plain mariadbd of its own."""
+    """docs/operations.md's backup (drill/restore.py's): node 3 desynced, mariadb-backup
+    --galera-info, prepared, then opened by a plain mariadbd of its own."""
     expected = rows_on(cluster, 1)
     target = tmp_path / "backup"
-    node3 = cluster.connect(3)
-    try:
-        node3.cursor().execute("SET GLOBAL wsrep_desync = ON")
-        subprocess.run(
-            [
-                "mariadb-backup", f"--defaults-file={cluster.node_dir(3) / 'my.cnf'}",
-                "--backup", "--galera-info", f"--target-dir={target}", "--user=root",
-                f"--socket={cluster.node_dir(3) / 'mariadbd.sock'}",
-            ],
-            check=True, capture_output=True, timeout=300,
-        )  # fmt: skip
-    finally:
-        node3.cursor().execute("SET GLOBAL wsrep_desync = OFF")
-        node3.close()
-    subprocess.run(
-        ["mariadb-backup", "--prepare", f"--target-dir={target}"],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
 
-    uuid, seqno = (target / "xtrabackup_galera_info").read_text().split()[0].rsplit(":", 1)
-    assert uuid == cluster.wsrep_status(1)["wsrep_cluster_state_uuid"] and int(seqno) > 0
+    uuid, seqno = backup_node(cluster, 3, target)
+
+    assert uuid == cluster.wsrep_status(1)["wsrep_cluster_state_uuid"] and seqno > 0
     restored = OwnMariaDB(tmp_path)
     restored.dir.mkdir()
     restored.datadir = target
