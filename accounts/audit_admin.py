@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy
 
 from accounts.audit_messages import ACTION_LABELS, audit_message
 from accounts.staff_actions import MESSAGE_PREFIX, StaffAction
+from core.admin_fields import ReadOnlyAdmin
 
 OTHER_CHANGES = "other"
 
@@ -45,7 +46,7 @@ class ActionFilter(admin.SimpleListFilter):
 
 
 @admin.register(LogEntry)
-class StaffLogAdmin(admin.ModelAdmin):
+class StaffLogAdmin(ReadOnlyAdmin):
     list_display = ["action_time", "user", "object_type", "object_shown", "message"]
     list_display_links = None
     list_filter = [
@@ -87,12 +88,3 @@ class StaffLogAdmin(admin.ModelAdmin):
         if named:
             found = found | queryset.filter(named)
         return found, may_have_duplicates
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

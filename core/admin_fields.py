@@ -106,3 +106,17 @@ class RefusalAsFormErrorAdmin(admin.ModelAdmin):
         except RefusedOnSave as refusal:
             request.refused_on_save = refusal.errors
             return super().changeform_view(request, object_id, form_url, extra_context)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """A page to look at: nobody adds, changes or deletes through it (what it lists is written
+    by the services)."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

@@ -17,7 +17,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from accounts.audit_admin import StaffHistoryAdmin
 from accounts.staff_actions import StaffAction, staff_may
-from core.admin_fields import MoneyField, RefusalAsFormErrorAdmin, RefusedOnSave
+from core.admin_fields import MoneyField, ReadOnlyAdmin, RefusalAsFormErrorAdmin, RefusedOnSave
 from core.domain_errors import DomainError
 from core.limits import is_id_text
 from core.money import format_money
@@ -207,7 +207,7 @@ class CouponTemplateFilter(admin.SimpleListFilter):
 
 
 @admin.register(Order)
-class OrderAdmin(RefundPagesAdmin, StaffHistoryAdmin):
+class OrderAdmin(RefundPagesAdmin, StaffHistoryAdmin, ReadOnlyAdmin):
     list_display = [
         "id",
         "user",
@@ -300,12 +300,3 @@ class OrderAdmin(RefundPagesAdmin, StaffHistoryAdmin):
             return "–"
         url = reverse("admin:coupons_usercoupon_change", args=[order.coupon_id])
         return format_html('<a href="{}">#{}</a>', url, order.coupon_id)
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

@@ -4,12 +4,13 @@ are the events' own record; staff change how a template is issued on the templat
 from django.contrib import admin
 from django.utils.translation import gettext_lazy
 
+from core.admin_fields import ReadOnlyAdmin
 from coupons.admin.display import local_datetime
 from coupons.auto_issue.models import AutoIssueTask
 
 
 @admin.register(AutoIssueTask)
-class AutoIssueTaskAdmin(admin.ModelAdmin):
+class AutoIssueTaskAdmin(ReadOnlyAdmin):
     list_display = [
         "number",
         "template",
@@ -42,12 +43,3 @@ class AutoIssueTaskAdmin(admin.ModelAdmin):
     @admin.display(description=gettext_lazy("coupon"), ordering="coupon_id")
     def coupon_shown(self, task: AutoIssueTask) -> str:
         return f"#{task.coupon_id}" if task.coupon_id else "–"
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
