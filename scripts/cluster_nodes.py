@@ -144,9 +144,10 @@ def read_pid(path: Path) -> int | None:
 
 
 class Cluster:
-    def __init__(self, base_dir: Path, base_port: int):
+    def __init__(self, base_dir: Path, base_port: int, evs: str = EVS_TIMEOUTS):
         self.base_dir = Path(base_dir).resolve()
         self.base_port = base_port
+        self.evs = evs  # Galera's failure detection (scripts/measure_galera_eviction.py)
         self.writer_port = base_port
         self.reader_port = base_port + 1
         # Children this process started, reaped after a kill so that they leave no zombie.
@@ -478,7 +479,7 @@ class Cluster:
         provider_options = (
             f"base_host=127.0.0.1;base_port={ports.galera};"
             f"gmcast.listen_addr=tcp://127.0.0.1:{ports.galera};ist.recv_addr=127.0.0.1:{ist};"
-            f"gcache.size=128M;gcache.recover=yes;gcs.fc_limit=256;gcs.fc_factor=0.9;{EVS_TIMEOUTS}"
+            f"gcache.size=128M;gcache.recover=yes;gcs.fc_limit=256;gcs.fc_factor=0.9;{self.evs}"
         )
         lines = [
             "[mariadbd]",
