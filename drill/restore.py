@@ -21,8 +21,8 @@ from drill.checks import Check, counts_and_limits, rows
 from drill.client import Attempt, send
 from drill.ledger import Ledger
 from drill.load import Load
-from drill.run import DATABASE, fresh_database, log, quiet_base_port, wait_all_synced
-from scripts.cluster_nodes import WRITER_NODE, Cluster, start
+from drill.run import DATABASE, fresh_database, log, wait_all_synced
+from scripts.cluster_nodes import WRITER_NODE, Cluster, free_base_port, start
 
 SCARCE_TOTAL = 400
 SOLD_OUT_WAIT = 120.0  # seconds the claims may take to sell the scarce template out after
@@ -100,7 +100,7 @@ def claims_of_before(ledger: Ledger, moment: float) -> list[Attempt]:
 def run_restore_drill(work_dir: Path, *, watch: bool = True) -> list[Check]:
     """The drill; with `watch` False the scheduler (and its restore watch) is not started: the
     negative control, whose lost counts must be seen refusing claims."""
-    source = start(work_dir / "source", quiet_base_port())
+    source = start(work_dir / "source", free_base_port())
     app = scheduler = None
     try:
         fresh_database(source)
@@ -127,7 +127,7 @@ def run_restore_drill(work_dir: Path, *, watch: bool = True) -> list[Check]:
         source.stop()
         log("restoring the copy into a new cluster")
         restored = restored_cluster(
-            work_dir / "restored", quiet_base_port(), work_dir / "backup", position
+            work_dir / "restored", free_base_port(), work_dir / "backup", position
         )
         wait_all_synced(restored)
         app.database_url = restored.haproxy_url(DATABASE)

@@ -5,7 +5,6 @@ ledger's checks, and the negative control. Prints a table; exits 1 on any violat
 the control's loss went unseen. `python -m drill.run --help`."""
 
 import argparse
-import os
 import random
 import shutil
 import sys
@@ -25,9 +24,7 @@ from drill.report import table
 from scripts.cluster_nodes import (
     WRITER_NODE,
     Cluster,
-    ClusterError,
-    all_ports,
-    port_free,
+    free_base_port,
     start,
 )
 
@@ -50,21 +47,6 @@ class DrillResult:
 
 def log(message: str) -> None:
     print(f"[drill {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def quiet_base_port() -> int:
-    """A free base port for the drill's cluster below the kernel's ephemeral range: a node's
-    IST port is bound only when it rejoins, and under the drill's thousands of client
-    connections a port inside that range is soon some socket's local port, so the rejoin
-    fails (bind: address in use)."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    first = 20000 if low > 21000 else 10000
-    bases = list(range(first, low - 40, 40))
-    start_at = os.getpid() % len(bases)
-    for base in bases[start_at:] + bases[:start_at]:
-        if all(port_free(port) for port in all_ports(base)):
-            return base
-    raise ClusterError("no free range of ports below the ephemeral range")
 
 
 def fresh_database(cluster: Cluster, timeout: float = 60) -> None:
@@ -258,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"starting a 3-node cluster under {args.work_dir / 'cluster'}")
     # A new cluster each run: one a stopped run left behind may be crashed mid-fault, and
     # each run measures from the same start.
-    base_port = quiet_base_port()
+    base_port = free_base_port()
     Cluster(args.work_dir / "cluster", base_port).stop()  # by its pid files, if any run
     # The last run's cluster (its logs) is kept beside it until the next run.
     shutil.rmtree(args.work_dir / "cluster.previous", ignore_errors=True)

@@ -100,12 +100,21 @@ def all_ports(base_port: int) -> list[int]:
     return ports
 
 
-def free_base_port(first: int = 20000, last: int = 60000) -> int:
-    """A base port whose every derived port (all_ports) is free on 127.0.0.1 now."""
-    for base in range(first + (os.getpid() % 500) * 40, last, 40):
+def free_base_port() -> int:
+    """A base port whose every derived port (all_ports) is free on 127.0.0.1 now, below the
+    kernel's ephemeral range: a node's IST and SST ports are bound only when it rejoins, and
+    after a run with thousands of client connections (the drill) every port inside that
+    range may be some socket's local port or in TIME_WAIT, so a rejoin (or the next start)
+    would fail to bind. Ranges are tried from one chosen by the pid, wrapping around, so
+    that concurrent runs seldom try the same one first."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    first = 20000 if low > 21000 else 10000
+    bases = list(range(first, low - 40, 40))
+    start_at = os.getpid() % len(bases)
+    for base in bases[start_at:] + bases[:start_at]:
         if all(port_free(port) for port in all_ports(base)):
             return base
-    raise ClusterError("no free range of ports for a cluster")
+    raise ClusterError("no free range of ports below the ephemeral range")
 
 
 def port_free(port: int) -> bool:

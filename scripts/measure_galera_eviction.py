@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from drill.run import quiet_base_port, wait_all_synced  # noqa: E402
-from scripts.cluster_nodes import EVS_TIMEOUTS, Cluster  # noqa: E402
+from drill.run import wait_all_synced  # noqa: E402
+from scripts.cluster_nodes import EVS_TIMEOUTS, Cluster, free_base_port  # noqa: E402
 
 SETTINGS = {
     "Galera's defaults (suspect 5 s, inactive 15 s)": (
@@ -83,7 +83,7 @@ def cluster_size(cluster: Cluster) -> int:
 
 
 def measure(name: str, evs: str, kills: int, stalls: list[float], work: Path) -> None:
-    cluster = Cluster(work / "cluster", quiet_base_port(), evs=evs).start()
+    cluster = Cluster(work / "cluster", free_base_port(), evs=evs).start()
     try:
         connection = cluster.connect()
         connection.cursor().execute("CREATE DATABASE eviction")

@@ -6,14 +6,14 @@ checks."""
 import pytest
 
 from drill.control import run_control
-from drill.run import LOSS_CHECK, quiet_base_port, run_drill
-from scripts.cluster_nodes import start
+from drill.run import LOSS_CHECK, run_drill
+from scripts.cluster_nodes import free_base_port, start
 
 pytestmark = [pytest.mark.servers, pytest.mark.cluster]
 
 
 def test_two_writer_kills_lose_nothing_the_ledger_acknowledged(tmp_path):
-    cluster = start(tmp_path / "cluster", quiet_base_port())
+    cluster = start(tmp_path / "cluster", free_base_port())
     try:
         result = run_drill(cluster, tmp_path, kills=2, freezes=1, storms=3, shoppers=1)
     finally:

@@ -24,6 +24,12 @@ TINY = {
     "measure_request_cpu.py": (["--requests", "3", "--warmup", "1"], "GET /api/coupons (20 te"),
     "measure_single_use_codes.py": (["--count", "50", "--runs", "1"], "median: 50 codes"),
     "measure_bulk_grant.py": (["--users", "30"], "run again: 30 users"),
+    "measure_merchant_codes.py": (["--count", "50", "--runs", "1"], "median: 50 codes"),
+    # A cluster of its own, one setting, one kill, no pause: about a minute.
+    "measure_galera_eviction.py": (
+        ["--only", "tighter", "--kills", "1", "--stalls"],
+        "| tighter (suspect 1 s, inactive 2 s) | kill 1 |",
+    ),
 }
 
 
@@ -33,7 +39,7 @@ def test_every_measurement_script_has_a_tiny_run():
 
 
 # Starts a redis-server of its own (its commands are then this run's alone).
-STARTS_SERVERS = {"measure_claim_statements.py"}
+STARTS_SERVERS = {"measure_claim_statements.py", "measure_galera_eviction.py"}
 
 
 @pytest.mark.parametrize(
