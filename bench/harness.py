@@ -18,9 +18,12 @@ import MySQLdb
 
 from bench import load, profiling, work, wrk
 from bench.cpu import CpuMeter
-from bench.processes import Gunicorn, MariaDBServer, RedisServer, free_port
+from bench.processes import Gunicorn
 from bench.progress import log
 from bench.results import ClaimFacts, CpuShare, Load, Sizes
+from localservers.mariadb_server import LIKE_THE_SHARED_SERVER, MariaDBServer
+from localservers.ports import free_port
+from localservers.redis_server import RedisServer
 
 T = TypeVar("T")
 
@@ -125,9 +128,9 @@ class Harness:
         self.threads = threads
         self.profile = profile
         # The bench's own database server: its counters count this run's statements alone.
-        self.mariadb = MariaDBServer(free_port(), base_dir=workdir)
+        self.mariadb = MariaDBServer(workdir / "mariadb", options=LIKE_THE_SHARED_SERVER)
         self.database_url = self.mariadb.url(DATABASE_NAME)
-        self.redis = RedisServer(free_port(), log_dir=workdir)
+        self.redis = RedisServer(workdir / "redis")
         self.env = configure_environment(self.database_url, self.redis.url)
         self.app_port = free_port()
         self.gunicorn: Gunicorn | None = None

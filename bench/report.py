@@ -1,158 +1,8 @@
-"""The target verdicts (issues 5, 11, 15 and 22) and the printed tables, from one run's Results."""
+"""The printed tables of one run, its rows and its targets' verdicts (bench.targets)."""
 
-from bench import limits_report
-from bench.results import ClaimRow, Load, Results, RunDocument, Target
-from bench.tables import MISS, NOT_RUN, PASS, fmt, ratio, table
-
-# Issue 11's targets, against the baseline measured in the same run.
-SELLING_MIN_RATIO = 0.50
-SOLD_OUT_MIN_RATIO = 0.85
-# Issue 15 (SPEC section 15): the storm's p99 as a ratio to the baseline's (the same 64
-# connections queue on both; a fixed 200 ms was below the baseline's own p99 on some runs),
-# the list's throughput, and the statements per request read from the bench's database.
-STORM_MAX_P99_RATIO = 2.0
-LIST_MIN_RATIO = 0.70
-LIST_MAX_EXTRA_STATEMENTS = 1
-CLAIM_MAX_EXTRA_STATEMENTS = 3
-# Statements per request are averages over thousands of requests: a connection opened again
-# (after a worker restart) adds a few statements to a whole row, not 0.05 to each request.
-STATEMENT_SLACK = 0.05
-# Issue 5's targets, kept.
-STORM_MIN_RATIO = 0.30
-REDIS_STOPPED_MIN_RATIO = 0.80  # of the Redis-up storm
-SCALE_MAX_RATIO = 1.25
-READ_MAX_P50_MS = 50.0
-
-
-def evaluate_targets(results: Results) -> list[Target]:
-    """One row per target: what it asks, what was measured, PASS / MISS / n/a."""
-    targets: list[Target] = []
-
-    def add(name: str, wanted: str, measured: str, ok: bool | None) -> None:
-        verdict = NOT_RUN if ok is None else (PASS if ok else MISS)
-        targets.append(Target(target=name, wanted=wanted, measured=measured, verdict=verdict))
-
-    def at_least(name: str, value: float | None, minimum: float, of: str = "baseline") -> None:
-        ok = None if value is None else value >= minimum
-        add(name, f">= {minimum:.2f} x {of}", f"{fmt(value, 2)} x", ok)
-
-    def exact(name: str, row: ClaimRow | None) -> None:
-        ok = None if row is None else row.exactness.exact and row.load.server_errors == 0
-        measured = "-" if row is None else "; ".join(row.exactness.mismatches) or "exact"
-        if row is not None and row.load.server_errors:
-            measured += f"; {row.load.server_errors} 5xx"
-        add(name, "exact, 0 5xx", measured, ok)
-
-    def rps(row: ClaimRow | None) -> float | None:
-        return None if row is None else row.load.rps
-
-    def statements(load: Load | None) -> float | None:
-        return None if load is None or load.work is None else load.work.statements
-
-    def statements_within(name: str, load: Load | None, extra: int, wanted: str) -> None:
-        measured, base_statements = statements(load), statements(results.baseline)
-        ok = None
-        if measured is not None and base_statements is not None:
-            ok = measured <= base_statements + extra + STATEMENT_SLACK
-            if extra == 0:
-                ok = ok and measured >= base_statements - STATEMENT_SLACK
-        add(
-            name,
-            f"{wanted} ({fmt(base_statements, 2)})",
-            f"{fmt(measured, 2)}",
-            ok,
-        )
-
-    base = results.baseline.rps
-    base_p99 = results.baseline.p99_ms
-    selling, storm, sold_out = results.selling, results.storm, results.sold_out
-    stopped = results.storm_redis_stopped
-    shopper_list = results.shopper_list
-
-    at_least(
-        "shopper list (20 templates) throughput",
-        ratio(None if shopper_list is None else shopper_list.rps, base),
-        LIST_MIN_RATIO,
-    )
-    statements_within(
-        "statements per request: list",
-        shopper_list,
-        LIST_MAX_EXTRA_STATEMENTS,
-        f"<= baseline + {LIST_MAX_EXTRA_STATEMENTS}",
-    )
-    at_least("selling phase claims/s", ratio(rps(selling), base), SELLING_MIN_RATIO)
-    exact("selling phase", selling)
-    exact("selling phase through HAProxy + Galera", results.selling_galera)
-    statements_within(
-        "statements per request: successful claim",
-        None if selling is None else selling.load,
-        CLAIM_MAX_EXTRA_STATEMENTS,
-        f"<= baseline + {CLAIM_MAX_EXTRA_STATEMENTS}",
-    )
-    at_least("mixed claim storm throughput", ratio(rps(storm), base), STORM_MIN_RATIO)
-    storm_p99_ratio = ratio(None if storm is None else storm.load.p99_ms, base_p99)
-    add(
-        "mixed claim storm p99",
-        f"<= {STORM_MAX_P99_RATIO:.1f} x baseline p99 ({fmt(base_p99)} ms)",
-        f"{fmt(storm and storm.load.p99_ms)} ms = {fmt(storm_p99_ratio, 2)} x",
-        None if storm_p99_ratio is None else storm_p99_ratio <= STORM_MAX_P99_RATIO,
-    )
-    exact("mixed claim storm (rows, claimed_count, Redis)", storm)
-    at_least("sold-out rejection throughput", ratio(rps(sold_out), base), SOLD_OUT_MIN_RATIO)
-    exact("sold-out: all 409 sold_out, nothing changed", sold_out)
-    statements_within(
-        "statements per request: sold-out",
-        None if sold_out is None else sold_out.load,
-        0,
-        "= baseline",
-    )
-    at_least(
-        "Redis stopped storm throughput",
-        ratio(rps(stopped), rps(storm)),
-        REDIS_STOPPED_MIN_RATIO,
-        of="Redis-up storm",
-    )
-    exact("Redis stopped storm", stopped)
-    targets += limits_report.targets(results)
-
-    if results.scale:
-        first, last = results.scale[0], results.scale[-1]
-        for mode, label in (("sequential", "sequential"), ("concurrent", "16 connections")):
-            value = ratio(getattr(last, mode).p50_ms, getattr(first, mode).p50_ms)
-            add(
-                f"claim p50 at {last.existing_claims:,} vs 0 claims ({label})",
-                f"<= {SCALE_MAX_RATIO} x",
-                f"{fmt(value, 2)} x",
-                None if value is None else value <= SCALE_MAX_RATIO,
-            )
-        all_exact = all(row.exactness.exact for row in results.scale)
-        add("scale claims all 201 and exact", "yes", fmt(all_exact), all_exact)
-    else:
-        add("claim p50 at 1,000,000 vs 0 claims", f"<= {SCALE_MAX_RATIO} x", "-", None)
-
-    reads = results.reads
-    for name, label in (
-        ("list", "GET /api/coupons first page"),
-        ("mine_first", "GET /api/coupons/mine first page"),
-        ("mine_last", "GET /api/coupons/mine last page"),
-    ):
-        read = reads.row(name) if reads else None
-        add(
-            f"{label} p50",
-            f"< {READ_MAX_P50_MS:.0f} ms",
-            f"{fmt(read and read.load.p50_ms)} ms",
-            None if read is None else read.load.p50_ms < READ_MAX_P50_MS,
-        )
-    for family, names in (("list", ["list"]), ("mine", ["mine_first", "mine_last"])):
-        present = [row for row in (reads.rows if reads else ()) if row.name in names]
-        counts = sorted({row.queries for row in present} | {r.queries_small_data for r in present})
-        add(
-            f"{family} queries per request independent of data size",
-            "constant",
-            " / ".join(str(count) for count in counts) or "-",
-            None if not present else len(counts) == 1,
-        )
-    return targets
+from bench import limits_table
+from bench.results import ClaimRow, Load, Results, RunDocument
+from bench.tables import fmt, ratio, table
 
 
 def cpu_split(load: Load) -> str:
@@ -317,11 +167,11 @@ def render(document: RunDocument) -> str:
         headers += [f"{other} p99", f"{other}/{primary}"]
         out += ["", table(headers, compare_rows)]
 
-    out += ["", limits_report.render(results)]
+    out += ["", limits_table.render(results)]
     out += [
         "",
         table(
-            ["target (issues 5, 11, 15 and 22)", "wanted", "measured", "verdict"],
+            ["target", "wanted", "measured", "verdict"],
             [[t.target, t.wanted, t.measured, t.verdict] for t in targets],
         ),
         "",

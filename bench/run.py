@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, interrupt)
     signal.signal(signal.SIGHUP, interrupt)
 
-    from bench import report, wrk
+    from bench import report, targets, wrk
 
     wrk.executable()  # fail before the slow set-up when wrk is missing
     started_at = datetime.now(UTC)
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             settings="config.settings.production",
         ),
         results=results,
-        targets=tuple(report.evaluate_targets(results)),
+        targets=tuple(targets.judge(results)),
     )
     print(report.render(document))
     RESULTS_DIR.mkdir(exist_ok=True)

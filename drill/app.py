@@ -11,7 +11,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.processes import ManagedProcess, RedisServer, free_port
+from localservers.ports import free_port
+from localservers.processes import ManagedProcess
+from localservers.redis_server import RedisServer
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -76,7 +78,7 @@ class DrillApp:
     ):
         self.work_dir = work_dir
         work_dir.mkdir(parents=True, exist_ok=True)
-        self.redis = RedisServer(free_port(), log_dir=work_dir)
+        self.redis = RedisServer(work_dir / "redis")
         self.database_url = database_url
         self.replica_url = replica_url
         self.workers = workers

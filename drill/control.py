@@ -9,44 +9,27 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.processes import MariaDBServer, free_port
 from drill.app import DrillApp
 from drill.checks import Check, all_checks
 from drill.ledger import Ledger
 from drill.load import Load
+from localservers.mariadb_server import MariaDBServer
 
 DATABASE = "coupons_control"
 LAG_SECONDS = 3600
 
 
-class BinlogMariaDB(MariaDBServer):
-    """The bench's private mariadbd, with a binary log (the primary) or a relay log (the
-    replica) and its own server id; a small buffer pool, two of them run at once."""
-
-    def __init__(self, port: int, *, base_dir: Path, server_id: int):
-        super().__init__(port, base_dir=base_dir)
-        self.command = [word for word in self.command if word != "--skip-log-bin"] + [
-            f"--server-id={server_id}", f"--log-bin={base_dir / 'binlog'}",
-            f"--relay-log={base_dir / 'relay'}", "--binlog-format=ROW",
+def binlog_mariadb(directory: Path, server_id: int) -> MariaDBServer:
+    """A small mariadbd with a binary log (the primary) or a relay log (the replica) and its
+    own server id; two of them run at once."""
+    return MariaDBServer(
+        directory,
+        options=(
+            f"--server-id={server_id}", f"--log-bin={directory / 'binlog'}",
+            f"--relay-log={directory / 'relay'}", "--binlog-format=ROW",
             "--innodb-buffer-pool-size=32M", "--innodb-log-file-size=16M",
-        ]  # fmt: skip
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown; what it had not sent the replica is gone with it."""
-        process, self.process = self.process, None
-        if process is not None:
-            process.kill()
-            process.wait(timeout=10)
-
-    def execute(self, *statements: str) -> list[tuple]:
-        connection = self.connect()
-        try:
-            with connection.cursor() as cursor:
-                for statement in statements:
-                    cursor.execute(statement)
-                return list(cursor.fetchall())
-        finally:
-            connection.close()
+        ),
+    )  # fmt: skip
 
 
 @dataclass
@@ -58,7 +41,7 @@ class ControlResult:
         return next(check for check in self.checks if check.name == name)
 
 
-def replica_caught_up(primary: BinlogMariaDB, replica: BinlogMariaDB, timeout: float = 60):
+def replica_caught_up(primary: MariaDBServer, replica: MariaDBServer, timeout: float = 60):
     (position,) = primary.execute("SELECT @@gtid_binlog_pos")[0]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -72,13 +55,12 @@ def run_control(work_dir: Path, *, load_seconds: float = 4.0) -> ControlResult:
     # Fresh servers each run: a primary left by the last run would hold its database and
     # the replica its position (a second `make drill` failed on "database exists").
     shutil.rmtree(work_dir, ignore_errors=True)
-    primary = BinlogMariaDB(free_port(), base_dir=work_dir / "primary", server_id=1)
-    replica = BinlogMariaDB(free_port(), base_dir=work_dir / "replica", server_id=2)
+    primary = binlog_mariadb(work_dir / "primary", server_id=1)
+    replica = binlog_mariadb(work_dir / "replica", server_id=2)
     app = DrillApp(work_dir / "app", primary.url(DATABASE))
     loads: list[Load] = []
     try:
         for server in (primary, replica):
-            server.base_dir.mkdir(parents=True, exist_ok=True)
             server.start()
         replica.execute(
             f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={primary.port},"

@@ -15,14 +15,14 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.processes import ManagedProcess
 from drill.app import BIN, REPO, DrillApp
 from drill.checks import Check, counts_and_limits, rows
 from drill.client import Attempt, send
 from drill.ledger import Ledger
 from drill.load import Load
 from drill.run import DATABASE, fresh_database, log, wait_all_synced
-from scripts.cluster_nodes import WRITER_NODE, Cluster, free_base_port, start
+from localservers.galera import WRITER_NODE, Cluster, free_base_port, start
+from localservers.processes import ManagedProcess
 
 SCARCE_TOTAL = 400
 SOLD_OUT_WAIT = 120.0  # seconds the claims may take to sell the scarce template out after

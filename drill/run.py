@@ -21,12 +21,7 @@ from drill.control import run_control
 from drill.ledger import RECOVERY_LIMIT, Kill, Ledger, WriterMove
 from drill.load import Load
 from drill.report import table
-from scripts.cluster_nodes import (
-    WRITER_NODE,
-    Cluster,
-    free_base_port,
-    start,
-)
+from localservers.galera import WRITER_NODE, Cluster, free_base_port, start
 
 DATABASE = "coupons_drill"
 RECOVERY_WAIT = 15.0  # seconds a kill waits for a 201 claim before the node restarts anyway

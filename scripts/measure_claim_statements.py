@@ -13,13 +13,14 @@ counters that moved, Redis round trips and Redis commands (top-level and inside 
 
 import argparse
 import os
-import subprocess
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 from measurement_support import PORT, PORT_HELP, ClaimFixture, configure, own_database
+
+from localservers.redis_server import RedisServer
 
 DATABASE = f"coupons_stmt_{os.getpid()}"
 configure(DATABASE)
@@ -29,45 +30,20 @@ STATUS_SQL = (
 )
 
 
-def start_redis(directory: str) -> tuple[subprocess.Popen, str]:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    process = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--dir", directory],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    import redis
-
-    client = redis.Redis(port=port)
-    for _ in range(100):
-        try:
-            client.ping()
-            return process, f"redis://127.0.0.1:{port}/0"
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    raise RuntimeError("redis-server did not start")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20, help="measured per scenario")
     parser.add_argument("--port", default=PORT, help=PORT_HELP)
     args = parser.parse_args()
 
-    directory = tempfile.mkdtemp(prefix="claim-statements-")
-    redis_process, redis_url = start_redis(directory)
-    os.environ["REDIS_URL"] = os.environ["COUPON_COUNTER_REDIS_URL"] = redis_url
+    redis_server = RedisServer(Path(tempfile.mkdtemp(prefix="claim-statements-")))
+    redis_server.start()
+    os.environ["REDIS_URL"] = os.environ["COUPON_COUNTER_REDIS_URL"] = redis_server.url
     try:
         with own_database(DATABASE):
             run(args.requests)
     finally:
-        redis_process.terminate()
-        redis_process.wait(timeout=10)
+        redis_server.stop()
 
 
 def run(count: int) -> None:

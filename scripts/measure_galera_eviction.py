@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from drill.run import wait_all_synced  # noqa: E402
-from scripts.cluster_nodes import EVS_TIMEOUTS, Cluster, free_base_port  # noqa: E402
+from localservers.galera import EVS_TIMEOUTS, Cluster, free_base_port  # noqa: E402
 
 SETTINGS = {
     "Galera's defaults (suspect 5 s, inactive 15 s)": (

@@ -156,9 +156,9 @@ def frozen_now(monkeypatch):
 def own_redis(tmp_path, settings, redis_namespace):
     """A redis-server of this test's own, already serving as the app's Redis (REDIS_URL, the
     coupon counter, and the cache the throttles count in)."""
-    from tests.support.redis_server import OwnRedis
+    from localservers.redis_server import RedisServer
 
-    server = OwnRedis(tmp_path)
+    server = RedisServer(tmp_path)
     server.start()
     settings.REDIS_URL = settings.COUPON_COUNTER_REDIS_URL = server.url
     settings.CACHES = cache_settings(settings.CACHES, location=server.url)

@@ -1,6 +1,6 @@
 """The selling phase again, through HAProxy and a 3-node Galera cluster (SPEC section 22),
 beside the single node's row of the same run: the same sizes, the same Redis, a second
-gunicorn whose DATABASE_URL is HAProxy's writer port (scripts/cluster_nodes.py).
+gunicorn whose DATABASE_URL is HAProxy's writer port (localservers/galera).
 
 The cluster has its own copy of the schema (migrated here); this process's Django points at
 it for the row's seeding and read-back, then back at the single node. Its templates are
@@ -10,7 +10,6 @@ write sets on the same cores. Skipped, with a line saying why, when the cluster 
 (BENCH_GALERA=0 skips it on purpose)."""
 
 import copy
-import importlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,10 +21,13 @@ import dj_database_url
 import MySQLdb
 
 from bench.harness import DATABASE_NAME, REPO_ROOT, Harness, recreate_database
-from bench.processes import Gunicorn, MariaDBServer, free_port
+from bench.processes import Gunicorn
 from bench.progress import log
 from bench.results import ClaimRow
 from bench.scenarios.claims import claim_path, measure
+from localservers import galera
+from localservers.mariadb_server import MariaDBServer
+from localservers.ports import free_port
 
 GALERA_FIRST_ID = 1_000_000
 
@@ -71,10 +73,8 @@ def start_cluster(directory: Path):
         log("[galera] skipped: BENCH_GALERA=0")
         return None
     try:
-        # By name: mypy checks scripts/ as top-level modules (scripts/cluster is its user).
-        nodes = importlib.import_module("scripts.cluster_nodes")
         log(f"[galera] starting 3 Galera nodes and HAProxy (data in {directory})")
-        return nodes.start(directory, nodes.free_base_port())
+        return galera.start(directory, galera.free_base_port())
     except Exception as error:  # missing packages, a node that will not start: no row
         log(f"[galera] skipped: the cluster did not start ({error}); see scripts/cluster")
         return None

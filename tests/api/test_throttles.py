@@ -11,7 +11,7 @@ from coupons.models import UserCoupon
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, UserFactory
 from tests.support.helpers import claim_url
-from tests.support.redis_server import SilentServer
+from tests.support.silent_server import SilentServer
 
 pytestmark = pytest.mark.django_db
 

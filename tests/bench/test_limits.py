@@ -1,13 +1,11 @@
-"""The limits rows (issue 22 item 4, bench/scenarios/limits.py, bench/limits_report.py): the
-targets as ratios to bare DRF and to the baseline of the same run, the selling phase judged on
-the app's cores too, the row-lock wait per 201 from the server's counters, and the
-database-alone row printed from measure_hot_row.py's JSON."""
+"""The table against the limits (bench/scenarios/limits.py, bench/limits_table.py): every row
+against bare DRF and the baseline of the same run, the row-lock wait per 201 from the
+server's counters, and the database-alone row printed from measure_hot_row.py's JSON."""
 
 from dataclasses import replace
 
-from bench import limits_report
+from bench import limits_table
 from bench.results import CpuShare, HotRow, HotRowStorm, Results
-from bench.tables import MISS, NOT_RUN, PASS
 from tests.bench.test_harness import answers, claim_row, full_results, work
 
 
@@ -42,54 +40,16 @@ def limits_results() -> Results:
     )
 
 
-def verdicts(results: Results) -> dict[str, str]:
-    return {target.target: target.verdict for target in limits_report.targets(results)}
-
-
-def test_every_limit_target_passes_at_its_bound():
-    assert verdicts(limits_results()) == {
-        "auth/me throughput (issue 22)": PASS,  # 1000 / 2222 = 0.45 x bare DRF
-        "sold-out throughput, no statement (issue 22)": PASS,  # 1.0 x, 0 statements
-        "shopper list throughput (issue 22)": PASS,  # 0.85 x
-        "selling phase, app busy (issue 22)": PASS,  # 0.60 x with 1.6 cores
-        "mixed claim storm p99 (issue 22)": PASS,  # 150 ms = 1.5 x the baseline's 100 ms
-    }
-
-
-def test_each_limit_target_misses_just_past_its_bound():
-    results = limits_results()
-    assert results.selling is not None and results.sold_out is not None
-    idle_app = replace(results.selling, load=replace(results.selling.load, cpu=cpu(1.59)))
-    one_statement = replace(results.sold_out, load=replace(results.sold_out.load, work=work(1.0)))
-
-    missed = verdicts(
-        replace(
-            results,
-            bare_drf=answers({"200": 1000}, rps=2223.0),
-            sold_out=one_statement,
-            shopper_list=answers({"200": 1000}, rps=849.0),
-            selling=idle_app,
-            storm=claim_row(answers({"201": 1000, "409": 4000}, p99=150.1)),
-        )
-    )
-
-    assert set(missed.values()) == {MISS}
-
-
-def test_without_the_rows_the_limit_targets_are_not_run():
-    assert set(verdicts(Results(baseline=answers({"200": 1000}))).values()) == {NOT_RUN}
-
-
 def test_the_row_lock_wait_is_per_coupon_issued():
     results = limits_results()
     assert results.selling is not None
 
-    assert limits_report.row_lock_ms_per_201(results.selling) == 0.05  # 50 ms over 1000 201s
-    assert limits_report.row_lock_ms_per_201(claim_row(answers({"409": 10}))) is None
+    assert limits_table.row_lock_ms_per_201(results.selling) == 0.05  # 50 ms over 1000 201s
+    assert limits_table.row_lock_ms_per_201(claim_row(answers({"409": 10}))) is None
 
 
 def test_the_table_sets_every_row_against_bare_drf_and_prints_the_database_alone():
-    text = limits_report.render(limits_results())
+    text = limits_table.render(limits_results())
 
     bare_line = next(line for line in text.splitlines() if line.startswith("bare DRF"))
     selling_line = next(line for line in text.splitlines() if line.startswith("selling phase"))

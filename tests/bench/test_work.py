@@ -1,21 +1,22 @@
 """The bench counts work from the servers themselves: statements from its own mariadbd's
 `SHOW GLOBAL STATUS` (pings apart), Redis commands from its own redis-server's `INFO
 commandstats`, as deltas per request with the readings' own statement and command taken off.
-Run against the bench's real server classes (bench.processes), started here."""
+Run against the bench's real servers (localservers), started here."""
 
 from collections.abc import Iterator
 
 import pytest
 
 from bench import work
-from bench.processes import MariaDBServer, RedisServer, free_port
+from localservers.mariadb_server import LIKE_THE_SHARED_SERVER, MariaDBServer
+from localservers.redis_server import RedisServer
 
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory) -> Iterator[tuple[MariaDBServer, RedisServer]]:
     base = tmp_path_factory.mktemp("bench-servers")
-    mariadb = MariaDBServer(free_port(), base_dir=base)
-    redis_server = RedisServer(free_port(), log_dir=base)
+    mariadb = MariaDBServer(base / "mariadb", options=LIKE_THE_SHARED_SERVER)
+    redis_server = RedisServer(base / "redis")
     mariadb.start()
     redis_server.start()
     try:

@@ -7,7 +7,7 @@ import pytest
 
 from drill.control import run_control
 from drill.run import LOSS_CHECK, run_drill
-from scripts.cluster_nodes import free_base_port, start
+from localservers.galera import free_base_port, start
 
 pytestmark = [pytest.mark.servers, pytest.mark.cluster]
 

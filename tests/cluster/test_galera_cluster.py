@@ -1,4 +1,4 @@
-"""The local Galera cluster behind HAProxy (scripts/cluster_nodes.py): writes go to node 1,
+"""The local Galera cluster behind HAProxy (localservers/galera): writes go to node 1,
 survive its SIGKILL on a backup, and the killed node rejoins with every row; a crash of every
 node is recovered from the most advanced one. The tests share one cluster and run in order."""
 
@@ -12,10 +12,10 @@ import pytest
 
 from core.database_errors import CONNECTION_ERROR_CODES, UNAVAILABLE_ERROR_CODES
 from drill.restore import backup_node
+from localservers.galera import NODES, Cluster, free_base_port, ist_ports, start
+from localservers.mariadb_server import MariaDBServer
+from localservers.waiting import wait_until
 from ops.vitals import DatabaseClusterCollector
-from scripts.cluster_nodes import NODES, Cluster, free_base_port, ist_ports, start
-from tests.support.mariadb_server import OwnMariaDB
-from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.servers, pytest.mark.cluster]
 
@@ -141,9 +141,7 @@ def test_a_backup_of_a_desynced_backup_node_opens_with_every_row(cluster, tmp_pa
     uuid, seqno = backup_node(cluster, 3, target)
 
     assert uuid == cluster.wsrep_status(1)["wsrep_cluster_state_uuid"] and seqno > 0
-    restored = OwnMariaDB(tmp_path)
-    restored.dir.mkdir()
-    restored.datadir = target
+    restored = MariaDBServer(tmp_path / "restored", datadir=target)
     restored.start()
     try:
         connection = restored.connect()

@@ -10,7 +10,7 @@ from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
 from tests.support.helpers import claim_url, redis_counts, use_counter_at
-from tests.support.redis_server import SilentServer
+from tests.support.silent_server import SilentServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,9 +16,9 @@ from coupons.decision_transaction import DECISION_ALIAS
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services.issuing import coupon_issue
 from coupons.single_use_codes import SingleUseCode
+from localservers.waiting import wait_until
 from tests.support.concurrency import run_together
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scripts.cluster_nodes import Cluster
+from localservers.galera import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 GALERA = ROOT / "deploy" / "galera"
@@ -120,7 +120,7 @@ def test_haproxy_sends_writes_to_one_node_as_the_local_cluster_does(project, tmp
         assert "option allbackups" not in config  # one backup at a time
         assert "on-marked-down shutdown-sessions" in config
     # The check knows wsrep state: the compose layout's external check, the local cluster's
-    # HTTP check (scripts/galera_health.py; decision 1001).
+    # HTTP check (localservers/galera/health.py; decision 1001).
     assert "galera-check" in production
     assert "option httpchk" in local and "check port" in local
     checked = subprocess.run(

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from localservers.ports import free_port
 from tests.support.live_server import gunicorn_serving
 from tests.support.nginx_server import nginx_serving
-from tests.support.redis_server import free_port
 
 # The servers read the test database, which pytest-django creates only for marked tests.
 pytestmark = [pytest.mark.django_db, pytest.mark.servers]

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from localservers.waiting import wait_until
 from tests.support.shipped_server import (
     BIN,
     DATABASE,
@@ -15,7 +16,6 @@ from tests.support.shipped_server import (
     request,
     shipped_app,
 )
-from tests.support.waiting import wait_until
 
 # Tight bounds so that the whole run takes tens of seconds.
 TIGHT_DATABASE_TIMEOUTS = {

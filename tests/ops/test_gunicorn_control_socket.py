@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.redis_server import free_port
+from localservers.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from config.gunicorn_worker import is_health_request
-from tests.support.redis_server import free_port
-from tests.support.waiting import wait_until
+from localservers.ports import free_port
+from localservers.waiting import wait_until
 
 BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[2]

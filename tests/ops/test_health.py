@@ -8,9 +8,9 @@ from django.db import connection
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import AccessToken
 
+from localservers.mariadb_server import MariaDBServer
 from tests.support.factories import UserFactory
 from tests.support.helpers import use_counter_at
-from tests.support.mariadb_server import OwnMariaDB
 
 
 def client_of(user=None) -> APIClient:
@@ -48,8 +48,7 @@ def test_two_thousand_calls_open_one_connection_and_the_answer_is_at_most_a_seco
     tmp_path, monkeypatch, settings
 ):
     # given a database of the test's own, whose connection count nobody else moves
-    database = OwnMariaDB(tmp_path)
-    database.install()
+    database = MariaDBServer(tmp_path / "mariadb")
     database.start()
     try:
         link = database.connect()

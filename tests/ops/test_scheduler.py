@@ -17,10 +17,10 @@ from rest_framework_simplejwt.token_blacklist.models import OutstandingToken
 
 from api.models import IdempotencyRecord
 from core import clock
+from localservers.waiting import wait_until
 from ops.management.commands.run_scheduler import run_every
 from orders.models import Order
 from tests.support.factories import ProductFactory, UserFactory
-from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 

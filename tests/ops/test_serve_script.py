@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from localservers.ports import free_port
+from localservers.waiting import wait_until
 from tests.support.app_server import ROOT
-from tests.support.redis_server import free_port
-from tests.support.waiting import wait_until
 
 
 def children_of(pid: int) -> list[int]:

@@ -10,6 +10,7 @@ import pytest
 from gunicorn.workers.gthread import ThreadWorker
 
 from config.gunicorn_worker import HealthReservedWorker
+from localservers.waiting import wait_until
 from tests.support.shipped_server import (
     REPO,
     Answer,
@@ -20,7 +21,6 @@ from tests.support.shipped_server import (
     serve_script_command,
     shipped_app,
 )
-from tests.support.waiting import wait_until
 
 GUNICORN_CONFIG = "config/gunicorn_conf.py"
 FREEZE_SECONDS = 35  # longer than gunicorn's 30 s worker timeout and every database timeout

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from django.db import connection
 
-from tests.support.redis_server import free_port
-from tests.support.waiting import wait_until
+from localservers.ports import free_port
+from localservers.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 60.0

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from localservers.ports import free_port
+from localservers.waiting import wait_until
 from tests.support.live_server import BASE_DIR, stop_process_group
-from tests.support.redis_server import free_port
-from tests.support.waiting import wait_until
 
 TEMPLATE = BASE_DIR / "deploy" / "nginx" / "coupons.conf.template"
 # What docker-compose.yml gives the template when nothing is set: nginx is the edge.

@@ -15,9 +15,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.mariadb_server import OwnMariaDB
-from tests.support.redis_server import free_port
-from tests.support.waiting import wait_until
+from localservers.mariadb_server import MariaDBServer
+from localservers.ports import free_port
+from localservers.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -171,7 +171,7 @@ class ClaimStorm:
 
 @dataclass
 class ShippedApp:
-    database: OwnMariaDB
+    database: MariaDBServer
     port: int
     facts: dict
     log: Path
@@ -189,8 +189,7 @@ def shipped_app(
     """`command` (an argv whose --bind is replaced) under production settings, with every
     timeout at its shipped default unless `extra_env` overrides it, on a private mariadbd
     (database DATABASE) with the schema, some shoppers and a staff login."""
-    database = OwnMariaDB(tmp_path)
-    database.install()
+    database = MariaDBServer(tmp_path / "mariadb")
     database.start()
     link = database.connect()
     link.cursor().execute(f"CREATE DATABASE {DATABASE} CHARACTER SET utf8mb4")

@@ -1,5 +1,5 @@
-"""Polling until something holds, with a deadline: the one loop every test and server helper
-waits with."""
+"""Polling until something holds, with a deadline: the one loop the tests, the servers of our
+own and their callers wait with."""
 
 import time
 from collections.abc import Callable

@@ -7,7 +7,7 @@ clustercheck's AVAILABLE_WHEN_DONOR; taking a donor out moved the writer at ever
 a shell and a mariadb client per check, and on a loaded machine such checks timed out on
 healthy nodes and moved the writer with no fault (docs/decisions/1001-*.md).
 
-    python scripts/galera_health.py --node 13310:13317 --node 13320:13327 ...
+    python -m localservers.galera.health --node 13310:13317 --node 13320:13327 ...
 
 (`--node SQL_PORT:CHECK_PORT`, both on 127.0.0.1). A thread per node asks its node every
 POLL_INTERVAL; a check is answered from the last answer at once, and a node whose last
