@@ -1,3 +1,4 @@
+from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import (
     OpenApiExample,
     extend_schema,
@@ -52,6 +53,10 @@ REFRESH_REQUEST_EXAMPLE = OpenApiExample(
 
 @extend_schema_view(
     post=extend_schema(
+        summary=gettext_lazy("Log in: a token pair"),
+        description="A username and password for an access token (5 minutes) and a refresh "
+        "token. Failed logins are throttled per username and address, per username and per "
+        "address; a successful login is not counted.",
         examples=[
             OpenApiExample(
                 "A username and password",
@@ -59,7 +64,7 @@ REFRESH_REQUEST_EXAMPLE = OpenApiExample(
                 value={"username": "alice", "password": DEMO_PASSWORD},
             ),
             TOKEN_PAIR_EXAMPLE,
-        ]
+        ],
     )
 )
 class TokenObtainView(NoStore, TokenObtainPairView):
@@ -77,7 +82,12 @@ class TokenObtainView(NoStore, TokenObtainPairView):
         return response
 
 
-@extend_schema_view(post=extend_schema(examples=[REFRESH_REQUEST_EXAMPLE, TOKEN_PAIR_EXAMPLE]))
+@extend_schema_view(
+    post=extend_schema(
+        summary=gettext_lazy("Refresh the token pair"),
+        examples=[REFRESH_REQUEST_EXAMPLE, TOKEN_PAIR_EXAMPLE],
+    )
+)
 class TokenRefreshRotatingView(NoStore, TokenRefreshView):
     """POST /api/auth/token/refresh: a new pair; the presented refresh token is blacklisted.
     Throttled per user (SPEC section 19): each refresh writes two rows kept for days."""
@@ -101,7 +111,7 @@ class LogoutView(NoStore, APIView):
     def get_authenticate_header(self, request) -> str:
         return 'Bearer realm="api"'  # a bad refresh token is 401, as on /token/refresh
 
-    @extend_schema(request=LogoutSerializer, responses={204: None})
+    @extend_schema(summary=gettext_lazy("Log out"), request=LogoutSerializer, responses={204: None})
     @api_errors(InvalidToken)
     def post(self, request) -> Response:
         body = LogoutSerializer(data=request.data)
@@ -116,6 +126,8 @@ class LogoutView(NoStore, APIView):
 
 
 @extend_schema(
+    summary=gettext_lazy("Who I am"),
+    description="The account the Bearer token belongs to.",
     responses=inline_serializer(
         "Me",
         {
@@ -128,7 +140,7 @@ class LogoutView(NoStore, APIView):
         OpenApiExample(
             "A shopper",
             response_only=True,
-            value={"id": 42, "username": "alice", "is_staff": False},
+            value={"id": 2, "username": "alice", "is_staff": False},
         )
     ],
 )

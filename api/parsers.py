@@ -2,6 +2,7 @@
 more than a 4xx."""
 
 import re
+from json import JSONDecodeError
 
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
@@ -68,8 +69,15 @@ class BoundedJSONParser(JSONParser):
             data = json.loads(raw.decode(encoding))  # NaN and Infinity refused
         except RecursionError:
             raise exceptions.ParseError(_("JSON nested too deeply.")) from None
-        except ValueError as error:  # UnicodeDecodeError and JSONDecodeError included
-            raise exceptions.ParseError(_("JSON parse error - %s") % error) from None
+        except JSONDecodeError as error:  # where, in the request's language
+            raise exceptions.ParseError(
+                _("JSON parse error at line %(line)d, column %(column)d.")
+                % {"line": error.lineno, "column": error.colno}
+            ) from None
+        except ValueError:  # UnicodeDecodeError
+            raise exceptions.ParseError(
+                _("The body is not %(encoding)s text.") % {"encoding": encoding.upper()}
+            ) from None
         problem = json_problem(data)
         if problem is not None:
             raise exceptions.ParseError(problem)

@@ -17,9 +17,9 @@ from coupons.single_use_codes import (
 @extend_schema_serializer(
     examples=[
         OpenApiExample(
-            "Five users",
+            "Three users (alice, bob and an unknown id)",
             request_only=True,
-            value={"user_ids": [42, 43, 57, 61, 999], "reason": "Sorry for the late parcel"},
+            value={"user_ids": [2, 3, 999], "reason": "快递延误补偿"},
         )
     ]
 )
@@ -37,11 +37,11 @@ class GrantInputSerializer(StrictSerializer):
 @extend_schema_serializer(
     examples=[
         OpenApiExample(
-            "Three granted and two not",
+            "One granted and two not (the demo's template 8: bob holds one already)",
             response_only=True,
             value={
-                "granted": [42, 43, 57],
-                "limit_reached": [61],
+                "granted": [2],
+                "limit_reached": [3],
                 "sold_out": [],
                 "unknown_user": [999],
                 "already_granted": [],
@@ -147,9 +147,9 @@ class SingleUseCodesCreatedSerializer(serializers.Serializer):
             "A used code",
             response_only=True,
             value={
-                "id": 31,
+                "id": 1,
                 "code": "7KQ2MZ9XHR4T",
-                "used_by": 42,
+                "used_by": 2,
                 "used_at": "2026-12-01T10:15:03.127000Z",
                 "created_at": "2026-11-30T09:00:00.000000Z",
             },

@@ -3,6 +3,7 @@ the staff action of each method; StaffActionPermission asks the permissions of t
 (accounts/staff_actions.py, the table the Django admin and the commands use too) and the
 service, given the caller as `actor`, asks again and records the action."""
 
+from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
@@ -45,13 +46,19 @@ class AdminTemplateListView(GenericAPIView):
     def get_queryset(self):
         return selectors.templates_for_admin()
 
-    @extend_schema(responses=AdminTemplateSerializer(many=True))
+    @extend_schema(
+        summary=gettext_lazy("Coupon templates"), responses=AdminTemplateSerializer(many=True)
+    )
     def get(self, request):
         """Every template, newest first, with its counts (claimed, used): staff only."""
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(AdminTemplateSerializer(page, many=True).data)
 
-    @extend_schema(request=TemplateInputSerializer, responses={201: AdminTemplateSerializer})
+    @extend_schema(
+        summary=gettext_lazy("Publish a template"),
+        request=TemplateInputSerializer,
+        responses={201: AdminTemplateSerializer},
+    )
     @api_errors(TemplateInvalid)
     def post(self, request):
         """Publish a template. Money in cents; `type` decides what `value` means (cents off,
@@ -78,20 +85,28 @@ class AdminTemplateDetailView(GenericAPIView):
     queryset = CouponTemplate.objects.all()
     lookup_url_kwarg = "template_id"
 
-    @extend_schema(responses=AdminTemplateSerializer)
+    @extend_schema(summary=gettext_lazy("One template"), responses=AdminTemplateSerializer)
     @api_errors(TemplateNotFound)
     def get(self, request, template_id: int):
         """One template with its counts; an unknown id is 404."""
         return Response(AdminTemplateSerializer(selectors.template_for_admin(template_id)).data)
 
-    @extend_schema(request=TemplateInputSerializer, responses=AdminTemplateSerializer)
+    @extend_schema(
+        summary=gettext_lazy("Replace a template's terms"),
+        request=TemplateInputSerializer,
+        responses=AdminTemplateSerializer,
+    )
     @api_errors(TemplateNotFound, TemplateInvalid)
     def put(self, request, template_id: int):
         """Replace a template's terms (every field, as on publish). Terms that coupons already
         issued depend on cannot change once claimed: 400 `invalid` naming them."""
         return self._edit(request, template_id, partial=False)
 
-    @extend_schema(request=TemplateInputSerializer, responses=AdminTemplateSerializer)
+    @extend_schema(
+        summary=gettext_lazy("Change a template's terms"),
+        request=TemplateInputSerializer,
+        responses=AdminTemplateSerializer,
+    )
     @api_errors(TemplateNotFound, TemplateInvalid)
     def patch(self, request, template_id: int):
         """Change some of a template's terms (only the fields sent), under the same rules as
@@ -116,6 +131,7 @@ class AdminTemplateGrantView(GenericAPIView):
     serializer_class = GrantResultSerializer
 
     @extend_schema(
+        summary=gettext_lazy("Grant coupons to users"),
         request=GrantInputSerializer,
         responses={200: GrantResultSerializer},
         description="Issue the template to these users (at most 1,000, taken in the order "
@@ -151,6 +167,7 @@ class AdminTemplatePauseView(GenericAPIView):
     serializer_class = AdminTemplateSerializer
 
     @extend_schema(
+        summary=gettext_lazy("Pause claims"),
         request=None,
         responses=AdminTemplateSerializer,
         description="Pause the template: claims, codes and grants answer 409 paused and the "
@@ -168,6 +185,7 @@ class AdminTemplateResumeView(GenericAPIView):
     serializer_class = AdminTemplateSerializer
 
     @extend_schema(
+        summary=gettext_lazy("Resume claims"),
         request=None,
         responses=AdminTemplateSerializer,
         description="Resume a paused template. Takes effect before this returns: a claim that "
@@ -185,6 +203,7 @@ class AdminTemplateCodesView(GenericAPIView):
     serializer_class = SingleUseCodeSerializer
 
     @extend_schema(
+        summary=gettext_lazy("A template's single-use codes"),
         responses=SingleUseCodeSerializer(many=True),
         description="The template's single-use codes in creation order, with who used each "
         "and when.",
@@ -195,6 +214,7 @@ class AdminTemplateCodesView(GenericAPIView):
         return self.get_paginated_response(SingleUseCodeSerializer(page, many=True).data)
 
     @extend_schema(
+        summary=gettext_lazy("Create single-use codes"),
         request=SingleUseCodesInputSerializer,
         responses={201: SingleUseCodesCreatedSerializer},
         description="Create `count` new unique single-use codes (12 characters without "
@@ -233,6 +253,7 @@ class AdminTemplateCodesImportView(GenericAPIView):
     serializer_class = MerchantCodesImportInputSerializer
 
     @extend_schema(
+        summary=gettext_lazy("Import merchant codes"),
         request={"multipart/form-data": MerchantCodesImportInputSerializer},
         responses={201: MerchantCodesImportedSerializer, 200: MerchantCodesImportedSerializer},
         description="Import single-use codes a merchant supplies, from a CSV or XLSX file "

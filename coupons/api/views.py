@@ -1,6 +1,7 @@
 """Shopper API (Bearer): list templates with my state, claim one, list my coupons."""
 
 from django.http import HttpResponse
+from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
@@ -45,7 +46,10 @@ class CouponListView(GenericAPIView):
 
     serializer_class = ShopperTemplateSerializer
 
-    @extend_schema(responses=ShopperTemplateSerializer(many=True))
+    @extend_schema(
+        summary=gettext_lazy("Coupons I can claim"),
+        responses=ShopperTemplateSerializer(many=True),
+    )
     def get(self, request):
         # One `now` for the whole page. The page is built by coupons.shopper_list (one
         # statement, terms kept in memory and already rendered as JSON);
@@ -74,6 +78,7 @@ class CouponClaimView(GenericAPIView):
     throttle_classes = []
 
     @extend_schema(
+        summary=gettext_lazy("Claim a coupon"),
         request=None,
         responses={201: UserCouponSerializer},
         description="Claim one coupon of a public template, decided in the order window "
@@ -104,6 +109,7 @@ class CouponRedeemView(GenericAPIView):
     throttle_classes = [RedeemThrottle, RedeemIPThrottle]
 
     @extend_schema(
+        summary=gettext_lazy("Claim a coupon by its code"),
         request=RedeemInputSerializer,
         responses={201: UserCouponSerializer},
         description="Claim the coupon that has this code (public or hidden), or the template of "
@@ -137,6 +143,7 @@ class MyCouponListView(GenericAPIView):
     serializer_class = UserCouponSerializer
 
     @extend_schema(
+        summary=gettext_lazy("My coupons"),
         parameters=[OpenApiParameter("status", enum=selectors.MINE_STATUSES, required=False)],
         responses=UserCouponSerializer(many=True),
     )

@@ -2,6 +2,7 @@
 staff with the campaign permissions of accounts/staff_actions.py; the services ask again and
 record each change). Money in cents."""
 
+from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.generics import GenericAPIView
@@ -16,15 +17,15 @@ from coupons.campaigns import services
 from coupons.campaigns.models import CAMPAIGN_NAME_MAX_LENGTH, Campaign
 from coupons.errors import CampaignNotFound, TemplateInvalid
 
-EXAMPLE = {
+EXAMPLE = {  # the demo's campaign
     "id": 1,
-    "name": "双十一",
-    "starts_at": "2026-11-01T00:00:00.000+08:00",
-    "ends_at": "2026-11-12T00:00:00.000+08:00",
-    "budget": 500000,
-    "spent": 120000,
-    "budget_left": 380000,
-    "template_ids": [3, 4],
+    "name": "演示活动：优惠预算1,000元",
+    "starts_at": "2026-11-30T09:00:00.000+08:00",
+    "ends_at": "2026-12-31T09:00:00.000+08:00",
+    "budget": 100000,
+    "spent": 0,
+    "budget_left": 100000,
+    "template_ids": [2, 5],
 }
 
 
@@ -104,13 +105,17 @@ class AdminCampaignListView(GenericAPIView):
     def get_queryset(self):
         return _campaigns()
 
-    @extend_schema(responses=CampaignSerializer(many=True))
+    @extend_schema(summary=gettext_lazy("Campaigns"), responses=CampaignSerializer(many=True))
     def get(self, request):
         """Every campaign, newest first, with its budget spent and left."""
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(CampaignSerializer(page, many=True).data)
 
-    @extend_schema(request=CampaignInputSerializer, responses={201: CampaignSerializer})
+    @extend_schema(
+        summary=gettext_lazy("Create a campaign"),
+        request=CampaignInputSerializer,
+        responses={201: CampaignSerializer},
+    )
     @api_errors(TemplateInvalid)
     def post(self, request):
         """Create a campaign (活动) with an optional budget and its templates. The discount of
@@ -132,7 +137,7 @@ class AdminCampaignDetailView(GenericAPIView):
     queryset = Campaign.objects.all()
     lookup_url_kwarg = "campaign_id"
 
-    @extend_schema(responses=CampaignSerializer)
+    @extend_schema(summary=gettext_lazy("One campaign"), responses=CampaignSerializer)
     @api_errors(CampaignNotFound)
     def get(self, request, campaign_id: int):
         """One campaign; an unknown id is 404."""
@@ -141,7 +146,11 @@ class AdminCampaignDetailView(GenericAPIView):
             raise CampaignNotFound()
         return Response(CampaignSerializer(campaign).data)
 
-    @extend_schema(request=CampaignInputSerializer, responses=CampaignSerializer)
+    @extend_schema(
+        summary=gettext_lazy("Change a campaign"),
+        request=CampaignInputSerializer,
+        responses=CampaignSerializer,
+    )
     @api_errors(CampaignNotFound, TemplateInvalid)
     def patch(self, request, campaign_id: int):
         """Change some of its name, dates and budget (not below what is spent), and with

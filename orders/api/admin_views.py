@@ -1,6 +1,7 @@
 """Staff order API: refunds (SPEC section 25), under the same permission as the admin's."""
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
@@ -30,6 +31,7 @@ class AdminOrderRefundView(GenericAPIView):
     serializer_class = RefundAnswerSerializer
 
     @extend_schema(
+        summary=gettext_lazy("Refund an order or some of its lines"),
         request=RefundInputSerializer,
         responses={201: RefundAnswerSerializer, 200: RefundAnswerSerializer},
         description="Refund a paid, shipped or completed order: the whole order, or some "

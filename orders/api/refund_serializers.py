@@ -26,7 +26,7 @@ class RefundLineInputSerializer(StrictSerializer):
         OpenApiExample(
             "One unit of one line",
             request_only=True,
-            value={"reason": "少发一件", "lines": [{"line_id": 5101, "quantity": 1}]},
+            value={"reason": "少发一件", "lines": [{"line_id": 1, "quantity": 1}]},
         ),
     ]
 )
@@ -80,10 +80,10 @@ class RefundSerializer(serializers.ModelSerializer):
                     "updated_at": "2026-12-02T09:02:11.004000Z",
                 },
                 "refund": {
-                    "id": 17,
+                    "id": 1,
                     "amount": 9667,
                     "reason": "少发一件",
-                    "lines": [{"line_id": 5101, "quantity": 1}],
+                    "lines": [{"line_id": 1, "quantity": 1}],
                     "coupon_returned": False,
                     "created_at": "2026-12-02T09:02:11.004000Z",
                 },

@@ -29,8 +29,8 @@ class OrderLineInputSerializer(StrictSerializer):
             "Two lines and a coupon",
             request_only=True,
             value={
-                "items": [{"product_id": 1, "quantity": 2}, {"product_id": 3, "quantity": 1}],
-                "coupon_id": 812,
+                "items": [{"product_id": 1, "quantity": 2}, {"product_id": 4, "quantity": 1}],
+                "coupon_id": 2,
             },
         )
     ]
@@ -60,7 +60,7 @@ class CouponOptionsQuerySerializer(StrictSerializer):
         OpenApiExample(
             "Two lines",
             request_only=True,
-            value={"items": [{"product_id": 1, "quantity": 2}, {"product_id": 3, "quantity": 1}]},
+            value={"items": [{"product_id": 1, "quantity": 2}, {"product_id": 4, "quantity": 1}]},
         )
     ]
 )
@@ -84,29 +84,29 @@ class OrderItemSerializer(serializers.ModelSerializer):
 
 
 ORDER_EXAMPLE: dict[str, Any] = {
-    "id": 3051,
-    "user_id": 42,
+    "id": 1,
+    "user_id": 2,
     "order_type": "normal",
     "status": "pending_payment",
     "total_amount": 21300,
     "discount_amount": 500,
     "pay_amount": 20800,
-    "coupon_id": 812,
+    "coupon_id": 2,
     # The coupon's 500 shared over the lines in its scope, by value.
     "items": [
         {
-            "id": 5101,
+            "id": 1,
             "product_id": 1,
-            "title": "Tea set",
+            "title": "茶具套装",
             "unit_price": 9900,
             "quantity": 2,
             "discount_amount": 465,
             "refunded_quantity": 0,
         },
         {
-            "id": 5102,
-            "product_id": 3,
-            "title": "Chopsticks",
+            "id": 2,
+            "product_id": 4,
+            "title": "筷子",
             "unit_price": 1500,
             "quantity": 1,
             "discount_amount": 35,
@@ -155,28 +155,28 @@ class OrderSerializer(serializers.ModelSerializer):
 @extend_schema_serializer(
     examples=[
         OpenApiExample(
-            "A threshold coupon short of its minimum",
+            "A threshold coupon short of its minimum (bob's of the demo's template 12)",
             response_only=True,
             value={
-                "coupon_id": 812,
-                "template_id": 7,
-                "name": "Ten off over a hundred",
+                "coupon_id": 3,
+                "template_id": 12,
+                "name": "厨具满250减50",
                 "type": "threshold",
-                "value": 1000,
-                "min_amount": 10000,
+                "value": 5000,
+                "min_amount": 25000,
                 "max_discount": None,
                 "scope": "categories",
-                "scope_ids": [2],
+                "scope_ids": [1],
                 "excluded_product_ids": [],
                 "excluded_category_ids": [],
                 "one_unit_only": False,
-                "valid_from": "2026-12-01T10:15:03.127000Z",
-                "valid_until": "2026-12-08T10:15:03.127000Z",
+                "valid_from": "2026-11-30T10:15:03.127000Z",
+                "valid_until": "2026-12-31T10:15:03.127000Z",
                 "usable": False,
                 "discount": 0,
                 "reason": "threshold_not_met",
-                "shortfall": 3500,
-                "eligible_subtotal": 6500,
+                "shortfall": 23500,
+                "eligible_subtotal": 1500,
             },
         )
     ]
@@ -236,16 +236,22 @@ class CategorySerializer(serializers.ModelSerializer):
             response_only=True,
             value={
                 "id": 1,
-                "name": "Tea set",
+                "name": "茶具套装",
                 "price": 9900,
-                "stock": 120,
-                "category": {"id": 2, "name": "Kitchen"},
+                "stock": 50,
+                "category": {"id": 2, "name": "茶品"},
             },
         ),
         OpenApiExample(
-            "An uncategorised product",
+            "A product of another category (an uncategorised one has category null)",
             response_only=True,
-            value={"id": 3, "name": "Chopsticks", "price": 1500, "stock": 300, "category": None},
+            value={
+                "id": 4,
+                "name": "筷子",
+                "price": 1500,
+                "stock": 500,
+                "category": {"id": 1, "name": "厨具"},
+            },
         ),
     ]
 )

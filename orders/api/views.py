@@ -1,5 +1,6 @@
 """Shopper order API: validate -> call one service -> render."""
 
+from django.utils.translation import gettext_lazy
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -65,13 +66,17 @@ class OrderListView(GenericAPIView):
         """Checkout only; reading one's orders is not limited."""
         return [CheckoutThrottle()] if self.request.method == "POST" else []
 
-    @extend_schema(responses=OrderSerializer(many=True))
+    @extend_schema(summary=gettext_lazy("My orders"), responses=OrderSerializer(many=True))
     def get(self, request):
         """My orders, newest first, with their lines."""
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(OrderSerializer(page, many=True).data)
 
-    @extend_schema(request=CheckoutInputSerializer, responses={201: OrderSerializer})
+    @extend_schema(
+        summary=gettext_lazy("Check out"),
+        request=CheckoutInputSerializer,
+        responses={201: OrderSerializer},
+    )
     @api_errors(
         OrderInvalid,
         ProductNotFound,
@@ -101,7 +106,7 @@ class OrderListView(GenericAPIView):
 class OrderDetailView(GenericAPIView):
     serializer_class = OrderSerializer
 
-    @extend_schema(responses=OrderSerializer)
+    @extend_schema(summary=gettext_lazy("One of my orders"), responses=OrderSerializer)
     @api_errors(OrderNotFound)
     def get(self, request, order_id: int):
         """One of my orders; someone else's is 404, as an unknown one."""
@@ -111,7 +116,9 @@ class OrderDetailView(GenericAPIView):
 class OrderCancelView(GenericAPIView):
     serializer_class = OrderSerializer
 
-    @extend_schema(request=None, responses=OrderSerializer)
+    @extend_schema(
+        summary=gettext_lazy("Cancel an unpaid order"), request=None, responses=OrderSerializer
+    )
     @api_errors(OrderNotFound, OrderInvalidState, CouponRollbackFailed)
     @idempotent(effect_answer=order_effect_answer(status.HTTP_200_OK))
     def post(self, request, order_id: int):
@@ -124,7 +131,9 @@ class OrderCancelView(GenericAPIView):
 class OrderPayView(GenericAPIView):
     serializer_class = OrderSerializer
 
-    @extend_schema(request=PayInputSerializer, responses=OrderSerializer)
+    @extend_schema(
+        summary=gettext_lazy("Pay an order"), request=PayInputSerializer, responses=OrderSerializer
+    )
     @api_errors(OrderNotFound, OrderInvalidState, AmountMismatch, CouponNotEligible)
     @idempotent(effect_answer=order_effect_answer(status.HTTP_200_OK))
     def post(self, request, order_id: int):
@@ -142,6 +151,7 @@ class CouponOptionsView(GenericAPIView):
     serializer_class = CouponOptionSerializer
 
     @extend_schema(
+        summary=gettext_lazy("My coupons for an order total"),
         parameters=[
             OpenApiParameter(
                 "amount", OpenApiTypes.INT, required=True, description="Order total in cents."
@@ -161,6 +171,7 @@ class CouponOptionsView(GenericAPIView):
         return self.get_paginated_response(CouponOptionSerializer(page, many=True).data)
 
     @extend_schema(
+        summary=gettext_lazy("My coupons for a cart"),
         request=CouponOptionsCartInputSerializer,
         responses=CouponOptionSerializer(many=True),
         description="Judge each of my unused coupons against this cart: scope, type, cap and "
@@ -184,6 +195,7 @@ class ProductListView(GenericAPIView):
         return selectors.products_listed()
 
     @extend_schema(
+        summary=gettext_lazy("Products"),
         responses=ProductSerializer(many=True),
         description="The catalog, a page at a time in id order: what an order's `items` and a "
         "scoped coupon's `scope_ids` name (product ids, or category ids).",

@@ -122,3 +122,23 @@ def test_unauthenticated_garbage_never_reaches_a_500():
     for body in ("[" * 5000, '{"username": ' * 3000, odd_name, "\x00" * 100, "1e999999"):
         response = client.post("/api/auth/token", body, content_type="application/json")
         assert response.status_code in {400, 401}, (body[:20], response.status_code)
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "expected"),
+    [
+        ('{"code": ', "application/json", "JSON 格式错误：第 1 行第 10 列。"),
+        (b'{"code": "\xff"}', "application/json", "请求体不是 UTF-8 文本。"),
+    ],
+)
+def test_malformed_json_is_told_in_the_requests_language(
+    staff_client, body, content_type, expected
+):
+    """Issue: the 400 said "JSON 解析错误 - Expecting value: line 1 column 10 (char 9)", half in
+    English."""
+    answer = staff_client.post(
+        "/api/coupons/redeem", body, content_type=content_type, HTTP_ACCEPT_LANGUAGE="zh-hans"
+    )
+
+    assert answer.status_code == 400
+    assert answer.json()["detail"] == expected

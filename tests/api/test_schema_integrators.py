@@ -1,6 +1,8 @@
 """What /api/schema/ tells an integrator (SPEC section 17, "For integrators"): every operation
 says what it does, path ids are integers as the URLs take them, and the catalog is listed."""
 
+import re
+
 import pytest
 import yaml
 from rest_framework.test import APIClient
@@ -29,6 +31,44 @@ def test_every_operation_has_a_description(schema):
     ]
 
     assert undescribed == []
+
+
+def test_every_operation_has_a_summary_in_the_requests_language():
+    """Issue: no operation had a summary, so the docs listed bare paths."""
+    english = yaml.safe_load(APIClient().get("/api/schema/", HTTP_ACCEPT_LANGUAGE="en").content)
+    chinese = yaml.safe_load(
+        APIClient().get("/api/schema/", HTTP_ACCEPT_LANGUAGE="zh-hans").content
+    )
+    summaries = {
+        f"{method.upper()} {path}": (operation.get("summary"), chinese["paths"][path][method])
+        for path, method, operation in operations(english)
+    }
+
+    assert [name for name, (summary, _) in summaries.items() if not summary] == []
+    untranslated = [
+        name
+        for name, (summary, in_chinese) in summaries.items()
+        if in_chinese.get("summary") == summary
+        or not any("\u4e00" <= char <= "\u9fff" for char in in_chinese.get("summary", ""))
+    ]
+    assert untranslated == []
+    assert len({summary for summary, _ in summaries.values()}) == len(summaries)  # each its own
+
+
+def test_no_description_names_a_module_of_ours(schema):
+    """Issue: the login's description named `accounts.throttles`, which means nothing to an
+    integrator."""
+    packages = ("accounts", "api", "config", "core", "coupons", "ops", "orders")
+    naming = [
+        f"{method.upper()} {path}"
+        for path, method, operation in operations(schema)
+        if re.search(
+            rf"(?<![/\w])({'|'.join(packages)})\.[a-z_]+|\b[a-z_/]+\.py\b",
+            operation.get("description", ""),
+        )
+    ]
+
+    assert naming == []
 
 
 def test_path_ids_are_integers_in_the_range_the_urls_accept(schema):

@@ -4,6 +4,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
+from coupons.management.commands.seed_demo import CLAIMABLE_DEMO
 from coupons.models import Campaign, CouponTemplate, UserCoupon
 
 pytestmark = pytest.mark.django_db
@@ -68,7 +69,7 @@ def test_the_printed_curl_lines_work_on_the_real_port_and_match_the_readme(
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     readme_lines = re.search(r"```sh\n(TOKEN=.*?)```", readme, re.S).group(1).splitlines()
-    claimable = CouponTemplate.objects.get(name="5 off, no threshold").pk
+    claimable = CouponTemplate.objects.get(name=CLAIMABLE_DEMO).pk
     assert [
         line.replace(":8000", f":{port}").replace("/coupons/1/", f"/coupons/{claimable}/")
         for line in readme_lines

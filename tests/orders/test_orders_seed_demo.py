@@ -15,9 +15,9 @@ def test_demo_products_are_created_once():
 
     assert Product.objects.count() == 4
     assert sorted(Product.objects.values_list("category__name", flat=True)) == [
-        "Kitchen",
-        "Kitchen",
-        "Tea",
-        "Tea",
+        "厨具",
+        "厨具",
+        "茶品",
+        "茶品",
     ]
     assert out.getvalue().strip() == "Demo products already present."

@@ -16,7 +16,9 @@ from coupons.catalog import scope_catalog
 from coupons.models import CouponTemplate
 from coupons.services import grants, templates
 
-CLAIMABLE_DEMO = "5 off, no threshold"
+# The demo is a shop in China (SPEC section 23): its data is in Chinese, as an operator there
+# would enter it. The API docs' examples name these rows by id (tests/api/test_demo_walkthrough.py).
+CLAIMABLE_DEMO = "无门槛立减5元"
 
 
 def how_to_use(base: str, *, claimable_id: int) -> str:
@@ -80,7 +82,7 @@ class Command(BaseCommand):
         demo_templates = [
             (CLAIMABLE_DEMO, CouponTemplate.Type.DIRECT, 500, 0, now - day, now + 30 * day),
             (
-                "50 off over 200",
+                "满200减50",
                 CouponTemplate.Type.THRESHOLD,
                 5000,
                 20000,
@@ -88,14 +90,21 @@ class Command(BaseCommand):
                 now + 7 * day,
             ),
             (
-                "Next week's drop",
+                "下周上线：立减10元",
                 CouponTemplate.Type.DIRECT,
                 1000,
                 0,
                 now + 7 * day,
                 now + 14 * day,
             ),
-            ("Last month's", CouponTemplate.Type.DIRECT, 300, 0, now - 40 * day, now - 10 * day),
+            (
+                "上月已结束：立减3元",
+                CouponTemplate.Type.DIRECT,
+                300,
+                0,
+                now - 40 * day,
+                now - 10 * day,
+            ),
         ]
         for name, kind, value, min_amount, valid_from, valid_until in demo_templates:
             templates.coupon_template_publish(
@@ -115,7 +124,7 @@ class Command(BaseCommand):
         """One template of each kind of SPEC sections 10-11, and a grant to bob."""
         window = {"valid_from": now - day, "valid_until": now + 30 * day, "total": 100}
         templates.coupon_template_publish(
-            name="15% off over 100, at most 30",
+            name="满100打85折，最多减30元",
             type="percent",
             value=15,
             min_amount=10000,
@@ -123,7 +132,7 @@ class Command(BaseCommand):
             **window,
         )
         templates.coupon_template_publish(
-            name="Welcome: 10 off, 7 days from claim, code WELCOME7",
+            name="新人礼：立减10元，领取后7天有效（券码 WELCOME7）",
             type="direct",
             value=1000,
             valid_days=7,
@@ -131,7 +140,7 @@ class Command(BaseCommand):
             **window,
         )
         templates.coupon_template_publish(
-            name="VIP 30% off (hidden, code VIP-ONLY)",
+            name="VIP 7折（隐藏，券码 VIP-ONLY）",
             type="percent",
             value=30,
             max_discount=5000,
@@ -140,7 +149,7 @@ class Command(BaseCommand):
             **window,
         )
         templates.coupon_template_publish(
-            name="Sorry for the delay: 20 off (hidden, granted)",
+            name="发货延迟补偿：立减20元（隐藏，定向发放）",
             type="direct",
             value=2000,
             visibility="hidden",
@@ -150,7 +159,7 @@ class Command(BaseCommand):
         # Issued by events (SPEC section 28): to each account created from now on, and to the
         # buyer of each order paid with 200 or more.
         templates.coupon_template_publish(
-            name="New here: 8 off (hidden, on sign-up)",
+            name="注册礼：立减8元（隐藏，注册赠券）",
             type="direct",
             value=800,
             visibility="hidden",
@@ -158,7 +167,7 @@ class Command(BaseCommand):
             **window,
         )
         templates.coupon_template_publish(
-            name="Spend 200, get 20 back (hidden, after a paid order)",
+            name="满200返20元（隐藏，购物赠券）",
             type="threshold",
             value=2000,
             min_amount=10000,
@@ -170,42 +179,42 @@ class Command(BaseCommand):
         )
         # A campaign with a budget of 1,000 (SPEC section 27) over two of the templates above.
         campaign_create(
-            name="Demo campaign: 1,000 of discount",
+            name="演示活动：优惠预算1,000元",
             starts_at=now - day,
             ends_at=now + 30 * day,
             budget=100_000,
             template_ids=CouponTemplate.objects.filter(
-                name__in=["50 off over 200", "15% off over 100, at most 30"]
+                name__in=["满200减50", "满100打85折，最多减30元"]
             ).values_list("pk", flat=True),
         )
         catalog = scope_catalog()
         categories = {name: pk for pk, name in (catalog.categories() if catalog else {}).items()}
-        if "Tea" in categories:
+        if "茶品" in categories:
             templates.coupon_template_publish(
-                name="20% off tea",
+                name="茶品8折",
                 type="percent",
                 value=20,
                 scope="categories",
-                scope_ids=[categories["Tea"]],
+                scope_ids=[categories["茶品"]],
                 **window,
             )
-        if "Kitchen" in categories:
+        if "厨具" in categories:
             templates.coupon_template_publish(
-                name="50 off kitchen over 250",
+                name="厨具满250减50",
                 type="threshold",
                 value=5000,
                 min_amount=25000,
                 scope="categories",
-                scope_ids=[categories["Kitchen"]],
+                scope_ids=[categories["厨具"]],
                 **window,
             )
 
     def grant_demo(self) -> None:
         User = get_user_model()
-        sorry = CouponTemplate.objects.get(name__startswith="Sorry for the delay")
+        sorry = CouponTemplate.objects.get(name__startswith="发货延迟补偿")
         grants.coupon_grant(
             template_id=sorry.pk,
             user_ids=[User.objects.get(username="bob").pk],
-            reason="Demo: order delivered late",
+            reason="演示：订单延迟送达",
             granted_by_id=User.objects.get(username="admin").pk,
         )

@@ -4,12 +4,14 @@ from django.core.management.base import BaseCommand
 
 from orders.models import Category, Product
 
-# name, price in cents, stock, category (the scoped demo coupons name these categories)
+# name, price in cents, stock, category (the scoped demo coupons name these categories), in
+# Chinese as the shop's operators would enter them; ids 1-4 in this order on a new database,
+# which the API docs' examples name.
 DEMO_PRODUCTS = [
-    ("Tea set", 9900, 50, "Tea"),
-    ("Green tea, 250 g", 4500, 200, "Tea"),
-    ("Rice cooker", 29700, 20, "Kitchen"),
-    ("Chopsticks", 1500, 500, "Kitchen"),
+    ("茶具套装", 9900, 50, "茶品"),
+    ("绿茶 250 克", 4500, 200, "茶品"),
+    ("电饭煲", 29700, 20, "厨具"),
+    ("筷子", 1500, 500, "厨具"),
 ]
 
 
