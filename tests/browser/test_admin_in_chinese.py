@@ -411,3 +411,22 @@ def test_the_coupon_csv_opens_in_excel(browser, live_server):
     ]
     assert len(row[6]) == len("2026-06-01 12:00:00") and "." not in row[6]
     context.close()
+
+
+def test_switching_the_language_in_a_tab_switches_the_whole_admin(browser, live_server):
+    """Issue: choosing English in a tab changed only that tab; simpleui's menu and tabs around
+    it stayed Chinese until a reload."""
+    UserFactory(username="operator", password=PASSWORD, is_staff=True, is_superuser=True)
+    admin = f"{live_server.url}/admin/"
+    page = chinese_context(browser, live_server).new_page()
+    log_in(page, admin, "operator")
+    tab = page.frame_locator("iframe").first
+    expect(tab.locator("#language-switch select")).to_be_visible()
+    expect(page.locator("#main")).to_contain_text("优惠券")
+
+    with page.expect_navigation():
+        tab.locator("#language-switch select").select_option("en")
+
+    expect(page.locator("#main .el-dropdown")).to_contain_text("operator")
+    expect(page.locator("#main")).not_to_contain_text("优惠券")
+    expect(page.locator("#main")).to_contain_text("Coupon templates")
