@@ -64,7 +64,7 @@ def profiled(master_pid: int, output: Path, into: "ProfileSlot") -> Iterator[Non
 MARKERS = {
     "JWT authentication (incl. its user query)": "JWTAuthentication.authenticate",
     "throttles (DRF)": "APIView.check_throttles",
-    "claim service (coupons.services.issuing)": "_issue",
+    "claim service (coupons.issuing.service)": "_issue",
     "claim: facts read before the decision": "claim_facts",
     "claim: decision transaction (row lock, insert, commit)": "decide",
     "claim: the decision's one call (MySQL procedure)": "decide_in_one_call",

@@ -183,8 +183,8 @@ def counters_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, i
 
 def redis_claimed_key(template_id: int) -> str:
     """The Redis key of a template's claimed counter, as the app's counter adapter names it."""
-    from coupons.counter import CouponCounter
-    from coupons.counter_setup import coupon_counter
+    from coupons.issuing.counter import CouponCounter
+    from coupons.issuing.counter_setup import coupon_counter
 
     counter = coupon_counter()
     if not isinstance(counter, CouponCounter):

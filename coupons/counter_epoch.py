@@ -1,5 +1,5 @@
 """The database's timeline as Redis last saw it, registered from coupons.models
-(coupons/counter_reconcile.py `coupon_counters_follow_the_database`)."""
+(coupons/issuing/reconcile.py `coupon_counters_follow_the_database`)."""
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _

@@ -37,9 +37,9 @@ def new_incarnation() -> str:
 
 class IncarnationField(models.CharField):
     """A random token given to a row when it is created (CouponTemplate.incarnation): the
-    template's Redis counts are keyed by it too (coupons/counter.py), so a template id that a
-    database restored from backup hands out again starts with none of the counts of the
-    template that had it before (decision 0721)."""
+    template's Redis counts are keyed by it too (coupons/issuing/counter.py), so a template id
+    that a database restored from backup hands out again starts with none of the counts of
+    the template that had it before (decision 0721)."""
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("max_length", 16)

@@ -1,6 +1,6 @@
 """Single-use codes (SPEC section 18): the model and the codes' alphabet. Created in bulk by
 coupons/services/codes.py; spent once by the issuing core's decision
-(coupons/decision.py)."""
+(coupons/issuing/decision.py)."""
 
 import re
 

@@ -36,13 +36,13 @@ SHOPPER_TERMS = tuple(
     term for term in TEMPLATE_TERMS if term not in ("code", "visibility", *AUTO_ISSUE_TERMS)
 )
 # What the claim path needs of a template without reading it (the terms Redis keeps,
-# coupons/terms_cache.py): the rule's terms, what the issue stamps on the coupon and
+# coupons/issuing/terms_cache.py): the rule's terms, what the issue stamps on the coupon and
 # the 201's template summary; a claim by code has found its template already, and a template
 # reached only by single-use codes is not claimable by id (SPEC section 18).
 CLAIM_PATH_TERMS = (
     *(term for term in TEMPLATE_TERMS if term not in ("code", *AUTO_ISSUE_TERMS)),
     "has_single_use_codes",
-    "incarnation",  # what its Redis counts are keyed by (coupons/counter.py)
+    "incarnation",  # what its Redis counts are keyed by (coupons/issuing/counter.py)
     "campaign_id",  # a spent budget refuses its claims (coupons/campaigns/budget.py)
 )
 

@@ -99,7 +99,7 @@ def run(count: int, warmup: int, profiled: str | None) -> None:
     import django
 
     django.setup()
-    from coupons.services import issuing
+    from coupons.issuing import service as issuing
 
     fixture = ClaimFixture(username_prefix="cpu", users=4 * (count + warmup))
     users, template, request = fixture.users, fixture.template, fixture.request

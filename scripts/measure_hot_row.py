@@ -108,7 +108,7 @@ def lock_first_claim(cursor, connection, *, template_id: int, user_id: int) -> t
 def claim(cursor, connection, *, template_id: int, user_id: int) -> tuple[bool, float]:
     """One decision transaction as the service runs it, with the service's statements and
     parameters (claim_sql.CouponInsert): (issued, seconds it took)."""
-    from coupons.claim_sql import (
+    from coupons.issuing.claim_sql import (
         COUNT_THE_CLAIM_SQL,
         INSERT_COUPON_SQL,
         ClaimCount,
@@ -154,7 +154,7 @@ def claim(cursor, connection, *, template_id: int, user_id: int) -> tuple[bool, 
 def one_call_claim(cursor, connection, *, template_id: int, user_id: int) -> tuple[bool, float]:
     """One decision as the service runs it on MySQL: the procedure's one CALL, which commits
     in the server (claim_sql.decide_in_one_call)."""
-    from coupons.claim_sql import ClaimCount, CouponInsert, decide_in_one_call
+    from coupons.issuing.claim_sql import ClaimCount, CouponInsert, decide_in_one_call
     from coupons.models import UseWindow
 
     now = datetime.now(UTC).replace(tzinfo=None)

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from api.throttles import backoff as throttle_backoff
 from api.throttles import in_process_counts
-from coupons.counter_setup import counter_from_settings, install_coupon_counter
+from coupons.issuing.counter_setup import counter_from_settings, install_coupon_counter
 from ops.database_faults import breaker as database_breaker
 from ops.health import monitor as health_monitor
 from tests.support.admin_users import EVERY_STAFF_PERMISSION, staff_with
@@ -60,7 +60,7 @@ def pytest_configure(config):
     from django.test import TestCase, TransactionTestCase
 
     from core.read_routing import REPLICA
-    from coupons.decision_transaction import DECISION_ALIAS
+    from coupons.issuing.transaction import DECISION_ALIAS
 
     TransactionTestCase.databases = {"default", DECISION_ALIAS, REPLICA}
     TestCase.databases = {"default"}

@@ -174,7 +174,7 @@ def database_timeouts() -> dict[str, int]:
 
 def decision_database(default: dj_database_url.DBConfig) -> dj_database_url.DBConfig:
     """The coupon decision's own connection to the same MySQL database (alias "decision";
-    coupons/decision_transaction.py, docs/decisions/0240-decision-connection.md): the
+    coupons/issuing/transaction.py, docs/decisions/0240-decision-connection.md): the
     default's settings and OPTIONS (READ COMMITTED, the lock wait, the timeouts, the health
     check), but kept out of autocommit, so a decision opens its transaction with its first
     statement and ends it with one CALL (docs/decisions/0700-claim-decision-in-one-call.md).
@@ -249,12 +249,12 @@ METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 # Protocols in core/database_errors.py and ops/health.py). The API's exception handler
 # reports a database outage to the first; /healthz pings the Redis the second returns.
 DATABASE_FAULT_REPORTER = "ops.database_faults.report_database_unavailable"
-HEALTH_REDIS = "coupons.counter_setup.coupon_counter"
+HEALTH_REDIS = "coupons.issuing.coupon_counter"
 # The stored procedures the app calls (MySQL): /healthz is `down`, naming them to staff, while
 # one is missing (a dump restored without --routines); `manage.py restore_procedures`.
 HEALTH_REQUIRED_PROCEDURES = ("coupon_decide",)
 # How often the scheduler lowers Redis claim counts that are above the database's
-# (coupons/counter_reconcile.py; after a restore from backup, say).
+# (coupons/issuing/reconcile.py; after a restore from backup, say).
 COUPON_COUNTER_RECONCILE_SECONDS = env_float("COUPON_COUNTER_RECONCILE_SECONDS", 60)
 # How often the scheduler raises the database's epoch and Redis's after it: a restore is
 # recognised within this period (coupons/counter_epoch.py).
@@ -275,13 +275,13 @@ SCHEDULED_JOBS: dict[str, str | tuple[str, float]] = {
     "expired tokens": ("accounts.jobs.flush_expired_tokens", 3600),
     "idempotency records": ("api.jobs.purge_idempotency_records", 3600),
     "coupon counters": (
-        "coupons.counter_reconcile.coupon_counters_reconcile",
+        "coupons.issuing.coupon_counters_reconcile",
         COUPON_COUNTER_RECONCILE_SECONDS,
     ),
     # A database restored from a backup is recognised within this watch's period and Redis's
     # facts are reset to it (coupons/counter_epoch.py).
     "counter epoch": (
-        "coupons.counter_reconcile.coupon_counters_follow_the_database",
+        "coupons.issuing.coupon_counters_follow_the_database",
         COUPON_COUNTER_EPOCH_SECONDS,
     ),
     # Coupons earned by sign-ups and paid orders (coupons/auto_issue/), issued within seconds.
@@ -291,9 +291,9 @@ SCHEDULED_JOBS: dict[str, str | tuple[str, float]] = {
 # --- Redis (advisory counters; docs/decisions/0004-redis-advisory-counters-with-versions.md) ---
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-# The coupon counter's Redis (coupons.counter_setup.counter_from_settings reads these, nothing
-# else does): by default the same server; with COUPON_REDIS_CLUSTER=1 the URL names any node of
-# a Redis Cluster.
+# The coupon counter's Redis (coupons.issuing.counter_setup.counter_from_settings reads these,
+# nothing else does): by default the same server; with COUPON_REDIS_CLUSTER=1 the URL names any
+# node of a Redis Cluster.
 COUPON_COUNTER_REDIS_URL = os.environ.get("COUPON_COUNTER_REDIS_URL", REDIS_URL)
 COUPON_REDIS_CLUSTER = os.environ.get("COUPON_REDIS_CLUSTER", "0") == "1"
 # Prepended to every key this deployment writes in Redis, the counter's and the cache's (the

@@ -11,7 +11,7 @@ from api.idempotency import idempotent
 from api.schema import api_errors
 from api.throttles import RedeemIPThrottle, RedeemThrottle
 from core import clock
-from coupons import selectors, shopper_list
+from coupons import issuing, selectors, shopper_list
 from coupons.api.serializers import (
     MineQuerySerializer,
     RedeemInputSerializer,
@@ -30,7 +30,6 @@ from coupons.errors import (
     CodeUsed,
     TemplateNotFound,
 )
-from coupons.services import issuing
 
 
 def claimed_coupon_answer(view, request, effect_id: int, *args, **kwargs) -> Response:
@@ -74,7 +73,7 @@ class CouponClaimView(GenericAPIView):
 
     serializer_class = UserCouponSerializer
     # The claim throttle is counted in the claim's own Redis round trip (SPEC section 15),
-    # per user and template: coupons.services.issuing raises ClaimThrottled.
+    # per user and template: coupons.issuing.service raises ClaimThrottled.
     throttle_classes = []
 
     @extend_schema(

@@ -19,7 +19,6 @@ from django.db import transaction
 
 from core import clock
 from coupons.auto_issue.models import AutoIssueTask
-from coupons.decision import AlreadyGranted, GrantNote
 from coupons.errors import (
     ClaimLimitReached,
     ClaimNotEligible,
@@ -28,8 +27,8 @@ from coupons.errors import (
     TemplateNotFound,
 )
 from coupons.grant_reasons import reason_key
+from coupons.issuing import AlreadyGranted, GrantNote, coupon_issue
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.services.issuing import coupon_issue
 
 logger = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff
 from core.money import MAX_AMOUNT_CENTS
 from coupons.campaigns.models import CAMPAIGN_NAME_MAX_LENGTH, Campaign
 from coupons.errors import CampaignNotFound, TemplateInvalid
+from coupons.issuing import next_version, terms_change
 from coupons.models import CouponTemplate
-from coupons.terms_cache import next_version, terms_change
 
 CAMPAIGN_FIELDS = ("name", "starts_at", "ends_at", "budget")
 MAX_CAMPAIGN_TEMPLATES = 500

@@ -2,7 +2,7 @@
 docs/decisions/0700-claim-decision-in-one-call.md): a stored procedure runs the guarded UPDATE,
 the INSERT and the COMMIT, so the template's row lock is held by the server alone, never
 across the client's Python. SQLite (`make run` without DATABASE_URL) has no procedures and
-keeps the statements of coupons/claim_sql.py.
+keeps the statements of coupons/issuing/claim_sql.py.
 
 The body is this migration's own copy of the rule (a later change to the guard is a new
 migration); tests/coupons/test_claim_sql_grid.py holds it to `coupons.rules.claim_state`.

@@ -1,5 +1,5 @@
 """Single-use codes (SPEC section 18): created in bulk for a template, each redeemed once
-through the issuing core (coupons.services.issuing.coupon_redeem)."""
+through the issuing core (coupons.issuing.coupon_redeem)."""
 
 import secrets
 from collections.abc import Iterator
@@ -11,6 +11,7 @@ from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
 
 from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
 from coupons.errors import CodeCountInvalid, CodesCreationBusy, TemplateNotFound
+from coupons.issuing import next_version, terms_change
 from coupons.models import (
     CouponTemplate,
 )
@@ -22,7 +23,6 @@ from coupons.single_use_codes import (
     SingleUseCode,
     single_use_code_prefix_validate,
 )
-from coupons.terms_cache import next_version, terms_change
 
 # One INSERT per batch: measured at 100,000 codes (larger batches gained little and make one
 # statement's packet larger): docs/measurements/2026-11-30-single-use-codes.md.

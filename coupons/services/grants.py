@@ -19,7 +19,6 @@ from accounts.staff_actions import (
 from core import clock
 from coupons.campaigns.budget import budget_spent
 from coupons.customers import customer_history
-from coupons.decision import GrantNote
 from coupons.errors import (
     ClaimBudgetExhausted,
     ClaimNotInWindow,
@@ -28,6 +27,7 @@ from coupons.errors import (
     TemplateNotFound,
 )
 from coupons.grant_reasons import reason_key
+from coupons.issuing import GrantNote
 from coupons.models import (
     GRANT_REASON_MAX_LENGTH,
     CouponTemplate,

@@ -15,6 +15,7 @@ from coupons.errors import (
     TemplateInvalid,
     TemplateNotFound,
 )
+from coupons.issuing import next_version, terms_change, terms_publish_new
 from coupons.models import (
     CouponTemplate,
 )
@@ -22,7 +23,6 @@ from coupons.shopper_list import published_terms_changed
 from coupons.single_use_codes import SingleUseCode
 from coupons.template_terms_rules import template_terms_validate
 from coupons.terms import TEMPLATE_TERMS
-from coupons.terms_cache import next_version, terms_change, terms_publish_new
 
 
 def coupon_template_publish(

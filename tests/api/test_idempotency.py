@@ -10,8 +10,8 @@ from django.db import DatabaseError, OperationalError
 from django.db.models import F, QuerySet
 
 from api.models import IdempotencyRecord
-from coupons import decision
 from coupons.api import views as coupon_views
+from coupons.issuing import decision
 from coupons.models import CouponTemplate, UserCoupon
 from ops.database_faults import breaker as database_breaker
 from orders import services

@@ -202,11 +202,11 @@ def test_with_redis_stopped_throttles_let_claims_through_and_log_once(
     client = bearer_client(UserFactory())
     own_redis.stop()
 
-    with caplog.at_level(logging.WARNING, logger="coupons.counter"):
+    with caplog.at_level(logging.WARNING, logger="coupons.issuing.counter"):
         statuses = [client.post(claim_url(template)).status_code for _ in range(5)]
 
     assert statuses == [201] * 5
-    assert len([r for r in caplog.records if r.name == "coupons.counter"]) == 1
+    assert len([r for r in caplog.records if r.name == "coupons.issuing.counter"]) == 1
 
 
 @pytest.mark.django_db(transaction=True)

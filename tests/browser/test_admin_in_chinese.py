@@ -17,8 +17,9 @@ from django.contrib.auth.models import Group
 from playwright.sync_api import BrowserContext, Page, expect
 
 from core import clock
+from coupons.issuing import service as issuing
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.services import grants, issuing
+from coupons.services import grants
 from coupons.single_use_codes import SingleUseCode
 from orders import services as order_services
 from orders.models import Category, Order, Product

@@ -12,8 +12,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from core import clock
+from coupons.issuing import service as issuing
 from coupons.models import CouponTemplate
-from coupons.services import issuing
 from tests.support.browser import chromium
 from tests.support.factories import UserFactory
 

@@ -21,7 +21,7 @@ import django
 django.setup()
 from django.conf import settings
 from django.core.cache import cache
-from coupons.counter_setup import counter_from_settings
+from coupons.issuing.counter_setup import counter_from_settings
 port = __import__("os").environ["PORT"]
 seen = cache.get("probe")
 cache.set("probe", port, 60)

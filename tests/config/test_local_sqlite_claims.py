@@ -17,7 +17,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from core import clock
 from coupons.errors import ClaimSoldOut
-from coupons.services import issuing, templates
+from coupons.services import templates
+from coupons.issuing import service as issuing
 
 call_command("migrate", verbosity=0)
 users = [get_user_model().objects.create_user(f"shopper{i}") for i in range(2)]

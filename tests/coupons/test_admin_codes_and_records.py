@@ -8,8 +8,9 @@ import pytest
 from django.contrib.admin.models import LogEntry
 
 from accounts.staff_actions import StaffAction, recorded_action
+from coupons.issuing import service as issuing
 from coupons.models import UserCoupon
-from coupons.services import codes, issuing
+from coupons.services import codes
 from coupons.single_use_codes import SingleUseCode
 from orders import services as order_services
 from tests.support.admin_users import VIEW_ONLY, staff_with

@@ -8,9 +8,9 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from coupons.counter_setup import coupon_counter
+from coupons.issuing import service as issuing
+from coupons.issuing.counter_setup import coupon_counter
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.services import issuing
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory

@@ -4,7 +4,7 @@ test started itself."""
 import pytest
 from django.db import connection
 
-from coupons.counter_setup import UnavailableCounter, coupon_counter, install_coupon_counter
+from coupons.issuing.counter_setup import UnavailableCounter, coupon_counter, install_coupon_counter
 from coupons.models import UserCoupon
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together

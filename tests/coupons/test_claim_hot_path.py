@@ -13,10 +13,11 @@ import pytest
 from django.db import connection
 
 from core import clock
-from coupons.counter import CouponCounter
-from coupons.counter_setup import coupon_counter
+from coupons.issuing import service as issuing
+from coupons.issuing.counter import CouponCounter
+from coupons.issuing.counter_setup import coupon_counter
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.services import issuing, templates
+from coupons.services import templates
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
 from tests.support.factories import UserFactory

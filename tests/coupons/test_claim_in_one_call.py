@@ -11,10 +11,10 @@ import pytest
 from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
-from coupons.decision import AlreadyGranted, GrantNote, decide
-from coupons.decision_transaction import DECISION_ALIAS
+from coupons.issuing.decision import AlreadyGranted, GrantNote, decide
+from coupons.issuing.service import coupon_issue
+from coupons.issuing.transaction import DECISION_ALIAS
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.services.issuing import coupon_issue
 from coupons.single_use_codes import SingleUseCode
 from localservers.waiting import wait_until
 from tests.support.concurrency import run_together

@@ -1,4 +1,4 @@
-"""The claim's guarded SQL (coupons/claim_sql.py: the counting UPDATE and the coupon's
+"""The claim's guarded SQL (coupons/issuing/claim_sql.py: the counting UPDATE and the coupon's
 INSERT, run by the decision transaction) is the third writing of the claim rule, after
 coupons.rules and the Lua script. Held here to `claim_state` on the rule's grid: for every
 case, the SQL issues a coupon exactly when the rule says CLAIMABLE (issue 14), in both of its
@@ -11,8 +11,8 @@ import pytest
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
-from coupons.claim_sql import claim_facts
-from coupons.decision import decide
+from coupons.issuing.claim_sql import claim_facts
+from coupons.issuing.decision import decide
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.rules import ClaimState, claim_state
 from tests.support.claim_grid import NOW, grid_cases

@@ -8,8 +8,8 @@ import pytest
 from redis.crc import key_slot
 from rest_framework_simplejwt.tokens import AccessToken
 
-from coupons.counter import LUA_DIR, CouponCounter
-from coupons.counter_setup import install_coupon_counter
+from coupons.issuing.counter import LUA_DIR, CouponCounter
+from coupons.issuing.counter_setup import install_coupon_counter
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import templates
 from tests.support.app_server import AppServer

@@ -6,9 +6,9 @@ from datetime import timedelta
 import pytest
 
 from core import clock
+from coupons.issuing.terms_cache import terms_publish_new
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import templates
-from coupons.terms_cache import terms_publish_new
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory

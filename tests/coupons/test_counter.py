@@ -9,8 +9,8 @@ import pytest
 from django.conf import settings
 from redis.crc import key_slot
 
-from coupons.counter import FENCE_TTL_MS, PER_USER_KEYS_OUTLIVE_WINDOW_MS, CouponCounter
-from coupons.counter_results import (
+from coupons.issuing.counter import FENCE_TTL_MS, PER_USER_KEYS_OUTLIVE_WINDOW_MS, CouponCounter
+from coupons.issuing.screen_answers import (
     CachedTerms,
     CouponMayHaveRoom,
     CouponRefused,

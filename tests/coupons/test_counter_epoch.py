@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 
 from core import clock
-from coupons.counter_reconcile import coupon_counters_follow_the_database
-from coupons.counter_setup import coupon_counter
+from coupons.issuing.counter_setup import coupon_counter
+from coupons.issuing.reconcile import coupon_counters_follow_the_database
 from coupons.models import CounterEpoch, CouponTemplate, UserCoupon
 from coupons.services import templates
 from tests.support.clients import bearer_client

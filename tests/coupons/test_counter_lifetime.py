@@ -12,8 +12,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from core import clock
-from coupons.counter_reconcile import coupon_counters_reconcile
-from coupons.counter_setup import coupon_counter
+from coupons.issuing.counter_setup import coupon_counter
+from coupons.issuing.reconcile import coupon_counters_reconcile
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import templates
 from tests.support.clients import bearer_client
@@ -176,7 +176,7 @@ def test_the_reconcile_with_redis_down_fails_for_the_scheduler_to_log(own_redis)
     publish()
     own_redis.stop()
 
-    from coupons.counter import REDIS_FAILURES
+    from coupons.issuing.counter import REDIS_FAILURES
 
     with pytest.raises(REDIS_FAILURES):
         coupon_counters_reconcile()

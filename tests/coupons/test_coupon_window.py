@@ -7,8 +7,9 @@ import pytest
 
 from coupons import ports
 from coupons.errors import ClaimNotInWindow, CouponExpired
+from coupons.issuing import service as issuing
 from coupons.models import UserCoupon
-from coupons.services import grants, issuing
+from coupons.services import grants
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, ProductFactory, UserFactory
 from tests.support.helpers import claim_url

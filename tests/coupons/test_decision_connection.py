@@ -6,10 +6,10 @@ the alias is not configured."""
 import pytest
 from django.db import OperationalError, connection, connections, transaction
 
-from coupons import decision_transaction as decisions
-from coupons.decision_transaction import DECISION_ALIAS, decision_transaction
+from coupons.issuing import transaction as decisions
+from coupons.issuing.service import coupon_issue
+from coupons.issuing.transaction import DECISION_ALIAS, decision_transaction
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.services.issuing import coupon_issue
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, UserFactory
 from tests.support.helpers import claim_url, statements_made_by

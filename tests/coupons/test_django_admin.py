@@ -2,8 +2,9 @@
 
 import pytest
 
+from coupons.issuing import service as issuing
 from coupons.models import CouponTemplate
-from coupons.services import issuing, templates
+from coupons.services import templates
 from tests.support.admin_forms import form_data
 from tests.support.concurrency import run_together
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory

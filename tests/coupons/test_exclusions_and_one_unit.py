@@ -6,8 +6,9 @@ from datetime import timedelta
 import pytest
 
 from core import clock
+from coupons.issuing import service as issuing
 from coupons.models import CouponTemplate
-from coupons.services import issuing, templates
+from coupons.services import templates
 from orders import services as order_services
 from orders.models import Category
 from tests.support.admin_forms import form_data

@@ -10,8 +10,9 @@ from django.db.migrations.executor import MigrationExecutor
 
 from core import clock
 from coupons.errors import ClaimLimitReached, ClaimNotInWindow, ClaimSoldOut
+from coupons.issuing import service as issuing
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.services import issuing, templates
+from coupons.services import templates
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
 from tests.support.helpers import claim_url, redis_counts

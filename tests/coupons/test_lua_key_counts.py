@@ -12,9 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 KEYS_TAKEN = {
     "accounts/lua/user_facts_read.lua": 2,
     "accounts/lua/user_facts_write.lua": 2,
-    "coupons/lua/claim.lua": 5,
-    "coupons/lua/sync.lua": 5,
-    "coupons/lua/terms.lua": 3,
+    "coupons/issuing/lua/claim.lua": 5,
+    "coupons/issuing/lua/sync.lua": 5,
+    "coupons/issuing/lua/terms.lua": 3,
 }
 
 

@@ -10,8 +10,9 @@ import pytest
 
 from core import clock
 from coupons.errors import ClaimNotEligible, ClaimSoldOut
+from coupons.issuing import service as issuing
 from coupons.models import UserCoupon
-from coupons.services import codes, issuing
+from coupons.services import codes
 from coupons.single_use_codes import SingleUseCode
 from orders.customers import OrdersCustomerHistory
 from orders.models import Order

@@ -252,8 +252,8 @@ def test_redis_refuses_a_paused_template_on_the_published_terms_and_forgets_it_o
     user, django_capture_on_commit_callbacks
 ):
     from core import clock
-    from coupons.counter_results import CouponMayHaveRoom, CouponRefused, ScreenAnswer
-    from coupons.counter_setup import coupon_counter
+    from coupons.issuing.counter_setup import coupon_counter
+    from coupons.issuing.screen_answers import CouponMayHaveRoom, CouponRefused, ScreenAnswer
 
     template = CouponTemplateFactory()
 

@@ -4,7 +4,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from coupons.counter_setup import coupon_counter
+from coupons.issuing.counter_setup import coupon_counter
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory
 from tests.support.helpers import redis_counts, use_counter_at
 

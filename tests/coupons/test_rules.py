@@ -7,7 +7,7 @@ import time
 import pytest
 from django.conf import settings
 
-from coupons.counter_results import (
+from coupons.issuing.screen_answers import (
     REFUSALS,
     CachedTerms,
     CouponMayHaveRoom,
@@ -16,9 +16,9 @@ from coupons.counter_results import (
     ScreenAnswer,
     ScreenResult,
 )
+from coupons.issuing.service import REJECTION_BY_STATE, rejection_of
 from coupons.models import CouponTemplate
 from coupons.rules import ClaimState, TemplateFacts, claim_state, template_state_where
-from coupons.services.issuing import REJECTION_BY_STATE, rejection_of
 from tests.support.claim_grid import GRID, MS, NOW, PROMOTION_GRID, grid_cases
 from tests.support.factories import CouponTemplateFactory
 from tests.support.helpers import counter_at

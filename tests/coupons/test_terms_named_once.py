@@ -5,11 +5,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from coupons.claim_sql import TEMPLATE_FACT_COLUMNS, TEMPLATE_SUMMARY_COLUMNS
+from coupons.issuing.claim_sql import TEMPLATE_FACT_COLUMNS, TEMPLATE_SUMMARY_COLUMNS
+from coupons.issuing.terms_cache import ROW_COLUMNS, cached_terms, template_from_row
 from coupons.models import CouponTemplate
 from coupons.rules import TemplateFacts
 from coupons.terms import AUTO_ISSUE_TERMS, CLAIM_PATH_TERMS, TEMPLATE_TERMS, template_facts
-from coupons.terms_cache import ROW_COLUMNS, cached_terms, template_from_row
 from tests.support.factories import CouponTemplateFactory
 
 

@@ -88,7 +88,7 @@ def test_order_expiry_runs_every_interval_the_cleanups_hourly_the_epoch_and_the_
     from accounts.jobs import flush_expired_tokens
     from api.jobs import purge_idempotency_records
     from coupons.auto_issue.jobs import auto_issue_due
-    from coupons.counter_reconcile import (
+    from coupons.issuing.reconcile import (
         coupon_counters_follow_the_database,
         coupon_counters_reconcile,
     )

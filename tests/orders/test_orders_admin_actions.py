@@ -5,8 +5,8 @@ categories have their own admin."""
 import pytest
 from django.contrib.admin.models import LogEntry
 
+from coupons.issuing import service as issuing
 from coupons.models import UserCoupon
-from coupons.services import issuing
 from orders import services
 from orders.models import Category, Order, Product
 from tests.support.admin_users import VIEW_ONLY, staff_with

@@ -1,7 +1,7 @@
 """Helpers shared by test modules (fixtures stay in conftest.py)."""
 
-from coupons.counter import CouponCounter
-from coupons.counter_setup import coupon_counter, install_coupon_counter, redis_client
+from coupons.issuing.counter import CouponCounter
+from coupons.issuing.counter_setup import coupon_counter, install_coupon_counter, redis_client
 
 
 def claim_url(template) -> str:

@@ -2,9 +2,12 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from coupons import counter_reconcile
-from coupons.counter import REDIS_FAILURES
 from coupons.errors import TemplateNotFound
+from coupons.issuing import (
+    REDIS_FAILURES,
+    coupon_counters_forget_unknown,
+    coupon_counters_rebuild,
+)
 from coupons.models import CouponTemplate
 
 
@@ -26,12 +29,12 @@ class Command(BaseCommand):
         try:
             for done, template_id in enumerate(template_ids, start=1):
                 try:
-                    claimed = counter_reconcile.coupon_counters_rebuild(template_id=template_id)
+                    claimed = coupon_counters_rebuild(template_id=template_id)
                 except TemplateNotFound as error:
                     raise CommandError(f"template {template_id}: {error.detail}") from error
                 self.stdout.write(f"[{done}/{total}] template {template_id}: claimed {claimed}")
             if template is None:
-                for template_id in counter_reconcile.coupon_counters_forget_unknown():
+                for template_id in coupon_counters_forget_unknown():
                     self.stdout.write(f"template {template_id}: not in the database, dropped")
         except REDIS_FAILURES as error:
             raise CommandError(f"Redis is unavailable: {error}") from error

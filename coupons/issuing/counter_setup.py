@@ -10,8 +10,8 @@ from django.conf import settings
 from redis.cluster import RedisCluster
 
 from core.metrics import TimedRedisConnection
-from coupons.counter import REDIS_FAILURES, CouponCounter, RedisClient
-from coupons.counter_results import CachedTerms, StoredCounts
+from coupons.issuing.counter import REDIS_FAILURES, CouponCounter, RedisClient
+from coupons.issuing.screen_answers import CachedTerms, StoredCounts
 
 logger = logging.getLogger(__name__)
 

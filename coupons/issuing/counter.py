@@ -4,7 +4,7 @@ Redis never decides a claim: every error is logged and swallowed, and after one 
 stays away from Redis for a short back-off so an outage costs requests nothing.
 
 The counter is given its Redis client (a `redis.Redis` or a `redis.cluster.RedisCluster`);
-coupons/counter_setup.py builds the process's counter from the settings."""
+coupons/issuing/counter_setup.py builds the process's counter from the settings."""
 
 import json
 import logging
@@ -17,7 +17,7 @@ import redis
 from redis.cluster import RedisCluster
 from redis.exceptions import RedisClusterException
 
-from coupons.counter_results import (
+from coupons.issuing.screen_answers import (
     REFUSALS,
     CachedTerms,
     CouponMayHaveRoom,

@@ -1,4 +1,4 @@
-"""The issuing core's decision transaction (coupons/services/issuing.py `decide`): its
+"""The issuing core's decision transaction (coupons/issuing/service.py `decide`): its
 statements committed together in the fewest statements, or nothing written; and how a
 concurrent claim that took the same slot shows itself.
 

@@ -18,7 +18,7 @@
 -- ARGV[4] a fresh lease token, ARGV[5] its life (ms), used when the terms are missing
 -- ARGV[6] the user id U
 --
--- Returns {code, ...}, the codes named once in Python: coupons.counter_results.ScreenAnswer.
+-- Returns {code, ...}, the codes named once in Python: coupons.issuing.screen_answers.ScreenAnswer.
 --   {4}                     throttled (counted before anything else)
 --   {7}                     not claimable by id (`byid` 0: hidden, or single-use codes only):
 --                           "not found", before any refusal that would show the template

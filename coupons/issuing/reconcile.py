@@ -12,10 +12,10 @@ from django.db import transaction
 from django.db.models import Count
 
 from core import clock
-from coupons.counter import per_user_ttl_ms
 from coupons.counter_epoch import CounterEpoch
-from coupons.counter_setup import coupon_counter
 from coupons.errors import TemplateNotFound
+from coupons.issuing.counter import per_user_ttl_ms
+from coupons.issuing.counter_setup import coupon_counter
 from coupons.models import CouponTemplate, UserCoupon
 
 # Users per database read and per Redis script while reconciling.

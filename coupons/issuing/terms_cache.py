@@ -17,9 +17,9 @@ from typing import Any
 from django.db import transaction
 
 from core import clock
-from coupons.counter import epoch_ms
-from coupons.counter_results import CachedTerms
-from coupons.counter_setup import coupon_counter
+from coupons.issuing.counter import epoch_ms
+from coupons.issuing.counter_setup import coupon_counter
+from coupons.issuing.screen_answers import CachedTerms
 from coupons.models import CouponTemplate
 from coupons.terms import CLAIM_PATH_TERMS, template_facts
 

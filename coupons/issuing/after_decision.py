@@ -8,10 +8,10 @@ from datetime import datetime
 from django.db import DatabaseError
 
 from core import clock
-from coupons.claim_sql import ClaimFacts, claim_facts
-from coupons.counter_setup import AnyCounter
 from coupons.errors import TemplateNotFound
-from coupons.terms_cache import cached_terms
+from coupons.issuing.claim_sql import ClaimFacts, claim_facts
+from coupons.issuing.counter_setup import AnyCounter
+from coupons.issuing.terms_cache import cached_terms
 
 logger = logging.getLogger(__name__)
 

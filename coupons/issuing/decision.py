@@ -1,4 +1,4 @@
-"""The issuing core's decision (coupons/services/issuing.py): one short transaction that spends
+"""The issuing core's decision (coupons/issuing/service.py): one short transaction that spends
 a single-use code (if any), reads the audience (if the template asks), counts the claim with
 the guarded UPDATE and inserts the coupon, or writes nothing."""
 
@@ -9,7 +9,8 @@ from django.db import IntegrityError, OperationalError, connection
 from api.errors import RequestInProgress
 from api.idempotency import effect_record, effect_record_id
 from core import clock
-from coupons.claim_sql import (
+from coupons.customers import customer_history
+from coupons.issuing.claim_sql import (
     END_OF_TIME,
     GRANT_REASON_KEY,
     INSERT_COUPON_SQL,
@@ -19,8 +20,7 @@ from coupons.claim_sql import (
     count_the_claim,
     decide_in_one_call,
 )
-from coupons.customers import customer_history
-from coupons.decision_transaction import decision_transaction, is_slot_taken
+from coupons.issuing.transaction import decision_transaction, is_slot_taken
 from coupons.models import CouponTemplate, UserCoupon, UseWindow
 
 # The claim procedure's error when the request's Idempotency-Key record is gone.

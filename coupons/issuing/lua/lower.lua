@@ -1,4 +1,4 @@
--- lower.lua: the scheduled reconcile (coupons/counter_reconcile.py) lowers counts
+-- lower.lua: the scheduled reconcile (coupons/issuing/reconcile.py) lowers counts
 -- Redis holds above the database's (a database restored from an older backup, say). Never
 -- raises one: Redis never admits, so a count lower than the database's is always safe (a
 -- claim that commits meanwhile and is lowered past records its floor again with the next).

@@ -45,7 +45,7 @@ TEMPLATE_FACT_COLUMNS = (
     "audience",
 )
 TEMPLATE_SUMMARY_COLUMNS = (
-    "updated_at",  # the terms' version (coupons.terms_cache)
+    "updated_at",  # the terms' version (coupons.issuing.terms_cache)
     "name",
     "type",
     "value",
@@ -59,7 +59,7 @@ TEMPLATE_SUMMARY_COLUMNS = (
     "visibility",
     "valid_days",
     "has_single_use_codes",
-    "incarnation",  # the Redis counts' key (coupons/counter.py)
+    "incarnation",  # the Redis counts' key (coupons/issuing/counter.py)
     "campaign_id",  # whose budget, once spent, refuses its claims (coupons/campaigns/budget.py)
 )
 CLAIM_FACTS_SQL = (

@@ -1,6 +1,6 @@
 """Issuing coupons (SPEC sections 4, 14 and 15): the claim's Redis screen, and the one issuing
 core every claim, code and grant goes through, deciding in one short transaction
-(coupons/decision_transaction.py)."""
+(coupons/issuing/transaction.py)."""
 
 import time
 
@@ -13,23 +13,7 @@ from core import clock
 from core.domain_errors import DomainError
 from core.metrics import claim_screen_answers_total, claims_total
 from coupons.campaigns.budget import budget_spent
-from coupons.claim_sql import (
-    ClaimFacts,
-    claim_facts,
-)
-from coupons.counter_results import (
-    CouponMayHaveRoom,
-    CouponNotClaimableById,
-    CouponRefused,
-    CouponTermsMissing,
-    CouponThrottled,
-    ScreenAnswer,
-    ScreenResult,
-)
-from coupons.counter_setup import AnyCounter, coupon_counter
-from coupons.counter_sync import record_facts, resync_from_database
 from coupons.customers import customer_history
-from coupons.decision import GrantNote, decide
 from coupons.errors import (
     ClaimBudgetExhausted,
     ClaimLimitReached,
@@ -42,6 +26,23 @@ from coupons.errors import (
     CodeUsed,
     TemplateNotFound,
 )
+from coupons.issuing.after_decision import record_facts, resync_from_database
+from coupons.issuing.claim_sql import (
+    ClaimFacts,
+    claim_facts,
+)
+from coupons.issuing.counter_setup import AnyCounter, coupon_counter
+from coupons.issuing.decision import GrantNote, decide
+from coupons.issuing.screen_answers import (
+    CouponMayHaveRoom,
+    CouponNotClaimableById,
+    CouponRefused,
+    CouponTermsMissing,
+    CouponThrottled,
+    ScreenAnswer,
+    ScreenResult,
+)
+from coupons.issuing.terms_cache import cached_terms, template_from_row
 from coupons.models import (
     CouponTemplate,
     UserCoupon,
@@ -50,7 +51,6 @@ from coupons.rules import ClaimState, claim_state
 from coupons.single_use_codes import (
     SingleUseCode,
 )
-from coupons.terms_cache import cached_terms, template_from_row
 
 REJECTION_BY_STATE: dict[ClaimState, type[ClaimRejected]] = {
     ClaimState.NOT_STARTED: ClaimNotInWindow,
