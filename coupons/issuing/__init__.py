@@ -2,7 +2,8 @@
 grant issues goes through here, and the rest of the project asks it only through the names
 below (an import contract holds it; decision 1011).
 
-    service.py        the service: the Redis screen, then one decision in one transaction
+    service.py        the service: claim, redeem, issue; the Redis screen first
+    steps.py          an issue's steps: read, reach, early refusal, decide until settled
     screen_answers.py what the counter may answer (admitted, refused and why, throttled)
     counter.py        the Redis counter and its Lua scripts (lua/), counter_setup.py builds it
     terms_cache.py    a template's terms in Redis, leased and fenced by version

@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 
 from core import clock
-from coupons.issuing import service as issuing
+from coupons.issuing import steps
 from coupons.issuing.counter import CouponCounter
 from coupons.issuing.counter_setup import coupon_counter
 from coupons.models import CouponTemplate, UserCoupon
@@ -237,7 +237,7 @@ class StalledFactsRead:
     def __init__(self, monkeypatch, user_id: int):
         self.read = threading.Event()
         self.release = threading.Event()
-        real = issuing.claim_facts
+        real = steps.claim_facts
 
         def stalled(*, template_id: int, user_id: int):
             facts = real(template_id=template_id, user_id=user_id)
@@ -247,7 +247,7 @@ class StalledFactsRead:
             return facts
 
         self.user_id = user_id
-        monkeypatch.setattr(issuing, "claim_facts", stalled)
+        monkeypatch.setattr(steps, "claim_facts", stalled)
 
 
 @pytest.mark.parametrize("publish_confirmed", [True, False])

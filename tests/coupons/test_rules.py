@@ -16,7 +16,7 @@ from coupons.issuing.screen_answers import (
     ScreenAnswer,
     ScreenResult,
 )
-from coupons.issuing.service import REJECTION_BY_STATE, rejection_of
+from coupons.issuing.steps import REJECTION_BY_STATE, rejection_of
 from coupons.models import CouponTemplate
 from coupons.rules import ClaimState, TemplateFacts, claim_state, template_state_where
 from tests.support.claim_grid import GRID, MS, NOW, PROMOTION_GRID, grid_cases
