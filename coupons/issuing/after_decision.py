@@ -10,14 +10,14 @@ from django.db import DatabaseError
 from core import clock
 from coupons.errors import TemplateNotFound
 from coupons.issuing.claim_sql import ClaimFacts, claim_facts
-from coupons.issuing.counter_setup import AnyCounter
+from coupons.issuing.counter_setup import Counter
 from coupons.issuing.terms_cache import cached_terms
 
 logger = logging.getLogger(__name__)
 
 
 def record_facts(
-    counter: AnyCounter,
+    counter: Counter,
     facts: ClaimFacts,
     *,
     user_id: int,
@@ -41,7 +41,7 @@ def record_facts(
     )
 
 
-def resync_from_database(counter: AnyCounter, *, template_id: int, user_id: int) -> None:
+def resync_from_database(counter: Counter, *, template_id: int, user_id: int) -> None:
     """After a failed claim transaction: tell Redis the counts the database holds."""
     try:
         facts = claim_facts(template_id=template_id, user_id=user_id)

@@ -4,6 +4,8 @@ while its Redis cannot even be connected to."""
 
 import logging
 import time
+from datetime import datetime
+from typing import Protocol
 
 import redis
 from django.conf import settings
@@ -11,7 +13,7 @@ from redis.cluster import RedisCluster
 
 from core.metrics import TimedRedisConnection
 from coupons.issuing.counter import REDIS_FAILURES, CouponCounter, RedisClient
-from coupons.issuing.screen_answers import CachedTerms, StoredCounts
+from coupons.issuing.screen_answers import CachedTerms, ScreenResult, StoredCounts
 
 logger = logging.getLogger(__name__)
 
@@ -43,60 +45,146 @@ def counter_from_settings() -> CouponCounter:
     )
 
 
-class UnavailableCounter:
+class Counter(Protocol):
+    """What the wing asks of a coupon counter: the Redis one (counter.CouponCounter) and the
+    stand-in below both implement all of it, with the same signatures. mypy holds both: the
+    stand-in subclasses it (a method left out makes it abstract), and `coupon_counter()`
+    returns the Redis one as a Counter."""
+
+    terms_lease: float
+
+    def screen(
+        self,
+        *,
+        template_id: int,
+        user_id: int,
+        now: datetime,
+        throttle_limit: int,
+        window: int,
+        throttle_period: int,
+    ) -> ScreenResult | None: ...
+
+    def record(
+        self,
+        *,
+        template_id: int,
+        incarnation: str,
+        user_id: int,
+        db_claimed: int | None,
+        db_user: int | None,
+        now: datetime,
+        valid_until: datetime,
+        terms: CachedTerms | None = None,
+        lease: str | None = None,
+        read_at: float | None = None,
+    ) -> bool: ...
+
+    def fence(self, *, template_id: int, version: int) -> bool: ...
+
+    def publish(self, terms: CachedTerms, *, read_at: float) -> bool: ...
+
+    def ping(self) -> bool: ...
+
+    def stored(self, *, template_id: int, incarnation: str, user_id: int) -> StoredCounts: ...
+
+    def rebuild_template(
+        self, *, template_id: int, incarnation: str, db_claimed: int, ttl_ms: int
+    ) -> None: ...
+
+    def forget_template(self, *, template_id: int) -> None: ...
+
+    def template_ids_held(self) -> set[int]: ...
+
+    def epoch(self) -> int | None: ...
+
+    def epoch_set(self, epoch: int) -> None: ...
+
+    def user_counts_held(self, incarnations: dict[int, str]) -> dict[int, dict[int, int]]: ...
+
+    def lower(self, *, template_id: int, incarnation: str, claimed: int, users: dict) -> int: ...
+
+
+UNAVAILABLE = "the coupon counter's Redis is unavailable"
+
+
+class UnavailableCounter(Counter):
     """Stands in for the counter while its Redis could not even be connected to (a Redis
-    Cluster client asks the cluster for its slots when it is built): counts nothing, like a
-    counter in back-off."""
+    Cluster client asks the cluster for its slots when it is built): screens and records
+    nothing, like a counter in back-off; what must reach Redis (a rebuild, a reconcile's
+    reads and writes) raises, as a failing Redis would."""
 
     def __init__(self) -> None:
         self.terms_lease = settings.COUPON_TERMS_LEASE
 
-    def screen(self, **claim) -> None:
+    def screen(
+        self,
+        *,
+        template_id: int,
+        user_id: int,
+        now: datetime,
+        throttle_limit: int,
+        window: int,
+        throttle_period: int,
+    ) -> ScreenResult | None:
         return None
 
-    def record(self, **facts) -> bool:
+    def record(
+        self,
+        *,
+        template_id: int,
+        incarnation: str,
+        user_id: int,
+        db_claimed: int | None,
+        db_user: int | None,
+        now: datetime,
+        valid_until: datetime,
+        terms: CachedTerms | None = None,
+        lease: str | None = None,
+        read_at: float | None = None,
+    ) -> bool:
         return False
 
-    def fence(self, **change) -> bool:
+    def fence(self, *, template_id: int, version: int) -> bool:
         return False
 
-    def publish(self, terms: CachedTerms, **change) -> bool:
+    def publish(self, terms: CachedTerms, *, read_at: float) -> bool:
         return False
 
     def ping(self) -> bool:
         return False
 
-    def stored(self, **key) -> StoredCounts:
-        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+    def stored(self, *, template_id: int, incarnation: str, user_id: int) -> StoredCounts:
+        raise redis.ConnectionError(UNAVAILABLE)
 
-    def rebuild_template(self, **facts) -> None:
-        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+    def rebuild_template(
+        self, *, template_id: int, incarnation: str, db_claimed: int, ttl_ms: int
+    ) -> None:
+        raise redis.ConnectionError(UNAVAILABLE)
 
-    def forget_template(self, **key) -> None:
-        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+    def forget_template(self, *, template_id: int) -> None:
+        raise redis.ConnectionError(UNAVAILABLE)
 
     def template_ids_held(self) -> set[int]:
-        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+        raise redis.ConnectionError(UNAVAILABLE)
 
     def epoch(self) -> int | None:
-        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+        raise redis.ConnectionError(UNAVAILABLE)
 
     def epoch_set(self, epoch: int) -> None:
-        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+        raise redis.ConnectionError(UNAVAILABLE)
 
     def user_counts_held(self, incarnations: dict[int, str]) -> dict[int, dict[int, int]]:
-        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+        raise redis.ConnectionError(UNAVAILABLE)
 
-    def lower(self, **counts) -> int:
-        raise redis.ConnectionError("the coupon counter's Redis is unavailable")
+    def lower(self, *, template_id: int, incarnation: str, claimed: int, users: dict) -> int:
+        raise redis.ConnectionError(UNAVAILABLE)
 
 
-AnyCounter = CouponCounter | UnavailableCounter
 _counter: CouponCounter | None = None
 _unavailable_until = 0.0
 
 
-def coupon_counter() -> AnyCounter:
+def coupon_counter() -> Counter:
     """The process's counter, built from the settings on first use. If it cannot be built
     (a cluster with no node answering), an UnavailableCounter answers until the back-off
     has passed, then building is tried again."""

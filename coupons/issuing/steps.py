@@ -29,7 +29,7 @@ from coupons.issuing.claim_sql import (
     ClaimFacts,
     claim_facts,
 )
-from coupons.issuing.counter_setup import AnyCounter
+from coupons.issuing.counter_setup import Counter
 from coupons.issuing.decision import GrantNote, decide
 from coupons.issuing.screen_answers import (
     CouponMayHaveRoom,
@@ -75,7 +75,7 @@ def issue_after_screen(
     template_id: int,
     user_id: int,
     source: str,
-    counter: AnyCounter,
+    counter: Counter,
     screened: ScreenResult | None,
     before_window_opens: bool = False,
     grant: GrantNote | None = None,
@@ -179,7 +179,7 @@ def _decide_until_settled(
     *,
     template_id: int,
     user_id: int,
-    counter: AnyCounter,
+    counter: Counter,
     source: str,
     before_window_opens: bool,
     grant: GrantNote | None,
