@@ -11,9 +11,7 @@ away: the database lookup, as before. Every Redis error is logged and swallowed,
 cache's Redis is skipped for the back-off the throttles share (api.throttles.backoff): one
 outage costs one timeout per process, not one per user of that Redis."""
 
-import logging
 import secrets
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,15 +25,11 @@ from django.db import transaction
 from django_redis import get_redis_connection
 
 from api.throttles import backoff
-
-logger = logging.getLogger(__name__)
+from core.leased_copies import after_commit_void_or_wait
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 READ_SCRIPT = (LUA_DIR / "user_facts_read.lua").read_text()
 WRITE_SCRIPT = (LUA_DIR / "user_facts_write.lua").read_text()
-# Clocks of app nodes and Redis may be this far apart: a change Redis did not confirm waits
-# this much longer than the lease.
-CLOCK_MARGIN_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -156,21 +150,10 @@ def user_facts_forget_after_commit(user_id: int) -> None:
     pending = transaction.get_connection().run_on_commit
     if any(getattr(callback, "forgets_user", None) == user_id for _, callback, _ in pending):
         return  # this commit forgets (or waits) for the user already: a second wait adds nothing
-
-    def after_commit() -> None:
-        if _forget(user_id):
-            return
-        wait = settings.USER_FACTS_LEASE + CLOCK_MARGIN_SECONDS
-        logger.warning(
-            "user %s changed but Redis did not confirm: waiting %.1fs for the cached facts to "
-            "expire",
-            user_id,
-            wait,
-        )
-        time.sleep(wait)
-
-    after_commit.forgets_user = user_id  # type: ignore[attr-defined]  # found again above
-    transaction.on_commit(after_commit)
+    registered = after_commit_void_or_wait(
+        lambda: _forget(user_id), lease_seconds=settings.USER_FACTS_LEASE, what=f"user {user_id}"
+    )
+    registered.forgets_user = user_id  # type: ignore[attr-defined]  # found again above
 
 
 @contextmanager

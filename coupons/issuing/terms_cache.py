@@ -7,31 +7,24 @@ terms out before it commits and publishes the new ones after; if Redis could not
 the change waits until every cached copy that could predate it has expired (`terms_lease`
 seconds after the database read it came from) before it returns."""
 
-import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db import transaction
-
 from core import clock
+from core.leased_copies import after_commit_void_or_wait
 from coupons.issuing.counter import epoch_ms
 from coupons.issuing.counter_setup import coupon_counter
 from coupons.issuing.screen_answers import CachedTerms
 from coupons.models import CouponTemplate
 from coupons.terms import CLAIM_PATH_TERMS, template_facts
 
-logger = logging.getLogger(__name__)
-
 # What the claim path needs of a template without reading it (coupons/terms.py); a term the
 # claim path starts to use is added there (and to the claim's facts query).
 ROW_COLUMNS = CLAIM_PATH_TERMS
 DATETIME_COLUMNS = frozenset({"valid_from", "valid_until"})
-# Clocks of app nodes and Redis may be this far apart: a change that could not reach Redis
-# waits this much longer than the lease.
-CLOCK_MARGIN_SECONDS = 0.5
 # A deleted template's fence: no terms version is ever this high (it lasts FENCE_TTL_MS, past
 # any write-back of terms read before the delete).
 DELETED_VERSION = 2**53
@@ -100,22 +93,16 @@ def terms_change(template: CouponTemplate, *, deleting: bool = False) -> Iterato
     confirmed = counter.fence(template_id=template_id, version=version_of(template.updated_at) + 1)
     yield
 
-    def publish() -> None:
+    def publish() -> bool:
         if deleting:
             published = counter.fence(template_id=template_id, version=DELETED_VERSION)
         else:
             published = counter.publish(cached_terms(template), read_at=time.time())
-        if not (confirmed and published):
-            wait = counter.terms_lease + CLOCK_MARGIN_SECONDS
-            logger.warning(
-                "coupon terms of template %s not confirmed in Redis: waiting %.1fs for the cached "
-                "copies to expire",
-                template_id,
-                wait,
-            )
-            time.sleep(wait)
+        return confirmed and published
 
-    transaction.on_commit(publish)
+    after_commit_void_or_wait(
+        publish, lease_seconds=counter.terms_lease, what=f"the terms of template {template_id}"
+    )
 
 
 def terms_publish_new(template: CouponTemplate) -> None:

@@ -249,7 +249,7 @@ def test_a_deactivation_redis_did_not_confirm_waits_once(own_redis, settings, us
     reachable = settings.CACHES
     settings.CACHES = cache_settings(settings.CACHES, location="redis://127.0.0.1:1/0")
 
-    with caplog.at_level("WARNING", logger="accounts.user_facts"), transaction.atomic():
+    with caplog.at_level("WARNING", logger="core.leased_copies"), transaction.atomic():
         deactivate(user)
     settings.CACHES = reachable
     throttle_backoff.reset()
