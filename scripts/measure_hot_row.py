@@ -153,8 +153,9 @@ def claim(cursor, connection, *, template_id: int, user_id: int) -> tuple[bool, 
 
 def one_call_claim(cursor, connection, *, template_id: int, user_id: int) -> tuple[bool, float]:
     """One decision as the service runs it on MySQL: the procedure's one CALL, which commits
-    in the server (claim_sql.decide_in_one_call)."""
-    from coupons.issuing.claim_sql import ClaimCount, CouponInsert, decide_in_one_call
+    in the server (procedure.decide_in_one_call)."""
+    from coupons.issuing.claim_sql import ClaimCount, CouponInsert
+    from coupons.issuing.procedure import decide_in_one_call
     from coupons.models import UseWindow
 
     now = datetime.now(UTC).replace(tzinfo=None)

@@ -7,7 +7,9 @@ below (an import contract holds it; decision 1011).
     screen_answers.py what the counter may answer (admitted, refused and why, throttled)
     counter.py        the Redis counter and its Lua scripts (lua/), counter_setup.py builds it
     terms_cache.py    a template's terms in Redis, leased and fenced by version
-    claim_sql.py      the facts the decision reads, decision.py the rule applied to them,
+    claim_sql.py      the facts the decision reads, the guarded UPDATE and the coupon's row
+    procedure.py      the same as one MySQL call (the procedure is written from them)
+    decision.py       the decision that runs them, in
     transaction.py    the decision's own connection and short transaction
     after_decision.py what Redis is told after a decision
     reconcile.py      the scheduler's jobs that bring Redis back to the database

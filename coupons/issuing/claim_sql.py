@@ -4,7 +4,8 @@ script), held to the rule's grid by tests/coupons/test_claim_sql_grid.py."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
+from string import Formatter
 from typing import Any
 
 from django.db import connection, models
@@ -18,6 +19,13 @@ from coupons.models import (
     UseWindow,
 )
 from coupons.rules import TemplateFacts
+
+
+def bound(terms: str) -> tuple[str, tuple[str, ...]]:
+    """A statement written with {name} placeholders, bound for the driver: %s in their place,
+    and the names in the order of the %s (a name may come twice)."""
+    names = tuple(name for _, name, _, _ in Formatter().parse(terms) if name)
+    return terms.format(**dict.fromkeys(names, "%s")), names
 
 
 @dataclass(frozen=True)
@@ -73,15 +81,16 @@ CLAIM_FACTS_SQL = (
 # audience's own check, a lookup of the user's orders, ran before it in the same transaction;
 # a claim by id reaches public templates only, a template with single-use codes only by one
 # of them or a grant). It takes the row lock; the insert and the commit follow at once (on
-# MySQL in the same call: CALL_DECIDE_SQL).
+# MySQL in the same call: procedure.py).
 # LAST_INSERT_ID(expr) hands the new count back in the UPDATE's own reply (the cursor's
 # lastrowid): no read after it.
-COUNT_THE_CLAIM_GUARD = (
-    " WHERE id = %s AND claimed_count < total AND per_user_limit >= %s"
-    " AND valid_from <= %s AND valid_until >= %s"
-    " AND paused_at IS NULL AND audience = %s AND (has_single_use_codes = 0 OR %s)"
-    " AND (visibility = 'public' OR %s)"
+COUNT_THE_CLAIM_GUARD_TERMS = (
+    "id = {template_id} AND claimed_count < total AND per_user_limit >= {slot}"
+    " AND valid_from <= {window_opens_by} AND valid_until >= {now}"
+    " AND paused_at IS NULL AND audience = {audience} AND (has_single_use_codes = 0 OR"
+    " {reachable_with_codes}) AND (visibility = 'public' OR {reachable_hidden})"
 )
+COUNT_THE_CLAIM_GUARD, COUNT_THE_CLAIM_PARAMETERS = bound(" WHERE " + COUNT_THE_CLAIM_GUARD_TERMS)
 COUNT_THE_CLAIM_SQL = (
     "UPDATE coupon_templates SET claimed_count = LAST_INSERT_ID(claimed_count + 1)"
     + COUNT_THE_CLAIM_GUARD
@@ -118,14 +127,32 @@ def count_the_claim(cursor: Any, *, vendor: str, params: list) -> int | None:
 # The coupon's own use window is computed from the template as the facts read it; the last
 # line inserts nothing unless the locked row still has those terms (an edit in between makes
 # the decision run again on fresh facts), so the stamp is the template's at the decision.
-INSERT_COUPON_SQL = (
-    "INSERT INTO user_coupons (template_id, user_id, slot, status, valid_from, valid_until,"
-    " source, granted_by_id, grant_reason, grant_reason_key, created_at, updated_at)"
-    " SELECT id, %s, %s, 'unused', %s, %s, %s, %s, %s, %s, %s, %s FROM coupon_templates"
-    " WHERE id = %s AND valid_from <= %s AND valid_until >= %s"
-    " AND valid_from = %s AND valid_until = %s"
-    " AND (valid_days = %s OR (valid_days IS NULL AND %s IS NULL))"
+COUPON_COLUMNS = (  # each column of the coupon's row, and its value
+    ("template_id", "id"),
+    ("user_id", "{user_id}"),
+    ("slot", "{slot}"),
+    ("status", "'unused'"),
+    ("valid_from", "{coupon_valid_from}"),
+    ("valid_until", "{coupon_valid_until}"),
+    ("source", "{source}"),
+    ("granted_by_id", "{granted_by_id}"),
+    ("grant_reason", "{grant_reason}"),
+    ("grant_reason_key", "{grant_reason_key}"),
+    ("created_at", "{now}"),
+    ("updated_at", "{now}"),
 )
+COUPON_TERMS_STILL = (
+    "id = {template_id} AND valid_from <= {window_opens_by} AND valid_until >= {now}"
+    " AND valid_from = {template_valid_from} AND valid_until = {template_valid_until}"
+    " AND (valid_days = {template_valid_days}"
+    " OR (valid_days IS NULL AND {template_valid_days} IS NULL))"
+)
+INSERT_COUPON_TERMS = (
+    f"INSERT INTO user_coupons ({', '.join(column for column, _ in COUPON_COLUMNS)})"
+    f" SELECT {', '.join(value for _, value in COUPON_COLUMNS)} FROM coupon_templates"
+    f" WHERE {COUPON_TERMS_STILL}"
+)
+INSERT_COUPON_SQL, INSERT_COUPON_PARAMETERS = bound(INSERT_COUPON_TERMS)
 
 
 @dataclass(frozen=True)
@@ -145,27 +172,32 @@ class CouponInsert:
     template_window: UseWindow  # the template's window as the decision read it
     template_valid_days: int | None
 
+    def values(self, adapt: Callable[[datetime], Any] = lambda moment: moment) -> dict[str, Any]:
+        """Each parameter by its name in INSERT_COUPON_TERMS; `adapt` turns a datetime into
+        the driver's value."""
+        return {
+            "template_id": self.template_id,
+            "user_id": self.user_id,
+            "slot": self.slot,
+            "coupon_valid_from": adapt(self.coupon_window.valid_from),
+            "coupon_valid_until": adapt(self.coupon_window.valid_until),
+            "source": self.source,
+            "granted_by_id": self.granted_by_id,
+            "grant_reason": self.grant_reason,
+            "grant_reason_key": None
+            if self.grant_reason is None
+            else reason_key(self.grant_reason),
+            "now": adapt(self.now),
+            "window_opens_by": adapt(self.window_opens_by),
+            "template_valid_from": adapt(self.template_window.valid_from),
+            "template_valid_until": adapt(self.template_window.valid_until),
+            "template_valid_days": self.template_valid_days,
+        }
+
     def params(self, adapt: Callable[[datetime], Any] = lambda moment: moment) -> list:
-        """The statement's parameters; `adapt` turns a datetime into the driver's value."""
-        return [
-            self.user_id,
-            self.slot,
-            adapt(self.coupon_window.valid_from),
-            adapt(self.coupon_window.valid_until),
-            self.source,
-            self.granted_by_id,
-            self.grant_reason,
-            None if self.grant_reason is None else reason_key(self.grant_reason),
-            adapt(self.now),
-            adapt(self.now),
-            self.template_id,
-            adapt(self.window_opens_by),
-            adapt(self.now),
-            adapt(self.template_window.valid_from),
-            adapt(self.template_window.valid_until),
-            self.template_valid_days,
-            self.template_valid_days,
-        ]
+        """INSERT_COUPON_SQL's parameters, in its order."""
+        values = self.values(adapt)
+        return [values[name] for name in INSERT_COUPON_PARAMETERS]
 
 
 @dataclass(frozen=True)
@@ -180,67 +212,22 @@ class ClaimCount:
     reachable_with_codes: bool  # a grant or a single-use code; not a claim by id or shared code
     reachable_hidden: bool  # a code or a grant; not a claim by id
 
+    def values(self, adapt: Callable[[datetime], Any] = lambda moment: moment) -> dict[str, Any]:
+        """Each parameter by its name in COUNT_THE_CLAIM_GUARD_TERMS."""
+        return {
+            "template_id": self.template_id,
+            "slot": self.slot,
+            "window_opens_by": adapt(self.window_opens_by),
+            "now": adapt(self.now),
+            "audience": self.audience,
+            "reachable_with_codes": self.reachable_with_codes,
+            "reachable_hidden": self.reachable_hidden,
+        }
+
     def params(self, adapt: Callable[[datetime], Any] = lambda moment: moment) -> list:
-        return [
-            self.template_id,
-            self.slot,
-            adapt(self.window_opens_by),
-            adapt(self.now),
-            self.audience,
-            self.reachable_with_codes,
-            self.reachable_hidden,
-        ]
-
-
-@dataclass(frozen=True)
-class Decided:
-    """What the one-call decision did: the template's new count and the coupon's id (both
-    None when it counted nothing), and how long the UPDATE waited for the row lock."""
-
-    claimed_count: int | None
-    coupon_id: int | None
-    waited: timedelta
-
-
-# MySQL: the guarded UPDATE, the INSERT and the COMMIT in one round trip, by the procedure of
-# coupons/migrations/0014_claim_records_its_idempotency_effect.py
-# (docs/decisions/0700-claim-decision-in-one-call.md): the row lock is taken and released
-# inside the server, never held across the client's Python. Its parameters are ClaimCount's,
-# then CouponInsert's, then the Idempotency-Key record that commits with the coupon
-# (`decide_in_one_call`).
-CALL_DECIDE_SQL = "CALL coupon_decide(" + ", ".join(["%s"] * 18) + ")"
-
-
-def decide_in_one_call(
-    cursor: Any,
-    count: "ClaimCount",
-    insert: CouponInsert,
-    adapt: Callable[[datetime], Any],
-    *,
-    idempotency_record_id: int | None,
-) -> Decided:
-    """Count the claim and insert the coupon (and write its id into the request's
-    Idempotency-Key record, if any), committed or rolled back by the server; the decision's
-    transaction is over when this returns or raises."""
-    cursor.execute(
-        CALL_DECIDE_SQL,
-        [
-            *count.params(adapt),
-            insert.user_id,
-            adapt(insert.coupon_window.valid_from),
-            adapt(insert.coupon_window.valid_until),
-            insert.source,
-            insert.granted_by_id,
-            insert.grant_reason,
-            None if insert.grant_reason is None else reason_key(insert.grant_reason),
-            adapt(insert.template_window.valid_from),
-            adapt(insert.template_window.valid_until),
-            insert.template_valid_days,
-            idempotency_record_id,
-        ],
-    )
-    claimed_count, coupon_id, waited = cursor.fetchone()
-    return Decided(claimed_count, coupon_id, timedelta(microseconds=waited or 0))
+        """COUNT_THE_CLAIM_SQL's parameters, in its order."""
+        values = self.values(adapt)
+        return [values[name] for name in COUNT_THE_CLAIM_PARAMETERS]
 
 
 GRANT_REASON_KEY = "user_coupon_one_grant_per_reason"

@@ -18,8 +18,8 @@ from coupons.issuing.claim_sql import (
     ClaimCount,
     CouponInsert,
     count_the_claim,
-    decide_in_one_call,
 )
+from coupons.issuing.procedure import decide_in_one_call
 from coupons.issuing.transaction import decision_transaction, is_slot_taken
 from coupons.models import CouponTemplate, UserCoupon, UseWindow
 

@@ -5,7 +5,7 @@ concurrent claim that took the same slot shows itself.
 Where it runs (docs/decisions/0240-decision-connection.md):
 - On MySQL, on the connection of the "decision" alias (config/settings/base.py): the same
   database, kept out of autocommit, so the decision's first statement opens its transaction
-  and the procedure it calls last (claim_sql.CALL_DECIDE_SQL) commits or rolls it back in the
+  and the procedure it calls last (procedure.CALL_DECIDE_SQL) commits or rolls it back in the
   server (docs/decisions/0700-claim-decision-in-one-call.md). Every way out ends its
   transaction (the procedure, COMMIT or ROLLBACK, or the connection is closed, which the
   server rolls back), so it never carries an open transaction into the next statement or
