@@ -23,7 +23,7 @@ def pytest_sessionstart(session):
     skipped for lack of a service."""
     database = settings.DATABASES["default"]
     problems = []
-    if database["ENGINE"] != "django.db.backends.mysql":
+    if database["ENGINE"] != settings.MYSQL_ENGINE:
         problems.append(f"DATABASE_URL must point at MariaDB/MySQL, not {database['ENGINE']}.")
     else:
         try:

@@ -124,6 +124,12 @@ TEMPLATES = [
 # Without it, an embedded SQLite file so that `make run` works on a bare machine.
 
 
+# Django's MySQL backend with a kept connection checked without a round trip.
+MYSQL_ENGINE = "core.database_backend"
+# A kept connection unused longer than this (seconds) is also pinged before its next
+# statement (a peer gone without closing); a busy one is not (decision 1012).
+DATABASE_CONNECTION_IDLE_CHECK = env_float("DB_CONN_IDLE_CHECK", 5)
+
 # A row lock waited on longer than this (seconds) is MySQL error 1205, answered 503.
 DATABASE_LOCK_WAIT_TIMEOUT = int(os.environ.get("DB_LOCK_WAIT_TIMEOUT", "5"))
 
@@ -142,11 +148,13 @@ def database_from_env() -> dj_database_url.DBConfig:
     config = dj_database_url.parse(
         url,
         conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "60")),
-        # A kept connection that died (database restarted) is found by a ping at the start
-        # of the next request and replaced, instead of failing that request.
+        # A kept connection that died (database restarted, failover) is found before the
+        # next request's first statement and replaced, instead of failing that request: by
+        # its socket, and by a ping only after it sat idle (core/database_backend/base.py).
         conn_health_checks=env_bool("DB_CONN_HEALTH_CHECKS", True),
     )
     if config["ENGINE"] == "django.db.backends.mysql":
+        config["ENGINE"] = MYSQL_ENGINE
         config["OPTIONS"] = {
             "charset": "utf8mb4",
             "isolation_level": "read committed",
@@ -218,7 +226,7 @@ def replica_database(default: dj_database_url.DBConfig, url: str = "") -> dj_dat
 DATABASES = {"default": database_from_env()}
 # SQLite (`make run` without DATABASE_URL) has no decision alias: decisions take the default
 # connection there; nor a replica.
-if DATABASES["default"]["ENGINE"] == "django.db.backends.mysql":
+if DATABASES["default"]["ENGINE"] == MYSQL_ENGINE:
     DATABASES["decision"] = decision_database(DATABASES["default"])
     if os.environ.get("DATABASE_REPLICA_URL"):
         DATABASES["replica"] = replica_database(

@@ -7,10 +7,10 @@ from django.core.exceptions import ImproperlyConfigured
 from config.settings.secret_key import refuse_unsafe_secret_key
 
 from .base import *  # noqa: F403
-from .base import BASE_DIR, DATABASES, LOGGING, SECRET_KEY, env_bool
+from .base import BASE_DIR, DATABASES, LOGGING, MYSQL_ENGINE, SECRET_KEY, env_bool
 
 refuse_unsafe_secret_key(SECRET_KEY, root=BASE_DIR)
-if DATABASES["default"]["ENGINE"] != "django.db.backends.mysql":
+if DATABASES["default"]["ENGINE"] != MYSQL_ENGINE:
     raise ImproperlyConfigured("DATABASE_URL must point at MySQL in production.")
 
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
