@@ -1,5 +1,5 @@
 """What every scenario shares: the sizes of a run, the bench's own mariadbd, redis-server and
-gunicorn, fresh users with tokens, the two ways to send load (wrk for throughput, the aiohttp
+the app server, fresh users with tokens, the two ways to send load (wrk for throughput, the aiohttp
 process for pooled latencies), CPU metering, profiling and reading back a template's facts."""
 
 import os
@@ -18,7 +18,7 @@ import MySQLdb
 
 from bench import load, profiling, work, wrk
 from bench.cpu import CpuMeter
-from bench.processes import Gunicorn
+from bench.processes import AppServer
 from bench.progress import log
 from bench.results import ClaimFacts, CpuShare, Load, Sizes
 from localservers.mariadb_server import LIKE_THE_SHARED_SERVER, MariaDBServer
@@ -77,7 +77,7 @@ class User:
 
 
 def configure_environment(database_url: str, redis_url: str) -> dict[str, str]:
-    """The settings both this process and gunicorn run with: production settings, the bench
+    """The settings both this process and the app server run with: production settings, the bench
     database and the bench's own Redis. Must run before Django is imported."""
     os.environ.update(
         {
@@ -133,7 +133,7 @@ class Harness:
         self.redis = RedisServer(workdir / "redis")
         self.env = configure_environment(self.database_url, self.redis.url)
         self.app_port = free_port()
-        self.gunicorn: Gunicorn | None = None
+        self.app_server: AppServer | None = None
         self.mariadb_version = "unknown"
         self.stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         self._user_batches = 0
@@ -156,24 +156,25 @@ class Harness:
         log(f"migrated; starting redis-server on port {self.redis.port}")
         self.redis.start()
 
-    def start_app(self, worker_class: str) -> Gunicorn:
-        if self.gunicorn is not None:
-            self.gunicorn.stop()
-        self.gunicorn = Gunicorn(
+    def start_app(self, server: str) -> AppServer:
+        """(Re)start the app under `server` (bench.processes.SERVERS)."""
+        if self.app_server is not None:
+            self.app_server.stop()
+        self.app_server = AppServer(
             port=self.app_port,
             workers=os.cpu_count() or 1,
-            worker_class=worker_class,
+            server=server,
             threads=self.threads,
             env=self.env,
             log_dir=self.workdir,
             cwd=REPO_ROOT,
         )
-        self.gunicorn.start()
-        return self.gunicorn
+        self.app_server.start()
+        return self.app_server
 
     def stop_all(self) -> None:
-        if self.gunicorn is not None:
-            self.gunicorn.stop()
+        if self.app_server is not None:
+            self.app_server.stop()
         self.redis.stop()
         if self._status_connection is not None:
             self._status_connection.close()
@@ -185,8 +186,8 @@ class Harness:
 
     @property
     def base_url(self) -> str:
-        assert self.gunicorn is not None
-        return self.gunicorn.base_url
+        assert self.app_server is not None
+        return self.app_server.base_url
 
     # data
 
@@ -264,9 +265,9 @@ class Harness:
     def cores_during(self, action: Callable[[], T]) -> tuple[T, CpuShare | None]:
         """Run `action()`; its result and the CPU cores each party used meanwhile (the load
         generator: the waited-for child processes, wrk or a script)."""
-        assert self.gunicorn is not None and self.gunicorn.process is not None
+        assert self.app_server is not None and self.app_server.process is not None
         meter = CpuMeter(
-            app_master=self.gunicorn.process.pid,
+            app_master=self.app_server.process.pid,
             redis_pid=self.redis.process.pid if self.redis.process else None,
             mariadb_pid=self.mariadb.process.pid if self.mariadb.process else None,
         )
@@ -287,10 +288,10 @@ class Harness:
         """With --profile, py-spy samples the workers while the block runs; the summary lands
         in the yielded slot's `profile`."""
         into = profiling.ProfileSlot()
-        if not self.profile or self.gunicorn is None or self.gunicorn.process is None:
+        if not self.profile or self.app_server is None or self.app_server.process is None:
             yield into
             return
         RESULTS_DIR.mkdir(exist_ok=True)
         output = RESULTS_DIR / f"{self.stamp}-{scenario}.speedscope.json"
-        with profiling.profiled(self.gunicorn.process.pid, output, into):
+        with profiling.profiled(self.app_server.process.pid, output, into):
             yield into

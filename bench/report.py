@@ -1,7 +1,7 @@
 """The printed tables of one run, its rows and its targets' verdicts (bench.targets)."""
 
 from bench import limits_table
-from bench.results import ClaimRow, Load, Results, RunDocument
+from bench.results import ClaimRow, Load, Results, RunDocument, ServerComparison
 from bench.tables import fmt, ratio, table
 
 
@@ -60,7 +60,7 @@ def render(document: RunDocument) -> str:
         f" took {document.seconds} s",
         f"Machine: {machine.cores} x {machine.cpu}, {machine.platform}",
         f"MariaDB {machine.mariadb}, {machine.redis}, Python {machine.python}, {machine.wrk}",
-        f"Server: gunicorn {document.server.gunicorn}, {document.server.settings}",
+        f"Server: {document.server.description}, {document.server.settings}",
         "",
     ]
     rows = [throughput_row("baseline GET /api/auth/me", results.baseline, base, None)]
@@ -147,25 +147,7 @@ def render(document: RunDocument) -> str:
 
     compared = results.comparison
     if compared:
-        primary = document.server.primary_worker_class
-        other = compared.worker_class
-        pairs = [("baseline", results.baseline, compared.baseline)]
-        if results.storm:
-            pairs.append(("mixed storm", results.storm.load, compared.storm.load))
-        compare_rows = [
-            [
-                name,
-                fmt(mine.rps, 0),
-                fmt(mine.p99_ms),
-                fmt(theirs.rps, 0),
-                fmt(theirs.p99_ms),
-                fmt(ratio(theirs.rps, mine.rps), 2),
-            ]
-            for name, mine, theirs in pairs
-        ]
-        headers = ["worker class", f"{primary} req/s", f"{primary} p99", f"{other} req/s"]
-        headers += [f"{other} p99", f"{other}/{primary}"]
-        out += ["", table(headers, compare_rows)]
+        out += ["", server_comparison(document.server.server, results, compared)]
 
     out += ["", limits_table.render(results)]
     out += [
@@ -177,3 +159,45 @@ def render(document: RunDocument) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def server_comparison(primary: str, results: Results, compared: ServerComparison) -> str:
+    """Each row under both servers: req/s, p99, app CPU per request, and each row against its
+    own server's bare DRF row (the ratio the targets judge)."""
+    other = compared.server
+
+    def load_of(row: Load | ClaimRow | None) -> Load | None:
+        return row.load if isinstance(row, ClaimRow) else row
+
+    pairs: list[tuple[str, Load | ClaimRow | None, Load | ClaimRow | None]] = [
+        ("bare DRF", results.bare_drf, compared.bare_drf),
+        ("baseline (auth/me)", results.baseline, compared.baseline),
+        ("list", results.shopper_list, compared.shopper_list),
+        ("selling phase", results.selling, compared.selling),
+        ("mixed storm", results.storm, compared.storm),
+        ("sold-out", results.sold_out, compared.sold_out),
+    ]
+    mine_bare, theirs_bare = load_of(results.bare_drf), load_of(compared.bare_drf)
+    rows = []
+    for name, mine_row, theirs_row in pairs:
+        mine, theirs = load_of(mine_row), load_of(theirs_row)
+        if mine is None or theirs is None:
+            continue
+        rows.append(
+            [
+                name,
+                fmt(mine.rps, 0),
+                fmt(theirs.rps, 0),
+                fmt(ratio(theirs.rps, mine.rps), 2),
+                fmt(mine.p99_ms),
+                fmt(theirs.p99_ms),
+                fmt(mine.cpu_ms_per_answer("app"), 2),
+                fmt(theirs.cpu_ms_per_answer("app"), 2),
+                fmt(ratio(mine.rps, mine_bare.rps) if mine_bare else None, 2),
+                fmt(ratio(theirs.rps, theirs_bare.rps) if theirs_bare else None, 2),
+            ]
+        )
+    headers = ["same rows, other server", f"{primary} req/s", f"{other} req/s"]
+    headers += [f"{other}/{primary}", f"{primary} p99", f"{other} p99"]
+    headers += [f"{primary} CPU ms", f"{other} CPU ms", f"{primary} x bare", f"{other} x bare"]
+    return table(headers, rows)

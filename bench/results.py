@@ -218,12 +218,17 @@ class Reads:
 
 
 @dataclass(frozen=True)
-class WorkerComparison:
-    """The baseline and the mixed storm again under the other gunicorn worker class."""
+class ServerComparison:
+    """The same rows again, in the same run, under the other app server (bench.processes):
+    bare DRF, the baseline, the list, the selling phase, the storm and the sold-out claims."""
 
-    worker_class: str
+    server: str
+    bare_drf: Load
     baseline: Load
-    storm: ClaimRow
+    shopper_list: Load
+    selling: ClaimRow
+    storm: ClaimRow | None = None
+    sold_out: ClaimRow | None = None
 
 
 @dataclass(frozen=True)
@@ -239,7 +244,7 @@ class Results:
     storm_redis_stopped: ClaimRow | None = None
     scale: tuple[ScaleRow, ...] = ()
     reads: Reads | None = None
-    comparison: WorkerComparison | None = None
+    comparison: ServerComparison | None = None
 
 
 @dataclass(frozen=True)
@@ -255,8 +260,8 @@ class Machine:
 
 @dataclass(frozen=True)
 class Server:
-    gunicorn: str  # workers, class and threads
-    primary_worker_class: str
+    description: str  # the server, its workers and threads
+    server: str  # bench.processes.SERVERS
     settings: str
 
 

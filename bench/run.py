@@ -1,9 +1,9 @@
 """`make bench`: the claim path and the lists measured side by side in one run.
 
-    python -m bench.run [--quick] [--only SCENARIOS] [--worker-class sync|gthread]
+    python -m bench.run [--quick] [--only SCENARIOS] [--server gthread|sync|granian]
                         [--threads N] [--no-compare] [--profile]
 
-Creates a fresh MariaDB database, starts a private redis-server and gunicorn against them,
+Creates a fresh MariaDB database, starts a private redis-server and the app server against them,
 seeds users, tokens and data in-process, runs each scenario (bench/scenarios/) against the
 same baseline, prints a table on stdout and writes the same figures to
 bench/results/<timestamp>.json. Progress goes to stderr. See bench/README.md."""
@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.harness import FULL, QUICK, REPO_ROOT, RESULTS_DIR, Harness
+from bench.processes import SERVERS, server_description
 from bench.progress import log
 from bench.results import ClaimRow, Machine, Results, RunDocument, Server
 
@@ -29,7 +30,7 @@ from bench.results import ClaimRow, Machine, Results, RunDocument, Server
 # baseline 20-45% faster than 2 sync workers (keep-alive; sync closes every connection) and the
 # claim storm as fast or faster; more threads per worker made the storm slower (the thread
 # holding the template's row lock waits for the GIL).
-DEFAULT_WORKER_CLASS = "gthread"
+DEFAULT_SERVER = "gthread"
 DEFAULT_THREADS = 2
 SCENARIOS = (
     "limits",
@@ -64,13 +65,13 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
         return args.only is None or scenario in args.only
 
     harness.setup()
-    harness.start_app(args.worker_class)
+    harness.start_app(args.server)
     base = baseline.run(harness)
     bare = limits.bare_drf(harness) if wants("limits") else None
     list_load = shopper_list.run(harness) if wants("list") else None
     selling_row = selling.run(harness) if wants("selling") else None
     # The same selling phase through HAProxy and 3 Galera nodes (None when they cannot run).
-    galera_row = galera.run(harness, worker_class=args.worker_class) if wants("galera") else None
+    galera_row = galera.run(harness, server=args.server) if wants("galera") else None
     storm_row: ClaimRow | None = None
     sold_out_row: ClaimRow | None = None
     if wants("storm") or wants("sold_out"):
@@ -82,13 +83,13 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
     stopped_row = storm.run_with_redis_stopped(harness) if wants("redis_stopped") else None
     scale_rows = scale.run(harness) if wants("scale") else ()
     reads_result = reads.run(harness) if wants("reads") else None
-    # The connections that can decide at once: every gunicorn thread.
-    deciding = (os.cpu_count() or 1) * (args.threads if args.worker_class == "gthread" else 1)
+    # The connections that can decide at once: every request thread.
+    deciding = (os.cpu_count() or 1) * (1 if args.server == "sync" else args.threads)
     hot = limits.hot_row(harness, connections=deciding) if wants("limits") else None
     compared = None
     if wants("compare") and not args.no_compare:
-        other = "sync" if args.worker_class == "gthread" else "gthread"
-        compared = comparison.run(harness, worker_class=other)
+        other = "granian" if args.server != "granian" else DEFAULT_SERVER
+        compared = comparison.run(harness, server=other, storm_too=wants("storm"))
     return Results(
         baseline=base,
         bare_drf=bare,
@@ -132,10 +133,16 @@ def machine_facts(harness: Harness) -> Machine:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: small numbers")
-    parser.add_argument("--worker-class", choices=["sync", "gthread"], default=DEFAULT_WORKER_CLASS)
+    parser.add_argument(
+        "--server",
+        choices=SERVERS,
+        default=DEFAULT_SERVER,
+        help="gunicorn's gthread or sync workers, or granian (WSGI); the comparison runs"
+        " under granian (under gthread when granian comes first)",
+    )
     parser.add_argument("--threads", type=int, default=DEFAULT_THREADS, help="per gthread worker")
     parser.add_argument(
-        "--no-compare", action="store_true", help="skip re-running under the other worker class"
+        "--no-compare", action="store_true", help="skip re-running under the other app server"
     )
     parser.add_argument(
         "--profile", action="store_true", help="sample the workers with py-spy during claim rows"
@@ -184,9 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         sizes=sizes,
         machine=machine_facts(harness),
         server=Server(
-            gunicorn=f"{os.cpu_count()} {args.worker_class} workers"
-            + (f" x {args.threads} threads" if args.worker_class == "gthread" else ""),
-            primary_worker_class=args.worker_class,
+            description=server_description(
+                args.server, workers=os.cpu_count() or 1, threads=args.threads
+            ),
+            server=args.server,
             settings="config.settings.production",
         ),
         results=results,

@@ -1,17 +1,32 @@
-"""The other gunicorn worker class in the same run: restart gunicorn with it and measure the
-baseline and the mixed storm again."""
+"""The other app server in the same run (granian beside gunicorn, bench.processes): restart the app
+under it and measure bare DRF, the baseline, the list, the selling phase and, when the run
+has them, the storm and the sold-out claims again."""
 
 from bench.harness import Harness
 from bench.progress import log
-from bench.results import WorkerComparison
-from bench.scenarios import baseline, storm
+from bench.results import ServerComparison
+from bench.scenarios import baseline, limits, selling, shopper_list, sold_out, storm
 
 
-def run(harness: Harness, *, worker_class: str) -> WorkerComparison:
-    log(f"[compare] restarting gunicorn with {worker_class} workers")
-    harness.start_app(worker_class)
-    return WorkerComparison(
-        worker_class=worker_class,
-        baseline=baseline.run(harness),
-        storm=storm.run(harness, f"storm_{worker_class}", redis_up=True),
+def run(harness: Harness, *, server: str, storm_too: bool) -> ServerComparison:
+    log(f"[compare] restarting the app under {server}")
+    harness.start_app(server)
+    bare = limits.bare_drf(harness)
+    base = baseline.run(harness)
+    listed = shopper_list.run(harness)
+    sold = selling.run(harness)
+    storm_row = storm.run(harness, f"storm_{server}", redis_up=True) if storm_too else None
+    sold_out_row = (
+        sold_out.run(harness, template_id=storm_row.template_id, total=storm_row.total)
+        if storm_row is not None
+        else None
+    )
+    return ServerComparison(
+        server=server,
+        bare_drf=bare,
+        baseline=base,
+        shopper_list=listed,
+        selling=sold,
+        storm=storm_row,
+        sold_out=sold_out_row,
     )

@@ -1,6 +1,6 @@
 """The selling phase again, through HAProxy and a 3-node Galera cluster (SPEC section 22),
 beside the single node's row of the same run: the same sizes, the same Redis, a second
-gunicorn whose DATABASE_URL is HAProxy's writer port (localservers/galera).
+an app server whose DATABASE_URL is HAProxy's writer port (localservers/galera).
 
 The cluster has its own copy of the schema (migrated here); this process's Django points at
 it for the row's seeding and read-back, then back at the single node. Its templates are
@@ -21,7 +21,7 @@ import dj_database_url
 import MySQLdb
 
 from bench.harness import DATABASE_NAME, REPO_ROOT, Harness, recreate_database
-from bench.processes import Gunicorn
+from bench.processes import AppServer
 from bench.progress import log
 from bench.results import ClaimRow
 from bench.scenarios.claims import claim_path, measure
@@ -80,7 +80,7 @@ def start_cluster(directory: Path):
         return None
 
 
-def run(harness: Harness, *, worker_class: str) -> ClaimRow | None:
+def run(harness: Harness, *, server: str) -> ClaimRow | None:
     from django.core.management import call_command
     from django.db import connection
 
@@ -92,7 +92,7 @@ def run(harness: Harness, *, worker_class: str) -> ClaimRow | None:
     if cluster is None:
         return None
     url = cluster.haproxy_url(DATABASE_NAME)
-    gunicorn: Gunicorn | None = None
+    app_server: AppServer | None = None
     through = copy.copy(harness)  # the same harness, its app and database swapped
     try:
         recreate_database(url)
@@ -106,17 +106,17 @@ def run(harness: Harness, *, worker_class: str) -> ClaimRow | None:
             template_id = seed.create_template("selling-galera", total=total)
             warmup = [u.token for u in through.users("galera-warmup", sizes.selling_warmup)]
             tokens = [u.token for u in through.users("galera", sizes.selling_requests)]
-            gunicorn = Gunicorn(
+            app_server = AppServer(
                 port=free_port(),
                 workers=os.cpu_count() or 1,
-                worker_class=worker_class,
+                server=server,
                 threads=harness.threads,
                 env={**harness.env, "DATABASE_URL": url},
                 log_dir=directory,
                 cwd=REPO_ROOT,
             )
-            gunicorn.start()
-            through.gunicorn = gunicorn
+            app_server.start()
+            through.app_server = app_server
             through.mariadb = cast(MariaDBServer, WriterNode(cluster))
             through._status_connection = None
             log(
@@ -137,8 +137,8 @@ def run(harness: Harness, *, worker_class: str) -> ClaimRow | None:
         log(f"[galera] FAILED, no row: {error!r}; logs in {directory}")
         return None
     finally:
-        if gunicorn is not None:
-            gunicorn.stop()
+        if app_server is not None:
+            app_server.stop()
         if through._status_connection is not None and through._status_connection is not (
             harness._status_connection
         ):

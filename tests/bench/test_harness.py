@@ -372,7 +372,7 @@ def test_render_prints_every_row_and_every_target_and_the_json_round_trips():
             wrk="wrk 4.1.0",
         ),
         server=Server(
-            gunicorn="2 gthread workers", primary_worker_class="gthread", settings="production"
+            description="gunicorn, 2 gthread workers", server="gthread", settings="production"
         ),
         results=results,
         targets=tuple(targets),
@@ -419,7 +419,7 @@ def test_render_prints_every_row_and_every_target_and_the_json_round_trips():
         "redis",
         "wrk",
     ]
-    assert list(written["server"]) == ["gunicorn", "primary_worker_class", "settings"]
+    assert list(written["server"]) == ["description", "server", "settings"]
     assert written["sizes"] == json.loads(json.dumps(asdict(QUICK)))
     assert written["targets"][0] == asdict(targets[0])
 
