@@ -39,6 +39,8 @@ from api.serializers import StringField
 MAX_USER_ID_DIGITS = 18
 # The token generation a token was issued in (accounts.models.TokenGeneration).
 TOKEN_GENERATION_CLAIM = "gen"
+# user_of_token's default: Redis not asked yet.
+NOT_LOOKED_UP = object()
 
 
 def user_id_from_claim(value: object) -> int | None:
@@ -53,14 +55,15 @@ def user_id_from_claim(value: object) -> int | None:
     return None
 
 
-def user_of_token(token: Token):
+def user_of_token(token: Token, *, looked_up: UserFacts | str | None | object = NOT_LOOKED_UP):
     """The active user a token belongs to, with the token not revoked; else 401. From the
     user's facts in Redis when it holds them (no query: accounts/user_facts.py), else from the
-    database, whose answer then goes back to Redis under the lease Redis handed out."""
-    user_id = user_id_from_claim(token.payload.get(api_settings.USER_ID_CLAIM))
-    if user_id is None:
-        raise InvalidToken("Token contained no recognizable user identification")
-    looked_up = user_facts_lookup(user_id)
+    database, whose answer then goes back to Redis under the lease Redis handed out.
+    `looked_up`: what `user_facts_lookup` answered, when the caller asked Redis already (in a
+    round trip of its own)."""
+    user_id = token_user_id(token)
+    if looked_up is NOT_LOOKED_UP:
+        looked_up = user_facts_lookup(user_id)
     if isinstance(looked_up, UserFacts):
         check_token(token, looked_up)
         return user_from_facts(looked_up)
@@ -76,10 +79,18 @@ def user_of_token(token: Token):
     except user_model.DoesNotExist:
         raise AuthenticationFailed(_("User not found"), code="user_not_found") from None
     facts = facts_of(user)
-    if looked_up is not None:
+    if isinstance(looked_up, str):
         user_facts_remember(facts, lease=looked_up, read_at=read_at)
     check_token(token, facts)
     return user
+
+
+def token_user_id(token: Token) -> int:
+    """The user id the token names; InvalidToken (401) when it names none we could issue."""
+    user_id = user_id_from_claim(token.payload.get(api_settings.USER_ID_CLAIM))
+    if user_id is None:
+        raise InvalidToken("Token contained no recognizable user identification")
+    return user_id
 
 
 def check_token(token: Token, facts: UserFacts) -> None:
@@ -180,6 +191,7 @@ class RevocableJWTScheme(SimpleJWTScheme):
     extension matches only simplejwt's own class)."""
 
     target_class = "accounts.authentication.RevocableJWTAuthentication"
+    match_subclasses = True  # the claim's own (coupons/api/claim_authentication.py) too
 
 
 class LoginSerializerSchema(TokenObtainPairSerializerExtension):

@@ -26,6 +26,7 @@ from django_redis import get_redis_connection
 
 from api.throttles import backoff
 from core.leased_copies import after_commit_void_or_wait
+from core.redis_scripts import ScriptCall
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 READ_SCRIPT = (LUA_DIR / "user_facts_read.lua").read_text()
@@ -102,10 +103,21 @@ def _run(script: str, keys: list[str], args: list):
 def user_facts_lookup(user_id: int) -> UserFacts | str | None:
     """The user's facts as Redis holds them; else the lease (a str) under which a database
     lookup that begins now may write them back; None when Redis is unavailable."""
+    call = user_facts_read_call(user_id)
+    reply = _run(call.script, call.keys, call.args)
+    return None if reply is None else user_facts_of_reply(user_id, reply)
+
+
+def user_facts_read_call(user_id: int) -> ScriptCall:
+    """The read of `user_facts_lookup` as a script call, for a caller that sends it in a round
+    trip of its own to the cache's Redis (the claim's screen); its reply goes to
+    `user_facts_of_reply`."""
     lease_ms = int(settings.USER_FACTS_LEASE * 1000)
-    reply = _run(READ_SCRIPT, _keys(user_id), [secrets.token_hex(8), lease_ms])
-    if reply is None:
-        return None
+    return ScriptCall(READ_SCRIPT, _keys(user_id), [secrets.token_hex(8), lease_ms])
+
+
+def user_facts_of_reply(user_id: int, reply: list) -> UserFacts | str:
+    """The facts, or the lease to write them back under, from the read script's reply."""
     if int(reply[0]) == 1:
         return UserFacts.from_reply(user_id, reply[1:])
     return _text(reply[1])

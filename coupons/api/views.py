@@ -12,6 +12,7 @@ from api.schema import api_errors
 from api.throttles import RedeemIPThrottle, RedeemThrottle
 from core import clock
 from coupons import issuing, selectors, shopper_list
+from coupons.api.claim_authentication import SCREENED_ATTRIBUTE, ClaimScreeningAuthentication
 from coupons.api.serializers import (
     MineQuerySerializer,
     RedeemInputSerializer,
@@ -72,6 +73,8 @@ class CouponClaimView(GenericAPIView):
     decides, so a claim is never over-issued. Safe to retry with an Idempotency-Key."""
 
     serializer_class = UserCouponSerializer
+    # The user's facts are read in the screen's round trip (claim_authentication.py).
+    authentication_classes = [ClaimScreeningAuthentication]
     # The claim throttle is counted in the claim's own Redis round trip (SPEC section 15),
     # per user and template: coupons.issuing.service raises ClaimThrottled.
     throttle_classes = []
@@ -97,7 +100,11 @@ class CouponClaimView(GenericAPIView):
     )
     @idempotent(effect_answer=claimed_coupon_answer)
     def post(self, request, template_id: int):
-        coupon = issuing.coupon_claim(template_id=template_id, user_id=request.user.pk)
+        coupon = issuing.coupon_claim(
+            template_id=template_id,
+            user_id=request.user.pk,
+            screened=getattr(request, SCREENED_ATTRIBUTE, None),  # asked with the user's facts
+        )
         data = user_coupon_data(coupon, now=clock.now())
         return Response(data, status=status.HTTP_201_CREATED)
 

@@ -25,13 +25,21 @@ from coupons.issuing.reconcile import (
     coupon_counters_rebuild,
     coupon_counters_reconcile,
 )
-from coupons.issuing.service import coupon_claim, coupon_issue, coupon_redeem
+from coupons.issuing.service import (
+    ClaimScreen,
+    claim_screen,
+    coupon_claim,
+    coupon_issue,
+    coupon_redeem,
+)
 from coupons.issuing.terms_cache import next_version, terms_change, terms_publish_new
 
 __all__ = [
     "REDIS_FAILURES",
     "AlreadyGranted",
+    "ClaimScreen",
     "GrantNote",
+    "claim_screen",
     "coupon_claim",
     "coupon_counter",
     "coupon_counters_follow_the_database",

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import redis
 from redis.cluster import RedisCluster
-from redis.exceptions import RedisClusterException
+from redis.exceptions import NoScriptError, RedisClusterException
 
+from core.redis_scripts import ScriptCall
 from coupons.issuing.screen_answers import (
     REFUSALS,
     CachedTerms,
@@ -70,6 +71,7 @@ class CouponCounter:
         prefix: str = "",
         backoff: float = 5.0,
         terms_lease: float = 5.0,
+        shares_cache_redis: bool = False,
     ):
         """`client` should time out within the claim budget (SPEC section 3: 250 ms), since
         every call here is made on a request's path. Cached terms live `terms_lease` seconds
@@ -78,9 +80,13 @@ class CouponCounter:
         self.prefix = prefix
         self.backoff = backoff
         self.terms_lease = terms_lease
+        # Whether `client` is the cache's Redis too (the same server and database, not a
+        # cluster): then a call to the cache's Redis may ride along a screen (`screen_with`).
+        self.shares_cache_redis = shares_cache_redis
         # register_script loads each script once and reloads it by itself after a
         # SCRIPT FLUSH or a Redis restart (NOSCRIPT -> SCRIPT LOAD).
-        self._claim_script = client.register_script((LUA_DIR / "claim.lua").read_text())
+        self._claim_text = (LUA_DIR / "claim.lua").read_text()
+        self._claim_script = client.register_script(self._claim_text)
         self._sync_script = client.register_script((LUA_DIR / "sync.lua").read_text())
         self._terms_script = client.register_script((LUA_DIR / "terms.lua").read_text())
         self._lower_script = client.register_script((LUA_DIR / "lower.lua").read_text())
@@ -127,6 +133,40 @@ class CouponCounter:
     ) -> ScreenResult | None:
         """Count the claim against the throttle and refuse it if the confirmed facts say so,
         in one round trip. None when Redis is unavailable. Never raises."""
+        call = self._screen_call(template_id, user_id, now, throttle_limit, window, throttle_period)
+        reply = self._run(self._claim_script, call.keys, call.args)
+        return None if reply is None else _screen_result(reply)
+
+    def screen_with(
+        self,
+        ride_along: ScriptCall,
+        *,
+        template_id: int,
+        user_id: int,
+        now: datetime,
+        throttle_limit: int,
+        window: int,
+        throttle_period: int,
+    ) -> tuple[ScreenResult | None, list | None]:
+        """`screen`, with another script's call sent first in the same round trip (a
+        pipeline), and that call's reply; (None, None) when Redis is unavailable. Only for
+        a counter whose Redis `shares_cache_redis`. Never raises."""
+        call = self._screen_call(template_id, user_id, now, throttle_limit, window, throttle_period)
+        replies = self._run_together([ride_along, call])
+        if replies is None:
+            return None, None
+        along, screened = replies
+        return _screen_result(screened), along
+
+    def _screen_call(
+        self,
+        template_id: int,
+        user_id: int,
+        now: datetime,
+        throttle_limit: int,
+        window: int,
+        throttle_period: int,
+    ) -> ScriptCall:
         terms, lease, _ = self.terms_keys(template_id)
         claimed, peruser = self.count_bases(template_id)
         keys = [terms, lease, claimed, peruser, self.throttle_key(template_id, user_id, window)]
@@ -138,20 +178,7 @@ class CouponCounter:
             int(self.terms_lease * 1000),
             user_id,
         ]
-        reply = self._run(self._claim_script, keys, args)
-        if reply is None:
-            return None
-        answer = ScreenAnswer.of(int(reply[0]))
-        if answer is ScreenAnswer.THROTTLED:
-            return CouponThrottled()
-        if answer is ScreenAnswer.NOT_CLAIMABLE_BY_ID:
-            return CouponNotClaimableById()
-        if answer in REFUSALS:
-            return CouponRefused(answer)
-        if answer is ScreenAnswer.MAY_HAVE_ROOM:
-            user_claims = None if int(reply[2]) < 0 else int(reply[2])
-            return CouponMayHaveRoom(row=json.loads(reply[1]), user_claims=user_claims)
-        return CouponTermsMissing(lease=_text(reply[1]))
+        return ScriptCall(self._claim_text, keys, args)
 
     def record(
         self,
@@ -337,6 +364,47 @@ class CouponCounter:
                 "coupon counter unavailable, skipping Redis for %.1fs: %r", self.backoff, error
             )
             return None
+
+    def _run_together(self, calls: list[ScriptCall]) -> list | None:
+        """The calls' replies, sent in one round trip (EVALSHA in a pipeline), or None when
+        Redis is unavailable. A script Redis does not hold (after a restart or SCRIPT FLUSH)
+        answers NOSCRIPT without running: that call alone is sent again, loading it, so no
+        call runs twice."""
+        if time.monotonic() < self._skip_until:
+            return None
+        try:
+            pipeline = self.client.pipeline(transaction=False)
+            for call in calls:
+                pipeline.evalsha(call.sha, len(call.keys), *call.keys, *call.args)
+            replies = pipeline.execute(raise_on_error=False)
+            for index, (call, reply) in enumerate(zip(calls, replies, strict=True)):
+                if isinstance(reply, NoScriptError):
+                    reply = self.client.register_script(call.script)(keys=call.keys, args=call.args)
+                    replies[index] = reply
+                if isinstance(reply, Exception):
+                    raise reply
+            return replies
+        except REDIS_FAILURES as error:
+            self._skip_until = time.monotonic() + self.backoff
+            logger.warning(
+                "coupon counter unavailable, skipping Redis for %.1fs: %r", self.backoff, error
+            )
+            return None
+
+
+def _screen_result(reply: list) -> ScreenResult:
+    """claim.lua's reply as the screen's answer."""
+    answer = ScreenAnswer.of(int(reply[0]))
+    if answer is ScreenAnswer.THROTTLED:
+        return CouponThrottled()
+    if answer is ScreenAnswer.NOT_CLAIMABLE_BY_ID:
+        return CouponNotClaimableById()
+    if answer in REFUSALS:
+        return CouponRefused(answer)
+    if answer is ScreenAnswer.MAY_HAVE_ROOM:
+        user_claims = None if int(reply[2]) < 0 else int(reply[2])
+        return CouponMayHaveRoom(row=json.loads(reply[1]), user_claims=user_claims)
+    return CouponTermsMissing(lease=_text(reply[1]))
 
 
 def _text(value: bytes | str) -> str:

@@ -12,6 +12,7 @@ from django.conf import settings
 from redis.cluster import RedisCluster
 
 from core.metrics import TimedRedisConnection
+from core.redis_scripts import ScriptCall
 from coupons.issuing.counter import REDIS_FAILURES, CouponCounter, RedisClient
 from coupons.issuing.screen_answers import CachedTerms, ScreenResult, StoredCounts
 
@@ -42,6 +43,10 @@ def counter_from_settings() -> CouponCounter:
         prefix=settings.COUPON_REDIS_PREFIX,
         backoff=settings.COUPON_COUNTER_BACKOFF,
         terms_lease=settings.COUPON_TERMS_LEASE,
+        shares_cache_redis=(
+            settings.COUPON_COUNTER_REDIS_URL == settings.CACHES["default"]["LOCATION"]
+            and not settings.COUPON_REDIS_CLUSTER
+        ),
     )
 
 
@@ -52,6 +57,7 @@ class Counter(Protocol):
     returns the Redis one as a Counter."""
 
     terms_lease: float
+    shares_cache_redis: bool
 
     def screen(
         self,
@@ -63,6 +69,18 @@ class Counter(Protocol):
         window: int,
         throttle_period: int,
     ) -> ScreenResult | None: ...
+
+    def screen_with(
+        self,
+        ride_along: ScriptCall,
+        *,
+        template_id: int,
+        user_id: int,
+        now: datetime,
+        throttle_limit: int,
+        window: int,
+        throttle_period: int,
+    ) -> tuple[ScreenResult | None, list | None]: ...
 
     def record(
         self,
@@ -115,6 +133,7 @@ class UnavailableCounter(Counter):
 
     def __init__(self) -> None:
         self.terms_lease = settings.COUPON_TERMS_LEASE
+        self.shares_cache_redis = False
 
     def screen(
         self,
@@ -127,6 +146,19 @@ class UnavailableCounter(Counter):
         throttle_period: int,
     ) -> ScreenResult | None:
         return None
+
+    def screen_with(
+        self,
+        ride_along: ScriptCall,
+        *,
+        template_id: int,
+        user_id: int,
+        now: datetime,
+        throttle_limit: int,
+        window: int,
+        throttle_period: int,
+    ) -> tuple[ScreenResult | None, list | None]:
+        return None, None
 
     def record(
         self,

@@ -2,6 +2,10 @@
 core every claim, code and grant goes through, deciding in one short transaction
 (coupons/issuing/transaction.py)."""
 
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypedDict
+
 from django.conf import settings
 from django.utils.translation import gettext as _
 
@@ -9,6 +13,7 @@ from api.throttles import Rate
 from core import clock
 from core.domain_errors import DomainError
 from core.metrics import claim_screen_answers_total, claims_total
+from core.redis_scripts import ScriptCall
 from coupons.errors import (
     ClaimThrottled,
     CodeUsed,
@@ -35,18 +40,41 @@ from coupons.single_use_codes import (
 )
 
 
-def coupon_claim(*, template_id: int, user_id: int) -> UserCoupon:
-    """A shopper claims one coupon of a public template by its id (SPEC sections 4 and 15).
-    Screened in Redis first, in one round trip: over the claim rate (ClaimThrottled), or
-    refused on facts the database confirmed, with no database statement. Otherwise the
-    database decides as in `coupon_issue`. A hidden template is "not found", exactly like a
-    missing one. Runs its own transactions. Counted for /metrics by outcome."""
+class ScreenAsked(TypedDict):
+    """What the counter's screen is asked."""
+
+    template_id: int
+    user_id: int
+    now: datetime
+    throttle_limit: int
+    window: int
+    throttle_period: int
+
+
+@dataclass(frozen=True)
+class ClaimScreen:
+    """The claim's Redis screen, asked: its answer (None: Redis unavailable), for a throttled
+    claim the seconds to the end of the throttle's window, and whether a call rode along
+    (`claim_screen`) with its reply (None: Redis unavailable)."""
+
+    result: ScreenResult | None
+    retry_after: float
+    along_sent: bool = False
+    along_reply: list | None = None
+
+
+def claim_screen(
+    *, template_id: int, user_id: int, ride_along: ScriptCall | None = None
+) -> ClaimScreen:
+    """Ask the claim's screen (one Redis round trip): the claim counted against the claim
+    rate and refused on facts the database confirmed. With `ride_along`, a script call to the
+    cache's Redis, sent in the same round trip when the counter's Redis is that one."""
     counter = coupon_counter()
     now = clock.now()
     rate = Rate.parse(settings.THROTTLE_RATES["claim"])
     now_seconds = now.timestamp()
     window = int(now_seconds // rate.period)
-    screened = counter.screen(
+    asked = ScreenAsked(
         template_id=template_id,
         user_id=user_id,
         now=now,
@@ -54,22 +82,40 @@ def coupon_claim(*, template_id: int, user_id: int) -> UserCoupon:
         window=window,
         throttle_period=rate.period,
     )
-    claim_screen_answers_total.labels(screen_answer_name(screened)).inc()
+    retry_after = (window + 1) * rate.period - now_seconds
+    if ride_along is not None and counter.shares_cache_redis:
+        result, along = counter.screen_with(ride_along, **asked)
+        return ClaimScreen(result, retry_after, along_sent=True, along_reply=along)
+    return ClaimScreen(counter.screen(**asked), retry_after)
+
+
+def coupon_claim(
+    *, template_id: int, user_id: int, screened: ClaimScreen | None = None
+) -> UserCoupon:
+    """A shopper claims one coupon of a public template by its id (SPEC sections 4 and 15).
+    Screened in Redis first, in one round trip (`screened`: asked already, by `claim_screen`):
+    over the claim rate (ClaimThrottled), or refused on facts the database confirmed, with no
+    database statement. Otherwise the database decides as in `coupon_issue`. A hidden
+    template is "not found", exactly like a missing one. Runs its own transactions. Counted
+    for /metrics by outcome."""
+    if screened is None:
+        screened = claim_screen(template_id=template_id, user_id=user_id)
+    claim_screen_answers_total.labels(screen_answer_name(screened.result)).inc()
     decided_by = "redis"
     try:
-        if isinstance(screened, CouponThrottled):
-            raise ClaimThrottled(retry_after=(window + 1) * rate.period - now_seconds)
-        if isinstance(screened, CouponNotClaimableById):
+        if isinstance(screened.result, CouponThrottled):
+            raise ClaimThrottled(retry_after=screened.retry_after)
+        if isinstance(screened.result, CouponNotClaimableById):
             raise TemplateNotFound()  # a hidden template is not found, even when it has ended
-        if isinstance(screened, CouponRefused):
-            raise rejection_of(screened)()
+        if isinstance(screened.result, CouponRefused):
+            raise rejection_of(screened.result)()
         decided_by = "database"
         coupon = issue_after_screen(
             template_id=template_id,
             user_id=user_id,
             source=UserCoupon.Source.CLAIM,
-            counter=counter,
-            screened=screened,
+            counter=coupon_counter(),
+            screened=screened.result,
         )
     except DomainError as refusal:
         claims_total.labels(refusal.code, decided_by).inc()

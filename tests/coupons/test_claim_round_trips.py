@@ -1,0 +1,126 @@
+"""The claim's Redis round trips (SPEC section 24): a claim without an Idempotency-Key reads
+the user's facts in the screen's round trip, so a refusal is one round trip and no statement,
+and a win one round trip before the decision, the CALL, and one after. Counted by the app's
+own round-trip timer (core/metrics.py: a pipeline is one round trip, as on the wire) and by
+the database server's counters."""
+
+import pytest
+
+from accounts.user_facts import user_facts_forget
+from core.metrics import redis_round_trip_seconds
+from coupons.issuing.counter_setup import coupon_counter
+from coupons.models import UserCoupon
+from tests.coupons.test_claim_hot_path import claim, publish, sell_out
+from tests.support.clients import bearer_client
+from tests.support.factories import UserFactory
+from tests.support.helpers import claim_url, statements_made_by
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def redis_round_trips() -> float:
+    """How many Redis round trips this process has timed so far."""
+    for metric in redis_round_trip_seconds.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_count"):
+                return sample.value
+    raise AssertionError("no round-trip count")
+
+
+def work_of(action) -> tuple[float, int]:
+    """(Redis round trips, database statements) of `action`."""
+    before = redis_round_trips()
+    made = statements_made_by(action)
+    return redis_round_trips() - before, made.get("Questions", 0)
+
+
+def warm_client(user):
+    """The user's client, after a request that put its facts in Redis."""
+    client = bearer_client(user)
+    assert client.get("/api/auth/me").status_code == 200
+    return client
+
+
+def test_a_warm_refusal_is_one_redis_round_trip_and_no_statement():
+    template = publish(total=2)
+    sell_out(template)
+    client = warm_client(UserFactory())
+
+    answers = []
+    round_trips, statements = work_of(lambda: answers.append(client.post(claim_url(template))))
+
+    assert answers[0].json()["code"] == "sold_out"
+    assert (round_trips, statements) == (1, 0)
+
+
+def test_a_warm_win_is_one_round_trip_before_the_call_and_one_after():
+    template = publish(total=10)
+    assert claim(UserFactory(), template)[0] == 201  # the terms in Redis
+    client = warm_client(UserFactory())
+
+    answers = []
+    round_trips, statements = work_of(lambda: answers.append(client.post(claim_url(template))))
+
+    assert answers[0].status_code == 201
+    assert (round_trips, statements) == (2, 1)  # screen + facts; the record after; the CALL
+
+
+def test_a_claim_with_an_idempotency_key_is_authenticated_before_it_is_screened():
+    """The key's record is looked up before anything is counted: the facts apart."""
+    template = publish(total=2)
+    sell_out(template)
+    client = warm_client(UserFactory())
+
+    answers = []
+    round_trips, _ = work_of(
+        lambda: answers.append(client.post(claim_url(template), HTTP_IDEMPOTENCY_KEY="k-1"))
+    )
+
+    assert answers[0].json()["code"] == "sold_out"
+    # The facts, the screen, and the rate of refusals kept as a key's answer (api/idempotency.py).
+    assert round_trips == 3
+
+
+def test_a_deactivated_user_is_refused_401_although_the_screen_was_asked():
+    template = publish(total=10)
+    user = UserFactory()
+    client = warm_client(user)
+    user.is_active = False
+    user.save()
+    user_facts_forget(user.pk)  # what the account's change does (accounts/user_facts.py)
+
+    response = client.post(claim_url(template))
+
+    assert response.status_code == 401
+    assert not UserCoupon.objects.filter(template=template).exists()
+
+
+@pytest.mark.servers
+def test_a_counter_apart_from_the_cache_reads_the_facts_in_a_round_trip_of_their_own(own_redis):
+    template = publish(total=2)
+    sell_out(template)
+    client = warm_client(UserFactory())
+
+    answers = []
+    round_trips, statements = work_of(lambda: answers.append(client.post(claim_url(template))))
+
+    assert answers[0].json()["code"] == "sold_out"
+    assert (round_trips, statements) == (2, 0)
+
+
+@pytest.mark.servers
+def test_after_a_script_flush_each_call_of_the_round_trip_runs_once(own_redis, settings):
+    """NOSCRIPT answers without running: the call is sent again with its script, alone."""
+    coupon_counter().shares_cache_redis = True  # own_redis is the cache's Redis too
+    settings.THROTTLE_RATES = {**settings.THROTTLE_RATES, "claim": "2/min"}
+    template = publish(total=10, per_user_limit=10)
+    client = warm_client(UserFactory())
+    assert client.post(claim_url(template)).status_code == 201
+
+    own_redis.client().script_flush()
+    second = client.post(claim_url(template))
+    third = client.post(claim_url(template))
+
+    # Counted once each: the third is the one over 2 a minute.
+    assert [second.status_code, third.status_code] == [201, 429]
+    assert UserCoupon.objects.filter(template=template).count() == 2
