@@ -39,3 +39,16 @@ class StaffManagement(models.Model):
 
     def __str__(self) -> str:
         return str(self._meta.verbose_name)
+
+
+class UserFactsToForget(models.Model):
+    """A change of a user whose facts in Redis must go (accounts/user_facts.py): written in the
+    change's own transaction, deleted once Redis has confirmed it forgot them; what is left
+    (Redis did not answer) the scheduler forgets as soon as Redis does (accounts.jobs). Not a
+    foreign key: a deleted user's facts must go too."""
+
+    user_id = models.BigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"user {self.user_id}"

@@ -4,17 +4,23 @@ its token generation, the digest of its password that tokens carry, and what a U
 without its row (username, is_staff, is_superuser).
 
 Facts are written only by a database lookup holding the lease Redis handed out before the
-lookup began, after the lookup's transaction commits; a change of the user deletes the facts
-and the lease before it is written and again after it commits (`user_facts_change`), so a
-lookup that may have read the user before the change writes nothing. Missing facts, or Redis
-away: the database lookup, as before. Every Redis error is logged and swallowed, and then the
+lookup began, after the lookup's transaction commits, and live USER_FACTS_TTL (15 min) from
+that read; a change of the user deletes the facts and the lease before it is written and
+again after it commits (`user_facts_change`), so a lookup that may have read the user before
+the change writes nothing. A change Redis did not confirm leaves a note in the database
+(UserFactsToForget, written with the change) that the scheduler acts on as soon as Redis
+answers (docs/decisions/1015-user-facts-live-long.md). Missing facts, or Redis away: the
+database lookup, as before. Every Redis error is logged and swallowed, and then the
 cache's Redis is skipped for the back-off the throttles share (api.throttles.backoff): one
 outage costs one timeout per process, not one per user of that Redis."""
 
+import logging
 import secrets
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import redis
@@ -22,11 +28,14 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import caches
 from django.db import transaction
+from django.utils import timezone
 from django_redis import get_redis_connection
 
+from accounts.models import UserFactsToForget
 from api.throttles import backoff
-from core.leased_copies import after_commit_void_or_wait
 from core.redis_scripts import ScriptCall
+
+logger = logging.getLogger(__name__)
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 READ_SCRIPT = (LUA_DIR / "user_facts_read.lua").read_text()
@@ -125,9 +134,9 @@ def user_facts_of_reply(user_id: int, reply: list) -> UserFacts | str:
 
 def user_facts_remember(facts: UserFacts, *, lease: str, read_at: float) -> None:
     """After the lookup's transaction commits: write back the facts it read (the lookup began
-    at `read_at`, time.time(), after `lease` was handed out). They expire USER_FACTS_LEASE
-    seconds after `read_at`, on Redis's clock."""
-    expire_at_ms = int((read_at + settings.USER_FACTS_LEASE) * 1000)
+    at `read_at`, time.time(), after `lease` was handed out, which lives USER_FACTS_LEASE
+    seconds). They expire USER_FACTS_TTL seconds after `read_at`, on Redis's clock."""
+    expire_at_ms = int((read_at + settings.USER_FACTS_TTL) * 1000)
 
     def write() -> None:
         _run(WRITE_SCRIPT, _keys(facts.user_id), [lease, expire_at_ms, *facts.as_args()])
@@ -147,25 +156,66 @@ def _forget(user_id: int) -> bool:
     return True
 
 
+# The rows (UserFactsToForget) this thread wrote for a change not yet followed by its
+# after-commit forget: user id -> row ids.
+_rows_written = threading.local()
+
+
+def _rows_of_this_thread() -> dict[int, list[int]]:
+    if not hasattr(_rows_written, "by_user"):
+        _rows_written.by_user = {}
+    return _rows_written.by_user
+
+
+def _note_to_forget(user_id: int) -> None:
+    """A row saying the user's facts must go, in the current transaction (or committed at
+    once, before the change is written, outside one)."""
+    row = UserFactsToForget.objects.create(user_id=user_id)
+    _rows_of_this_thread().setdefault(user_id, []).append(row.pk)
+
+
 def user_facts_forget(user_id: int) -> None:
     """Before a change of the user's facts is written: forget them, so that no copy is read
-    between the change's commit and `user_facts_forget_after_commit`."""
+    between the change's commit and `user_facts_forget_after_commit`, and note that they
+    must go, with the change."""
+    _note_to_forget(user_id)
     _forget(user_id)
 
 
 def user_facts_forget_after_commit(user_id: int) -> None:
     """After a change of the user's facts is written, in its transaction (or just after an
     autocommit write): once it has committed, forget them again, which also voids every
-    lease handed out before. If Redis did not confirm that, return only once every copy read
-    before the commit has expired (USER_FACTS_LEASE seconds, and a margin)."""
+    lease handed out before, and drop the change's note. When Redis does not confirm it, the
+    note stays, and the scheduler forgets them as soon as Redis answers
+    (`user_facts_forget_noted`); until then a request that reaches Redis may still be
+    answered from the facts read before the change."""
+    if user_id not in _rows_of_this_thread():
+        _note_to_forget(user_id)  # no forget before it (a new user)
+    rows = _rows_of_this_thread().pop(user_id)
+    for _, callback, _ in transaction.get_connection().run_on_commit:
+        if isinstance(callback, ForgetAfterCommit) and callback.forgets_user == user_id:
+            callback.rows.extend(rows)  # this commit forgets the user already
+            return
+    transaction.on_commit(ForgetAfterCommit(user_id, rows))
 
-    pending = transaction.get_connection().run_on_commit
-    if any(getattr(callback, "forgets_user", None) == user_id for _, callback, _ in pending):
-        return  # this commit forgets (or waits) for the user already: a second wait adds nothing
-    registered = after_commit_void_or_wait(
-        lambda: _forget(user_id), lease_seconds=settings.USER_FACTS_LEASE, what=f"user {user_id}"
-    )
-    registered.forgets_user = user_id  # type: ignore[attr-defined]  # found again above
+
+class ForgetAfterCommit:
+    """On a change's commit: forget the user's facts; once Redis confirmed it, drop the
+    change's notes (`rows`)."""
+
+    def __init__(self, user_id: int, rows: list[int]) -> None:
+        self.forgets_user = user_id
+        self.rows = rows
+
+    def __call__(self) -> None:
+        if _forget(self.forgets_user):
+            UserFactsToForget.objects.filter(pk__in=self.rows).delete()
+            return
+        logger.warning(
+            "user %s changed but Redis did not confirm: the scheduler forgets the cached"
+            " facts once Redis answers",
+            self.forgets_user,
+        )
 
 
 @contextmanager
@@ -174,6 +224,47 @@ def user_facts_change(user_id: int) -> Iterator[None]:
     user_facts_forget(user_id)
     yield
     user_facts_forget_after_commit(user_id)
+
+
+def user_facts_forget_all() -> int:
+    """Forget every user's facts (after the database went back in time: a restore); how many.
+    Raises when Redis fails."""
+    connection = get_redis_connection("default")
+    batch, forgotten = [], 0
+    for key in connection.scan_iter(match=caches["default"].make_key("user-facts:*"), count=1000):
+        batch.append(key)
+        if len(batch) == 1000:
+            forgotten += connection.delete(*batch)
+            batch = []
+    if batch:
+        forgotten += connection.delete(*batch)
+    return forgotten
+
+
+# A note younger than this may belong to a change still being written: left to its own
+# after-commit forget.
+NOTES_SETTLE_SECONDS = 5
+NOTES_PER_RUN = 1000
+
+
+def user_facts_forget_noted() -> str | None:
+    """The scheduler's job: forget the facts of every user whose change Redis did not confirm
+    (its note is older than NOTES_SETTLE_SECONDS), dropping each note once Redis confirmed."""
+    settled = timezone.now() - timedelta(seconds=NOTES_SETTLE_SECONDS)
+    notes = list(
+        UserFactsToForget.objects.filter(created_at__lt=settled)
+        .order_by("pk")
+        .values_list("pk", "user_id")[:NOTES_PER_RUN]
+    )
+    forgotten = []
+    for pk, user_id in notes:
+        if not _forget(user_id):
+            break  # Redis away: the next run tries again
+        forgotten.append(pk)
+    UserFactsToForget.objects.filter(pk__in=forgotten).delete()
+    if not forgotten:
+        return None
+    return f"Forgot the cached facts of {len(forgotten)} changed user(s) Redis had not confirmed."
 
 
 def _text(value: bytes | str) -> str:

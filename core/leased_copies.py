@@ -1,8 +1,8 @@
 """Copies of database facts kept in Redis under a lease (a template's terms for the claim
-path, a user's facts for authentication): a copy is written back only by a read that showed
-the lease handed out before it began, and a change voids every copy and lease around its
-commit. When Redis does not confirm the void, the change returns only once every copy read
-before it has expired: the one rule both caches follow after a change commits."""
+path): a copy is written back only by a read that showed the lease handed out before it
+began, and a change voids every copy and lease around its commit. When Redis does not confirm
+the void, the change returns only once every copy read before it has expired. (A user's facts
+live longer and follow a note instead: accounts/user_facts.py, decision 1015.)"""
 
 import logging
 import time

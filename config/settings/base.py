@@ -294,6 +294,8 @@ SCHEDULED_JOBS: dict[str, str | tuple[str, float]] = {
     ),
     # Coupons earned by sign-ups and paid orders (coupons/auto_issue/), issued within seconds.
     "automatic issues": ("coupons.auto_issue.jobs.auto_issue_due", 2),
+    # Cached facts of users whose change Redis did not confirm (accounts/user_facts.py).
+    "user facts to forget": ("accounts.user_facts.user_facts_forget_noted", 2),
 }
 
 # --- Redis (advisory counters; docs/decisions/0004-redis-advisory-counters-with-versions.md) ---
@@ -371,11 +373,15 @@ if LOGIN_KNOWN_ADDRESS_DAYS < 0 or LOGIN_KNOWN_ADDRESSES_MAX < 0:
 # for this many seconds.
 THROTTLE_REDIS_BACKOFF = env_float("THROTTLE_REDIS_BACKOFF", 5)
 # What authentication keeps of a user in the cache's Redis (accounts/user_facts.py) lives this
-# many seconds from the database read it came from; a change of a user that Redis did not
-# confirm waits this long (+ 0.5 s) before it returns. Under gunicorn's 30 s timeout.
+# many seconds from the database read it came from: long enough that a sale's clicks find it
+# (a change of the user forgets it at once; decision 1015).
+USER_FACTS_TTL = env_float("USER_FACTS_TTL", 900)
+# A lookup that missed writes the facts back only within this many seconds of its lease.
 USER_FACTS_LEASE = env_float("USER_FACTS_LEASE", 10)
-if not 0 < USER_FACTS_LEASE <= 20:
-    raise ImproperlyConfigured("USER_FACTS_LEASE must be above 0 and at most 20 seconds.")
+if not 0 < USER_FACTS_LEASE <= 20 or USER_FACTS_TTL < USER_FACTS_LEASE:
+    raise ImproperlyConfigured(
+        "USER_FACTS_LEASE must be above 0 and at most 20 seconds, USER_FACTS_TTL at least that."
+    )
 
 # --- Auth -------------------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ below (an import contract holds it; decision 1011).
     steps.py          an issue's steps: read, reach, early refusal, decide until settled
     screen_answers.py what the counter may answer (admitted, refused and why, throttled)
     counter.py        the Redis counter and its Lua scripts (lua/), counter_setup.py builds it
+    redis_calls.py    its calls on a request's path: one or several per round trip, back-off
     terms_cache.py    a template's terms in Redis, leased and fenced by version
     claim_sql.py      the facts the decision reads, the guarded UPDATE and the coupon's row
     procedure.py      the same as one MySQL call (the procedure is written from them)

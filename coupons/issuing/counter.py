@@ -7,37 +7,20 @@ The counter is given its Redis client (a `redis.Redis` or a `redis.cluster.Redis
 coupons/issuing/counter_setup.py builds the process's counter from the settings."""
 
 import json
-import logging
 import secrets
-import time
 from datetime import datetime
 from pathlib import Path
 
-import redis
-from redis.cluster import RedisCluster
-from redis.exceptions import NoScriptError, RedisClusterException
-
 from core.redis_scripts import ScriptCall
+from coupons.issuing.redis_calls import REDIS_FAILURES, CallsWithBackoff, RedisClient
 from coupons.issuing.screen_answers import (
-    REFUSALS,
     CachedTerms,
-    CouponMayHaveRoom,
-    CouponNotClaimableById,
-    CouponRefused,
-    CouponTermsMissing,
-    CouponThrottled,
-    ScreenAnswer,
     ScreenResult,
     StoredCounts,
+    screen_result_of,
 )
 
-logger = logging.getLogger(__name__)
-
 LUA_DIR = Path(__file__).resolve().parent / "lua"
-
-RedisClient = redis.Redis | RedisCluster
-# What a Redis (or Redis Cluster) failure may raise: RedisClusterException is not a RedisError.
-REDIS_FAILURES = (redis.RedisError, RedisClusterException)
 
 
 # Per-user keys live until the claim window ends plus this margin (for app clocks a little
@@ -78,7 +61,7 @@ class CouponCounter:
         from the database read they came from (see `terms_expire_at`)."""
         self.client = client
         self.prefix = prefix
-        self.backoff = backoff
+        self._calls = CallsWithBackoff(client, backoff=backoff)
         self.terms_lease = terms_lease
         # Whether `client` is the cache's Redis too (the same server and database, not a
         # cluster): then a call to the cache's Redis may ride along a screen (`screen_with`).
@@ -90,7 +73,6 @@ class CouponCounter:
         self._sync_script = client.register_script((LUA_DIR / "sync.lua").read_text())
         self._terms_script = client.register_script((LUA_DIR / "terms.lua").read_text())
         self._lower_script = client.register_script((LUA_DIR / "lower.lua").read_text())
-        self._skip_until = 0.0
 
     # Key naming: the template id in literal braces is the Redis Cluster hash tag, so every
     # key of one template (the throttle's too) lives in one slot, as a Lua script requires.
@@ -134,8 +116,8 @@ class CouponCounter:
         """Count the claim against the throttle and refuse it if the confirmed facts say so,
         in one round trip. None when Redis is unavailable. Never raises."""
         call = self._screen_call(template_id, user_id, now, throttle_limit, window, throttle_period)
-        reply = self._run(self._claim_script, call.keys, call.args)
-        return None if reply is None else _screen_result(reply)
+        reply = self._calls.run(self._claim_script, call.keys, call.args)
+        return None if reply is None else screen_result_of(reply)
 
     def screen_with(
         self,
@@ -152,11 +134,11 @@ class CouponCounter:
         pipeline), and that call's reply; (None, None) when Redis is unavailable. Only for
         a counter whose Redis `shares_cache_redis`. Never raises."""
         call = self._screen_call(template_id, user_id, now, throttle_limit, window, throttle_period)
-        replies = self._run_together([ride_along, call])
+        replies = self._calls.run_together([ride_along, call])
         if replies is None:
             return None, None
         along, screened = replies
-        return _screen_result(screened), along
+        return screen_result_of(screened), along
 
     def _screen_call(
         self,
@@ -209,7 +191,7 @@ class CouponCounter:
         else:
             args += [""]
         keys = [claimed, peruser, terms_key, lease_key, fence]
-        return self._run(self._sync_script, keys, args) is not None
+        return self._calls.run(self._sync_script, keys, args) is not None
 
     def fence(self, *, template_id: int, version: int) -> bool:
         """Before a staff change commits: drop the cached terms and raise the fence to
@@ -227,7 +209,9 @@ class CouponCounter:
     def _change_terms(self, template_id: int, fence: int, terms: list) -> bool:
         terms_key, lease, fence_key = self.terms_keys(template_id)
         ttl = max(FENCE_TTL_MS, int(self.terms_lease * 4000))
-        reply = self._run(self._terms_script, [terms_key, lease, fence_key], [fence, ttl, *terms])
+        reply = self._calls.run(
+            self._terms_script, [terms_key, lease, fence_key], [fence, ttl, *terms]
+        )
         return reply is not None
 
     def _terms_args(self, terms: CachedTerms, *, read_at: float) -> list:
@@ -352,59 +336,6 @@ class CouponCounter:
                 batch = []
         if batch:
             self.client.delete(*batch)
-
-    def _run(self, script, keys: list[str], args: list):
-        if time.monotonic() < self._skip_until:
-            return None
-        try:
-            return script(keys=keys, args=args)
-        except REDIS_FAILURES as error:
-            self._skip_until = time.monotonic() + self.backoff
-            logger.warning(
-                "coupon counter unavailable, skipping Redis for %.1fs: %r", self.backoff, error
-            )
-            return None
-
-    def _run_together(self, calls: list[ScriptCall]) -> list | None:
-        """The calls' replies, sent in one round trip (EVALSHA in a pipeline), or None when
-        Redis is unavailable. A script Redis does not hold (after a restart or SCRIPT FLUSH)
-        answers NOSCRIPT without running: that call alone is sent again, loading it, so no
-        call runs twice."""
-        if time.monotonic() < self._skip_until:
-            return None
-        try:
-            pipeline = self.client.pipeline(transaction=False)
-            for call in calls:
-                pipeline.evalsha(call.sha, len(call.keys), *call.keys, *call.args)
-            replies = pipeline.execute(raise_on_error=False)
-            for index, (call, reply) in enumerate(zip(calls, replies, strict=True)):
-                if isinstance(reply, NoScriptError):
-                    reply = self.client.register_script(call.script)(keys=call.keys, args=call.args)
-                    replies[index] = reply
-                if isinstance(reply, Exception):
-                    raise reply
-            return replies
-        except REDIS_FAILURES as error:
-            self._skip_until = time.monotonic() + self.backoff
-            logger.warning(
-                "coupon counter unavailable, skipping Redis for %.1fs: %r", self.backoff, error
-            )
-            return None
-
-
-def _screen_result(reply: list) -> ScreenResult:
-    """claim.lua's reply as the screen's answer."""
-    answer = ScreenAnswer.of(int(reply[0]))
-    if answer is ScreenAnswer.THROTTLED:
-        return CouponThrottled()
-    if answer is ScreenAnswer.NOT_CLAIMABLE_BY_ID:
-        return CouponNotClaimableById()
-    if answer in REFUSALS:
-        return CouponRefused(answer)
-    if answer is ScreenAnswer.MAY_HAVE_ROOM:
-        user_claims = None if int(reply[2]) < 0 else int(reply[2])
-        return CouponMayHaveRoom(row=json.loads(reply[1]), user_claims=user_claims)
-    return CouponTermsMissing(lease=_text(reply[1]))
 
 
 def _text(value: bytes | str) -> str:

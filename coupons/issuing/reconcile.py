@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from django.db import transaction
 from django.db.models import Count
 
+from accounts.user_facts import user_facts_forget_all
 from core import clock
 from coupons.counter_epoch import CounterEpoch
 from coupons.errors import TemplateNotFound
@@ -128,8 +129,10 @@ def coupon_counters_follow_the_database() -> str | None:
         except TemplateNotFound:  # deleted meanwhile
             pass
     forgotten = coupon_counters_forget_unknown()
+    users = user_facts_forget_all()  # a user's facts may be from the lost future too
     counter.epoch_set(row.epoch)
     return (
         f"The database went back in time (epoch {row.epoch}, Redis had {seen}): restored? "
-        f"Reset the Redis facts of {len(template_ids)} template(s), dropped {len(forgotten)}."
+        f"Reset the Redis facts of {len(template_ids)} template(s), dropped {len(forgotten)};"
+        f" forgot the cached facts of {users} user(s)."
     )

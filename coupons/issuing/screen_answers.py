@@ -1,6 +1,7 @@
 """What the coupon counter (coupons/issuing/counter.py) answers and holds: the screen's results, the
 terms it caches and the counts it stores. Plain values, no Redis."""
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum
@@ -91,6 +92,22 @@ ScreenResult = (
     | CouponMayHaveRoom
     | CouponTermsMissing
 )
+
+
+def screen_result_of(reply: list) -> ScreenResult:
+    """claim.lua's reply as the screen's answer."""
+    answer = ScreenAnswer.of(int(reply[0]))
+    if answer is ScreenAnswer.THROTTLED:
+        return CouponThrottled()
+    if answer is ScreenAnswer.NOT_CLAIMABLE_BY_ID:
+        return CouponNotClaimableById()
+    if answer in REFUSALS:
+        return CouponRefused(answer)
+    if answer is ScreenAnswer.MAY_HAVE_ROOM:
+        user_claims = None if int(reply[2]) < 0 else int(reply[2])
+        return CouponMayHaveRoom(row=json.loads(reply[1]), user_claims=user_claims)
+    lease = reply[1]
+    return CouponTermsMissing(lease=lease.decode() if isinstance(lease, bytes) else lease)
 
 
 @dataclass(frozen=True)

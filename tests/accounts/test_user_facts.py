@@ -7,16 +7,20 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.core.cache import caches
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django_redis import get_redis_connection
 from rest_framework.test import APIClient
 
 from accounts.authentication import facts_of, user_facts_load
-from accounts.models import TokenGeneration
+from accounts.models import TokenGeneration, UserFactsToForget
 from accounts.token_revocation import token_generation_advance
 from accounts.user_facts import (
+    NOTES_SETTLE_SECONDS,
     UserFacts,
     user_facts_change,
+    user_facts_forget_noted,
     user_facts_lookup,
     user_facts_remember,
     user_from_facts,
@@ -209,50 +213,99 @@ def test_a_user_from_the_facts_loads_what_else_a_view_asks_for():
 # --- Redis away --------------------------------------------------------------------------------
 
 
+def test_the_facts_live_user_facts_ttl_from_the_read(user, settings):
+    """Long enough that a sale's clicks find them: minutes, not the lease's seconds."""
+    assert me(bearer_client(user))[0] == 200  # looked up, written back
+    key = caches["default"].make_key(f"user-facts:{user.pk}")
+
+    left = get_redis_connection("default").pttl(key) / 1000
+
+    assert settings.USER_FACTS_TTL - 5 < left <= settings.USER_FACTS_TTL
+    assert settings.USER_FACTS_TTL >= 60 * settings.USER_FACTS_LEASE
+
+
+def test_a_confirmed_change_leaves_no_note(user):
+    deactivate(user)
+    assert not UserFactsToForget.objects.exists()
+
+
 @pytest.mark.servers
-def test_with_redis_down_users_are_looked_up_in_the_database(own_redis, settings, user):
-    settings.USER_FACTS_LEASE = 0.3
+def test_with_redis_down_users_are_looked_up_in_the_database(own_redis, user):
     client = bearer_client(user)
     own_redis.stop()
 
     with CaptureQueriesContext(connection) as lookup:
         assert me(client)[0] == 200
-    deactivate(user)  # Redis cannot confirm: waits out the lease (0.3 s here)...
+    deactivate(user)  # Redis cannot confirm: returns at once, leaving its note
 
     assert len(lookup.captured_queries) == 1
     assert me(client) == (401, INACTIVE)
+    assert UserFactsToForget.objects.filter(user_id=user.pk).exists()
+
+
+def unreachable_cache_during(settings, change) -> None:
+    """Run `change` while the cache's Redis cannot be reached, then reach it again."""
+    reachable = settings.CACHES
+    settings.CACHES = cache_settings(settings.CACHES, location="redis://127.0.0.1:1/0")
+    try:
+        change()
+    finally:
+        settings.CACHES = reachable
+        throttle_backoff.reset()
+
+
+def age_notes() -> None:
+    """As if the notes were written before NOTES_SETTLE_SECONDS."""
+    UserFactsToForget.objects.update(
+        created_at=clock.now() - timedelta(seconds=NOTES_SETTLE_SECONDS + 1)
+    )
 
 
 @pytest.mark.servers
-def test_a_change_redis_did_not_confirm_returns_once_the_facts_have_expired(
+def test_a_change_redis_did_not_confirm_is_forgotten_by_the_scheduler_once_redis_answers(
     own_redis, settings, user
 ):
-    settings.USER_FACTS_LEASE = 0.3
     client = bearer_client(user)
     assert me(client)[0] == 200  # Redis holds "active"
-    reachable = settings.CACHES
-    settings.CACHES = cache_settings(settings.CACHES, location="redis://127.0.0.1:1/0")
 
-    deactivate(user)  # neither forget reaches Redis: waits 0.3 + 0.5 s
-    settings.CACHES = reachable
-    throttle_backoff.reset()
+    unreachable_cache_during(settings, lambda: deactivate(user))
 
+    # Until the scheduler's job runs, Redis still holds what it read before the change.
+    assert cached(user).is_active
+    assert user_facts_forget_noted() is None  # the note is younger than the settle time
+    age_notes()
+    assert user_facts_forget_noted() is not None
     assert cached(user) is None
     assert me(client) == (401, INACTIVE)
+    assert not UserFactsToForget.objects.exists()
 
 
 @pytest.mark.servers
-def test_a_deactivation_redis_did_not_confirm_waits_once(own_redis, settings, user, caplog):
+def test_the_scheduler_keeps_the_notes_while_redis_is_away(own_redis, settings, user):
+    unreachable_cache_during(settings, lambda: deactivate(user))
+    age_notes()
+    own_redis.stop()
+
+    assert user_facts_forget_noted() is None
+    assert UserFactsToForget.objects.filter(user_id=user.pk).exists()
+
+
+@pytest.mark.servers
+def test_one_change_in_one_transaction_forgets_once(own_redis, settings, user, caplog):
     """The save and the token generation it advances both change the user's facts in one
-    transaction: one wait after its commit covers both (it used to wait twice, 21 s)."""
-    settings.USER_FACTS_LEASE = 0.3
-    reachable = settings.CACHES
-    settings.CACHES = cache_settings(settings.CACHES, location="redis://127.0.0.1:1/0")
+    transaction: one forget after its commit, whose notes go together."""
+    with caplog.at_level("WARNING", logger="accounts.user_facts"):
+        unreachable_cache_during(settings, lambda: atomic_deactivate(user))
 
-    with caplog.at_level("WARNING", logger="core.leased_copies"), transaction.atomic():
+    unconfirmed = [r for r in caplog.records if "did not confirm" in r.getMessage()]
+    assert len(unconfirmed) == 1
+    notes = UserFactsToForget.objects.filter(user_id=user.pk).count()
+    assert notes >= 2  # the save's and the generation's
+    age_notes()
+    user_facts_forget_noted()
+    assert not UserFactsToForget.objects.exists()
+
+
+def atomic_deactivate(user) -> None:
+    with transaction.atomic():
         deactivate(user)
-    settings.CACHES = reachable
-    throttle_backoff.reset()
-
-    waits = [r for r in caplog.records if "did not confirm" in r.getMessage()]
-    assert len(waits) == 1

@@ -86,6 +86,7 @@ def test_the_scheduler_runs_every_job_the_setting_names_past_a_failing_one(setti
 
 def test_order_expiry_runs_every_interval_the_cleanups_hourly_the_epoch_and_the_events_in_seconds():
     from accounts.jobs import flush_expired_tokens
+    from accounts.user_facts import user_facts_forget_noted
     from api.jobs import purge_idempotency_records
     from coupons.auto_issue.jobs import auto_issue_due
     from coupons.issuing.reconcile import (
@@ -101,6 +102,7 @@ def test_order_expiry_runs_every_interval_the_cleanups_hourly_the_epoch_and_the_
         "coupon counters": (coupon_counters_reconcile, 60),
         "counter epoch": (coupon_counters_follow_the_database, 1),
         "automatic issues": (auto_issue_due, 2),
+        "user facts to forget": (user_facts_forget_noted, 2),
     }
 
 

@@ -1,0 +1,65 @@
+"""The counter's calls on a request's path, which must never fail it: a script, or several
+in one round trip, sent unless Redis failed within the back-off; a failure is logged, starts
+the back-off and answers None, so an outage costs requests nothing."""
+
+import logging
+import time
+
+import redis
+from redis.cluster import RedisCluster
+from redis.commands.core import Script
+from redis.exceptions import NoScriptError, RedisClusterException
+
+from core.redis_scripts import ScriptCall
+
+logger = logging.getLogger("coupons.issuing.counter")
+
+RedisClient = redis.Redis | RedisCluster
+# What a Redis (or Redis Cluster) failure may raise: RedisClusterException is not a RedisError.
+REDIS_FAILURES = (redis.RedisError, RedisClusterException)
+
+
+class CallsWithBackoff:
+    def __init__(self, client: RedisClient, *, backoff: float) -> None:
+        self.client = client
+        self.backoff = backoff
+        self._skip_until = 0.0
+
+    def run(self, script: Script, keys: list[str], args: list):
+        """The script's reply, or None when Redis is skipped or fails."""
+        if time.monotonic() < self._skip_until:
+            return None
+        try:
+            return script(keys=keys, args=args)
+        except REDIS_FAILURES as error:
+            self._failed(error)
+            return None
+
+    def run_together(self, calls: list[ScriptCall]) -> list | None:
+        """The calls' replies, sent in one round trip (EVALSHA in a pipeline), or None when
+        Redis is skipped or fails. A script Redis does not hold (after a restart or SCRIPT
+        FLUSH) answers NOSCRIPT without running: that call alone is sent again, loading it,
+        so no call runs twice."""
+        if time.monotonic() < self._skip_until:
+            return None
+        try:
+            pipeline = self.client.pipeline(transaction=False)
+            for call in calls:
+                pipeline.evalsha(call.sha, len(call.keys), *call.keys, *call.args)
+            replies = pipeline.execute(raise_on_error=False)
+            for index, (call, reply) in enumerate(zip(calls, replies, strict=True)):
+                if isinstance(reply, NoScriptError):
+                    script = self.client.register_script(call.script)
+                    reply = replies[index] = script(keys=call.keys, args=call.args)
+                if isinstance(reply, Exception):
+                    raise reply
+            return replies
+        except REDIS_FAILURES as error:
+            self._failed(error)
+            return None
+
+    def _failed(self, error: BaseException) -> None:
+        self._skip_until = time.monotonic() + self.backoff
+        logger.warning(
+            "coupon counter unavailable, skipping Redis for %.1fs: %r", self.backoff, error
+        )
