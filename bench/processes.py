@@ -14,6 +14,8 @@ from localservers.processes import ManagedProcess
 
 # What `--server` may name: gunicorn's two worker classes, or granian (WSGI).
 SERVERS = ("gthread", "sync", "granian")
+# A gthread worker's connections: wrk's 64 spread over 2 workers, and some to spare.
+GTHREAD_CONNECTIONS = 40
 
 
 def server_command(server: str, *, port: int, workers: int, threads: int) -> list[str]:
@@ -30,7 +32,12 @@ def server_command(server: str, *, port: int, workers: int, threads: int) -> lis
         *("--workers", str(workers), "--worker-class", server, "--timeout", "60"),
         *("--backlog", "2048"),
     ]
-    return command + (["--threads", str(threads)] if server == "gthread" else [])
+    if server != "gthread":
+        return command
+    # At most this many connections per worker, so that a burst of new connections (wrk opens
+    # its 64 at once) spreads over the workers: without it one worker could take nearly all
+    # of them and a row ran on one core (1.0 app cores instead of 1.6-1.7, from run to run).
+    return [*command, "--threads", str(threads), "--worker-connections", str(GTHREAD_CONNECTIONS)]
 
 
 def server_description(server: str, *, workers: int, threads: int) -> str:
