@@ -10,6 +10,11 @@ reactivating revives no token issued before."""
 
 import functools
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import NoReturn
 
 from django.contrib.auth import get_user_model
 from django.utils.translation import gettext_lazy as _
@@ -78,7 +83,7 @@ def user_of_token(token: Token, *, looked_up: UserFacts | str | None | object = 
             **{api_settings.USER_ID_FIELD: user_id}
         )
     except user_model.DoesNotExist:
-        raise AuthenticationFailed(_("User not found"), code="user_not_found") from None
+        token_refused(USER_NOT_FOUND)
     facts = facts_of(user)
     if isinstance(looked_up, str):
         user_facts_remember(facts, lease=looked_up, read_at=read_at)
@@ -97,11 +102,77 @@ def token_user_id(token: Token) -> int:
 def check_token(token: Token, facts: UserFacts) -> None:
     """401 unless the user is active and the token of its current password and generation."""
     if not facts.is_active:
-        raise AuthenticationFailed(_("User is inactive"), code="user_inactive")
+        token_refused(USER_INACTIVE)
     if token.payload.get(api_settings.REVOKE_TOKEN_CLAIM) != facts.password_digest:
-        raise AuthenticationFailed(_("The token was revoked."), code="token_revoked")
+        token_refused(TOKEN_REVOKED)
     if token.payload.get(TOKEN_GENERATION_CLAIM, 0) != facts.generation:
-        raise AuthenticationFailed(_("The token was revoked."), code="token_revoked")
+        token_refused(TOKEN_REVOKED)
+
+
+# Why a token is refused once its user is read: also the messages the claim's procedure
+# signals when it reads the user itself (coupons/issuing/procedure.py).
+USER_NOT_FOUND, USER_INACTIVE, TOKEN_REVOKED = "user not found", "user inactive", "token revoked"
+
+
+def token_refused(reason: str) -> NoReturn:
+    """The 401 for `reason` (one of the three above)."""
+    if reason == USER_NOT_FOUND:
+        raise AuthenticationFailed(_("User not found"), code="user_not_found")
+    if reason == USER_INACTIVE:
+        raise AuthenticationFailed(_("User is inactive"), code="user_inactive")
+    raise AuthenticationFailed(_("The token was revoked."), code="token_revoked")
+
+
+@dataclass(frozen=True)
+class TokenCheck:
+    """What a token says its user must be, for a write that reads the user itself in its own
+    round trip (the claim's CALL, decision 1016) instead of authentication reading it first:
+    active, with this password digest and token generation."""
+
+    user_id: int
+    password_digest: str
+    generation: int
+
+    @classmethod
+    def of(cls, token: Token, user_id: int) -> "TokenCheck":
+        return cls(
+            user_id=user_id,
+            password_digest=str(token.payload.get(api_settings.REVOKE_TOKEN_CLAIM, "")),
+            generation=int(token.payload.get(TOKEN_GENERATION_CLAIM, 0)),
+        )
+
+
+_deferred_check: ContextVar[TokenCheck | None] = ContextVar("deferred token check", default=None)
+
+
+@contextmanager
+def token_checked_by_the_write(check: TokenCheck | None) -> Iterator[None]:
+    """Within: `deferred_token_check` answers `check` (None: authentication checked already)."""
+    reset = _deferred_check.set(check)
+    try:
+        yield
+    finally:
+        _deferred_check.reset(reset)
+
+
+def deferred_token_check(user_id: int) -> TokenCheck | None:
+    """The check a write for `user_id` must make itself, if authentication left it one."""
+    check = _deferred_check.get()
+    return check if check is not None and check.user_id == user_id else None
+
+
+def token_check_in_database(check: TokenCheck) -> None:
+    """The check made by a query, where the write cannot make it (401 when it fails)."""
+    user_model = get_user_model()
+    try:
+        user = user_model.objects.select_related("token_generation").get(pk=check.user_id)
+    except user_model.DoesNotExist:
+        token_refused(USER_NOT_FOUND)
+    facts = facts_of(user)
+    if not facts.is_active:
+        token_refused(USER_INACTIVE)
+    if (facts.password_digest, facts.generation) != (check.password_digest, check.generation):
+        token_refused(TOKEN_REVOKED)
 
 
 def facts_of(user) -> UserFacts:

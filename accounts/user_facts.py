@@ -93,6 +93,13 @@ def user_from_facts(facts: UserFacts):
     return user_model.from_db("default", names, [known[name] for name in names])
 
 
+def user_known_by_id(user_id: int):
+    """A User of which only the id is known, with no query (every other field deferred): for a
+    request whose write checks the user itself (accounts.authentication.TokenCheck)."""
+    user_model = get_user_model()
+    return user_model.from_db("default", [user_model._meta.pk.attname], [user_id])
+
+
 def _keys(user_id: int) -> list[str]:
     cache = caches["default"]
     return [cache.make_key(f"user-facts:{user_id}"), cache.make_key(f"user-facts-lease:{user_id}")]

@@ -7,12 +7,18 @@ from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
+from accounts.authentication import token_check_in_database, token_checked_by_the_write
 from api.idempotency import idempotent
 from api.schema import api_errors
 from api.throttles import RedeemIPThrottle, RedeemThrottle
 from core import clock
+from core.domain_errors import DomainError
 from coupons import issuing, selectors, shopper_list
-from coupons.api.claim_authentication import SCREENED_ATTRIBUTE, ClaimScreeningAuthentication
+from coupons.api.claim_authentication import (
+    SCREENED_ATTRIBUTE,
+    TOKEN_CHECK_ATTRIBUTE,
+    ClaimScreeningAuthentication,
+)
 from coupons.api.serializers import (
     MineQuerySerializer,
     RedeemInputSerializer,
@@ -100,11 +106,18 @@ class CouponClaimView(GenericAPIView):
     )
     @idempotent(effect_answer=claimed_coupon_answer)
     def post(self, request, template_id: int):
-        coupon = issuing.coupon_claim(
-            template_id=template_id,
-            user_id=request.user.pk,
-            screened=getattr(request, SCREENED_ATTRIBUTE, None),  # asked with the user's facts
-        )
+        check = getattr(request, TOKEN_CHECK_ATTRIBUTE, None)  # left to the decision
+        with token_checked_by_the_write(check):
+            try:
+                coupon = issuing.coupon_claim(
+                    template_id=template_id,
+                    user_id=request.user.pk,
+                    screened=getattr(request, SCREENED_ATTRIBUTE, None),  # asked with the facts
+                )
+            except DomainError:
+                if check is not None:  # a refusal is told only to a token its user honours
+                    token_check_in_database(check)
+                raise
         data = user_coupon_data(coupon, now=clock.now())
         return Response(data, status=status.HTTP_201_CREATED)
 

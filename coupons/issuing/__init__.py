@@ -34,6 +34,7 @@ from coupons.issuing.service import (
     coupon_redeem,
 )
 from coupons.issuing.terms_cache import next_version, terms_change, terms_publish_new
+from coupons.issuing.transaction import decided_in_the_server
 
 __all__ = [
     "REDIS_FAILURES",
@@ -49,6 +50,7 @@ __all__ = [
     "coupon_counters_reconcile",
     "coupon_issue",
     "coupon_redeem",
+    "decided_in_the_server",
     "next_version",
     "terms_change",
     "terms_publish_new",

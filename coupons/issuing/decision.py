@@ -6,6 +6,14 @@ from dataclasses import dataclass, replace
 
 from django.db import IntegrityError, OperationalError, connection
 
+from accounts.authentication import (
+    TOKEN_REVOKED,
+    USER_INACTIVE,
+    USER_NOT_FOUND,
+    deferred_token_check,
+    token_check_in_database,
+    token_refused,
+)
 from api.errors import RequestInProgress
 from api.idempotency import effect_record, effect_record_id
 from core import clock
@@ -25,6 +33,8 @@ from coupons.models import CouponTemplate, UserCoupon, UseWindow
 
 # The claim procedure's error when the request's Idempotency-Key record is gone.
 RECORD_GONE = "idempotency record gone"
+# The procedure's errors when it read the user a token names and refused it.
+TOKEN_REFUSALS = (USER_NOT_FOUND, USER_INACTIVE, TOKEN_REVOKED)
 
 
 @dataclass(frozen=True)
@@ -91,8 +101,12 @@ def decide(
     commit follow (on MySQL in one call, so no Python runs while the lock is held). Nothing
     is written unless all succeed."""
     adapt = connection.ops.adapt_datetimefield_value
+    # Left by the claim's authentication when Redis did not hold the user (decision 1016).
+    token_check = deferred_token_check(user_id)
     try:
         with decision_transaction() as decision, decision.connection.cursor() as cursor:
+            if token_check is not None and not decision.ends_in_server:
+                token_check_in_database(token_check)
             if single_use_code_id is not None:
                 cursor.execute(
                     USE_SINGLE_USE_CODE_SQL,
@@ -130,6 +144,7 @@ def decide(
                     coupon_insert(template, count, user_id=user_id, grant=grant, source=source),
                     adapt,
                     idempotency_record_id=effect_record_id(),
+                    token_check=token_check,
                 )
                 decision.ended_in_server()
                 if decided.coupon_id is None:
@@ -166,6 +181,9 @@ def decide(
     except OperationalError as error:
         if RECORD_GONE in str(error):  # the procedure's: a retry took the key; nothing written
             raise RequestInProgress() from error
+        refused = next((reason for reason in TOKEN_REFUSALS if reason in str(error)), None)
+        if refused is not None:  # the procedure read the user for the token: nothing written
+            token_refused(refused)
         raise
     coupon = UserCoupon(
         id=coupon_id,

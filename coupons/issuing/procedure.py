@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from accounts.authentication import TokenCheck
 from coupons.issuing.claim_sql import (
     COUNT_THE_CLAIM_GUARD_TERMS,
     COUNT_THE_CLAIM_PARAMETERS,
@@ -52,9 +53,20 @@ PROCEDURE_PARAMETER_TYPES = {
     "template_valid_until": "DATETIME(6)",
     "template_valid_days": "INT UNSIGNED",
     "idempotency_record_id": "BIGINT",
+    "token_digest": "VARCHAR(32)",
+    "token_generation": "INT UNSIGNED",
 }
+# The user's checks a token asks for, made here when authentication left them to the call.
+TOKEN_CHECK_PARAMETERS = ("token_digest", "token_generation")
 PROCEDURE_PARAMETERS = tuple(
-    dict.fromkeys([*COUNT_THE_CLAIM_PARAMETERS, *INSERT_COUPON_PARAMETERS, "idempotency_record_id"])
+    dict.fromkeys(
+        [
+            *COUNT_THE_CLAIM_PARAMETERS,
+            *INSERT_COUPON_PARAMETERS,
+            "idempotency_record_id",
+            *TOKEN_CHECK_PARAMETERS,
+        ]
+    )
 )
 CALL_DECIDE_SQL = f"CALL coupon_decide({', '.join(['%s'] * len(PROCEDURE_PARAMETERS))})"
 
@@ -95,11 +107,30 @@ BEGIN
     DECLARE v_waited BIGINT;
     DECLARE v_shift BIGINT;
     DECLARE v_now DATETIME(6);
+    DECLARE v_active BOOLEAN;
+    DECLARE v_token_holds BOOLEAN;
     DECLARE EXIT HANDLER FOR SQLEXCEPTION
     BEGIN
         ROLLBACK;
         RESIGNAL;
     END;
+
+    IF p_token_digest IS NOT NULL THEN
+        SELECT MAX(u.is_active),
+               MAX(UPPER(MD5(u.password)) = p_token_digest
+                   AND COALESCE(g.generation, 0) = p_token_generation)
+          INTO v_active, v_token_holds
+          FROM auth_user u
+          LEFT JOIN accounts_tokengeneration g ON g.user_id = u.id
+         WHERE u.id = p_user_id;
+        IF v_active IS NULL THEN
+            SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'user not found';
+        ELSEIF NOT v_active THEN
+            SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'user inactive';
+        ELSEIF NOT v_token_holds THEN
+            SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'token revoked';
+        END IF;
+    END IF;
 
     UPDATE coupon_templates SET claimed_count = LAST_INSERT_ID(claimed_count + 1)
      WHERE {guard};
@@ -150,14 +181,18 @@ def decide_in_one_call(
     adapt: Callable[[datetime], Any],
     *,
     idempotency_record_id: int | None,
+    token_check: TokenCheck | None = None,
 ) -> Decided:
     """Count the claim and insert the coupon (and write its id into the request's
     Idempotency-Key record, if any), committed or rolled back by the server; the decision's
-    transaction is over when this returns or raises."""
+    transaction is over when this returns or raises. With `token_check`, the user is checked
+    first (a 401 raised from here when it fails)."""
     values = {
         **insert.values(adapt),
         **count.values(adapt),
         "idempotency_record_id": idempotency_record_id,
+        "token_digest": None if token_check is None else token_check.password_digest,
+        "token_generation": None if token_check is None else token_check.generation,
     }
     cursor.execute(CALL_DECIDE_SQL, [values[name] for name in PROCEDURE_PARAMETERS])
     claimed_count, coupon_id, waited = cursor.fetchone()

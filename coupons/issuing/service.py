@@ -62,6 +62,11 @@ class ClaimScreen:
     along_sent: bool = False
     along_reply: list | None = None
 
+    @property
+    def may_have_room(self) -> bool:
+        """Whether the screen sends the claim on to the database (it refused nothing)."""
+        return isinstance(self.result, CouponMayHaveRoom)
+
 
 def claim_screen(
     *, template_id: int, user_id: int, ride_along: ScriptCall | None = None

@@ -128,6 +128,12 @@ def _restore_autocommit(*, roll_back: bool) -> None:
             raise
 
 
+def decided_in_the_server() -> bool:
+    """Whether a decision made now is the procedure's one call (MySQL, outside any atomic
+    block of the default connection), which can read the user a token names itself."""
+    return DECISION_ALIAS in settings.DATABASES and not connection.in_atomic_block
+
+
 def is_slot_taken(error: IntegrityError) -> bool:
     """The duplicate-key error of the (template, user, slot) index, on MySQL or SQLite."""
     if connection.vendor == "mysql":

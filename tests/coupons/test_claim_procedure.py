@@ -12,7 +12,11 @@ import pytest
 from django.db import connection
 
 from coupons.issuing.claim_sql import COUNT_THE_CLAIM_PARAMETERS, INSERT_COUPON_PARAMETERS
-from coupons.issuing.procedure import PROCEDURE_PARAMETERS, coupon_decide_procedure
+from coupons.issuing.procedure import (
+    PROCEDURE_PARAMETERS,
+    TOKEN_CHECK_PARAMETERS,
+    coupon_decide_procedure,
+)
 from coupons.management.commands.restore_procedures import PROCEDURE_MIGRATIONS
 
 pytestmark = pytest.mark.django_db
@@ -54,10 +58,12 @@ def test_the_database_runs_the_generated_procedure_with_the_parameters_the_call_
     assert parameters == [f"p_{name}" for name in PROCEDURE_PARAMETERS]
 
 
-def test_the_call_binds_the_guards_parameters_then_the_rows_then_the_record():
+def test_the_call_binds_the_guards_parameters_then_the_rows_then_the_record_and_the_token():
     assert PROCEDURE_PARAMETERS[: len(COUNT_THE_CLAIM_PARAMETERS)] == COUNT_THE_CLAIM_PARAMETERS
+    assert PROCEDURE_PARAMETERS[-3:] == ("idempotency_record_id", *TOKEN_CHECK_PARAMETERS)
     assert set(PROCEDURE_PARAMETERS) == {
         *COUNT_THE_CLAIM_PARAMETERS,
         *INSERT_COUPON_PARAMETERS,
         "idempotency_record_id",
+        *TOKEN_CHECK_PARAMETERS,
     }

@@ -5,11 +5,18 @@ own round-trip timer (core/metrics.py: a pipeline is one round trip, as on the w
 the database server's counters."""
 
 import pytest
+from django.contrib.auth.hashers import make_password
+from django.core.cache import caches
+from django.db import connection
+from django_redis import get_redis_connection
 
+from accounts.models import TokenGeneration
 from accounts.user_facts import user_facts_forget
 from core.metrics import redis_round_trip_seconds
+from coupons.campaigns.models import Campaign
 from coupons.issuing.counter_setup import coupon_counter
 from coupons.models import UserCoupon
+from tests.coupons.test_campaigns import a_campaign
 from tests.coupons.test_claim_hot_path import claim, publish, sell_out
 from tests.support.clients import bearer_client
 from tests.support.factories import UserFactory
@@ -124,3 +131,85 @@ def test_after_a_script_flush_each_call_of_the_round_trip_runs_once(own_redis, s
     # Counted once each: the third is the one over 2 a minute.
     assert [second.status_code, third.status_code] == [201, 429]
     assert UserCoupon.objects.filter(template=template).count() == 2
+
+
+# --- A user Redis does not hold: the decision's one call reads it (decision 1016) -------------
+
+
+def cold(user) -> None:
+    """Redis no longer holds the user's facts (they expired), the database unchanged."""
+    get_redis_connection("default").delete(caches["default"].make_key(f"user-facts:{user.pk}"))
+
+
+def test_a_cold_win_is_the_call_alone_with_no_read_of_the_user():
+    template = publish(total=10)
+    assert claim(UserFactory(), template)[0] == 201  # the terms in Redis
+    user = UserFactory()
+    client = warm_client(user)
+    cold(user)
+
+    answers = []
+    round_trips, statements = work_of(lambda: answers.append(client.post(claim_url(template))))
+
+    assert answers[0].status_code == 201
+    assert (round_trips, statements) == (2, 1)  # screen + facts (missing); the record; the CALL
+
+
+def deactivate_quietly(user) -> None:
+    type(user).objects.filter(pk=user.pk).update(is_active=False)  # no signal: Redis not told
+
+
+def change_password_quietly(user) -> None:
+    type(user).objects.filter(pk=user.pk).update(password=make_password("another-one"))
+
+
+def delete_quietly(user) -> None:
+    UserCoupon.objects.filter(user=user).delete()
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM auth_user WHERE id = %s", [user.pk])
+
+
+@pytest.mark.parametrize(
+    ("change", "detail"),
+    [
+        (deactivate_quietly, "User is inactive"),
+        (change_password_quietly, "The token was revoked."),
+        (
+            lambda user: TokenGeneration.objects.create(user=user, generation=1),
+            "The token was revoked.",
+        ),
+        (delete_quietly, "User not found"),
+    ],
+)
+def test_the_call_refuses_a_token_its_cold_user_no_longer_honours(change, detail):
+    """The same answers authentication gives when it reads the user (accounts/authentication.py)."""
+    template = publish(total=10)
+    assert claim(UserFactory(), template)[0] == 201
+    user = UserFactory()
+    client = warm_client(user)
+    cold(user)
+    change(user)
+
+    response = client.post(claim_url(template))
+
+    assert (response.status_code, response.json()["detail"]) == (401, detail)
+    template.refresh_from_db()
+    assert template.claimed_count == 1
+    assert UserCoupon.objects.filter(template=template).count() == 1
+
+
+def test_a_refusal_before_the_call_is_told_only_to_a_token_its_cold_user_honours():
+    """The spent budget refuses before the decision's call: the user is read then (401)."""
+    template = publish(total=10)
+    assert claim(UserFactory(), template)[0] == 201
+    campaign = a_campaign(500, template)
+    Campaign.objects.filter(pk=campaign.pk).update(spent=500)
+    honoured, revoked = UserFactory(), UserFactory()
+    clients = {user: warm_client(user) for user in (honoured, revoked)}
+    for user in (honoured, revoked):
+        cold(user)
+    deactivate_quietly(revoked)
+
+    assert clients[honoured].post(claim_url(template)).json()["code"] == "budget_exhausted"
+    refused = clients[revoked].post(claim_url(template))
+    assert (refused.status_code, refused.json()["detail"]) == (401, "User is inactive")

@@ -10,7 +10,7 @@ from django.db import connection
 # The migration that last defined each procedure (a change to one is a new migration: name
 # it here).
 PROCEDURE_MIGRATIONS = {
-    "coupon_decide": "coupons.migrations.0021_claim_procedure_generated",
+    "coupon_decide": "coupons.migrations.0022_claim_procedure_checks_the_token",
 }
 
 
