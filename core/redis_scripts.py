@@ -1,8 +1,15 @@
 """A Lua script's call as data, so that one part of the project can send another part's script
 in its own Redis round trip (the claim's screen carries authentication's user-facts read)."""
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
+
+
+@functools.lru_cache(maxsize=32)
+def script_sha(script: str) -> str:
+    """The SHA1 Redis names a script by (EVALSHA): computed once per script, not per call."""
+    return hashlib.sha1(script.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -13,4 +20,4 @@ class ScriptCall:
     sha: str = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sha", hashlib.sha1(self.script.encode()).hexdigest())
+        object.__setattr__(self, "sha", script_sha(self.script))
