@@ -1,9 +1,16 @@
 """The test suite: real MariaDB and real Redis, never SQLite (see tests/conftest.py)."""
 
 import os
+import uuid
 
 os.environ.setdefault("DATABASE_URL", "mysql://root@127.0.0.1:3306/coupons")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+# Each run keys the shared Redis under a prefix of its own (each test under one of its own
+# beside it: tests/conftest.py), so an app server a test starts, which keeps this one, never
+# meets a user's facts an earlier run left: the test database starts its ids again, and facts
+# live 15 minutes (a run's new user 1 would be refused by the old user 1's password digest).
+# Set in the environment, so that every process the run starts keeps the same one.
+os.environ.setdefault("COUPON_REDIS_PREFIX", f"run-{uuid.uuid4().hex[:8]}:")
 
 from .base import *  # noqa: E402, F403
 
