@@ -8,7 +8,7 @@ from accounts.admin_login import throttled_admin_login
 from accounts.views import LogoutView, TokenObtainView, TokenRefreshRotatingView, me
 from api.bare import bare
 from api.converters import IdConverter
-from coupons.admin.dashboard import dashboard_view
+from backoffice.coupon_admin.dashboard import dashboard_view
 from ops.health import healthz, livez
 from ops.vitals import metrics
 
@@ -34,6 +34,7 @@ urlpatterns = [
     path("api/auth/me", me, name="me"),
     path("api/", include("coupons.api.urls")),
     path("api/", include("orders.api.urls")),
+    path("api/", include("backoffice.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]

@@ -271,21 +271,3 @@ def template_names(*, limit: int, template_id: int | None = None) -> list[Templa
     if template_id is not None and template_id not in {pk for pk, _ in templates}:
         templates += CouponTemplate.objects.filter(pk=template_id).values_list("pk", "name")
     return [TemplateName(template_id=pk, name=name) for pk, name in templates]
-
-
-@dataclass(frozen=True)
-class CouponOrder:
-    """An order that used a coupon, as the coupons admin shows it. The orders app supplies
-    these through the callable named by the COUPON_ADMIN_ORDERS_LOOKUP setting (coupons does
-    not import orders)."""
-
-    order_id: int
-    coupon_id: int
-    status: str
-    total_amount: int
-    discount_amount: int
-    pay_amount: int
-    created_at: datetime
-    admin_url: str
-    status_label: str = ""  # the status in the admin's language
-    paid: bool = False  # paid for and not given back: the coupon counts as used

@@ -1,29 +1,21 @@
 """Every read of coupons that is more than one line."""
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING, TypeAlias, TypedDict, cast
+from datetime import datetime
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
-from django.utils.module_loading import import_string
 
 from core import clock
 from core.limits import is_id_text
 from coupons.coupon_status import CouponStatus
-from coupons.dashboard import coupons_per_hour, hours_per_day, local_days_span
 from coupons.errors import CouponNotFound, TemplateNotFound
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.rules import ClaimState, claim_state
 from coupons.single_use_codes import SingleUseCode
 from coupons.terms import template_facts
-
-
-class FunnelCounts(TypedDict):
-    used_count: int
-    expired_count: int
 
 
 class ShopperCounts(TypedDict):
@@ -33,8 +25,6 @@ class ShopperCounts(TypedDict):
 if TYPE_CHECKING:  # django-stubs' helper is a dev dependency: for mypy only
     from django_stubs_ext import WithAnnotations
 
-    # A template as templates_with_funnel returns it (the admin's list and page).
-    TemplateWithFunnel: TypeAlias = WithAnnotations[CouponTemplate, FunnelCounts]
     # A template of the shopper's list, with the calling user's claims.
     ShopperTemplate: TypeAlias = WithAnnotations[CouponTemplate, ShopperCounts]
 
@@ -49,25 +39,6 @@ def coupons_per_template(coupons: QuerySet[UserCoupon]) -> Coalesce:
         .values("n")
     )
     return Coalesce(Subquery(counted), 0)
-
-
-def paid_uses_per_template() -> Coalesce:
-    """How many coupons of the outer template an order that is paid and not refunded used: the
-    one "used" of every admin figure (SPEC section 20), as the orders app's correlated
-    subquery (COUPON_PAID_USES)."""
-    return Coalesce(import_string(settings.COUPON_PAID_USES)(), 0)
-
-
-def templates_for_admin() -> QuerySet[CouponTemplate]:
-    """Templates, newest first, each with `used_count` from one correlated subquery."""
-    return CouponTemplate.objects.annotate(used_count=paid_uses_per_template()).order_by("-id")
-
-
-def template_for_admin(template_id: int) -> CouponTemplate:
-    template = templates_for_admin().filter(pk=template_id).first()
-    if template is None:
-        raise TemplateNotFound()
-    return template
 
 
 def templates_for_shopper(*, user_id: int) -> "QuerySet[ShopperTemplate]":
@@ -165,84 +136,6 @@ def users_by_name_or_id(entries: list[str]) -> UserLookup:
         else:
             unknown.append(entry)
     return UserLookup(user_ids, unknown)
-
-
-# --- The operator's admin (SPEC section 13) ---------------------------------------------------
-
-
-def templates_with_funnel(*, now: datetime) -> "QuerySet[TemplateWithFunnel]":
-    """Templates, newest first, with `used_count` and `expired_count`: one correlated subquery
-    each on the (template_id, ...) index, so a page costs the same number of queries for 1 or
-    100 rows. Claimed is the template's own `claimed_count` column; used counts the coupons of
-    paid orders only (the orders app's subquery: a coupon an unpaid order holds is not used
-    yet, SPEC section 20)."""
-    used = paid_uses_per_template()
-    # Each coupon's own window decides (valid_days coupons expire one by one).
-    expired = coupons_per_template(UserCoupon.objects.with_status(CouponStatus.EXPIRED, now=now))
-    return CouponTemplate.objects.annotate(used_count=used, expired_count=expired).order_by("-id")
-
-
-@dataclass(frozen=True)
-class TemplateFunnel:
-    claimed: int
-    total: int
-    used: int
-    expired: int
-
-    @property
-    def redemption_rate(self) -> float | None:
-        """used / claimed, None before the first claim."""
-        return self.used / self.claimed if self.claimed else None
-
-
-def template_funnel(
-    template: "CouponTemplate | TemplateWithFunnel", *, now: datetime
-) -> TemplateFunnel:
-    """The funnel of one template; reads the annotations when `template` came from
-    templates_with_funnel, otherwise counts (two indexed queries)."""
-    counted = (
-        cast("TemplateWithFunnel", template)  # annotated: it came from templates_with_funnel
-        if hasattr(template, "used_count")
-        else templates_with_funnel(now=now).get(pk=template.pk)
-    )
-    return TemplateFunnel(
-        claimed=counted.claimed_count,
-        total=counted.total,
-        used=counted.used_count,
-        expired=counted.expired_count,
-    )
-
-
-@dataclass(frozen=True)
-class DayActivity:
-    day: date
-    claims: int
-    uses: int
-
-
-def template_activity_per_day(
-    template: CouponTemplate, *, now: datetime, zone: tzinfo, days: int = 30
-) -> list[DayActivity]:
-    """Claims and uses of a template per day in `zone`, for the `days` days up to today (or up
-    to the template's last day once it has ended), oldest first, days without activity as 0.
-
-    The database counts per UTC hour (at most 24 x days rows per series), put into the zone's
-    days here (coupons.dashboard.hours_per_day)."""
-    last_day = min(now, template.valid_until).astimezone(zone).date()
-    first_day = max(template.valid_from.astimezone(zone).date(), last_day - timedelta(days - 1))
-    if first_day > last_day:
-        return []
-    start, end = local_days_span(first_day, last_day, zone)
-    coupons = UserCoupon.objects.filter(template=template)
-    claimed = coupons.filter(created_at__gte=start, created_at__lt=end)
-    used = coupons.filter(status=UserCoupon.Status.USED, used_at__gte=start, used_at__lt=end)
-    claims = hours_per_day(coupons_per_hour(claimed, "created_at"), zone)
-    uses = hours_per_day(coupons_per_hour(used, "used_at"), zone)
-    span = (last_day - first_day).days + 1
-    return [
-        DayActivity(day=day, claims=claims[day], uses=uses[day])
-        for day in (first_day + timedelta(days=offset) for offset in range(span))
-    ]
 
 
 def recent_claims(*, template_id: int, limit: int = 10) -> list[UserCoupon]:

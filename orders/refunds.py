@@ -11,9 +11,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils.translation import gettext as _
 
-from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
 from api.idempotency import effect_record
 from core import clock
+from core.staff_audit import NOT_STAFF, StaffAudit
 from coupons import ports
 from orders.customers import customer_lock
 from orders.errors import OrderInvalid, OrderInvalidState, OrderNotFound
@@ -31,7 +31,8 @@ def order_refund(
     order_id: int,
     reason: str,
     lines: dict[int, int] | None = None,
-    actor: Actor | None = None,
+    refunded_by_id: int | None = None,
+    audit: StaffAudit = NOT_STAFF,
 ) -> RefundOutcome:
     """Refund `lines` (order line id -> units) of a paid, shipped or completed order, or every
     unit not yet refunded (None). The money of a line is its paid amount (price x quantity less
@@ -39,11 +40,12 @@ def order_refund(
     refunds of an order add up to its pay amount exactly. Once every unit is refunded the order
     is `refunded` and its coupon goes back to unused while its window is open.
 
-    `reason` is required (1 to 500 characters). `actor` must hold orders.refund_order and is
-    recorded. A whole refund of an order refunded already does nothing (RefundOutcome with no
-    refund). Raises OrderNotFound, OrderInvalid (400 naming `reason` or `lines`) and
-    OrderInvalidState (the order was never paid, or was cancelled)."""
-    staff_action_check(actor=actor, action=StaffAction.ORDER_REFUND)
+    `reason` is required (1 to 500 characters). `refunded_by_id` is the staff member kept on the
+    refund; the door's `audit` asks orders.refund_order and records the refund. A whole refund
+    of an order refunded already does nothing (RefundOutcome with no refund). Raises
+    OrderNotFound, OrderInvalid (400 naming `reason` or `lines`) and OrderInvalidState (the
+    order was never paid, or was cancelled)."""
+    audit.check()
     reason = _reason_validated(reason)
     user_id = Order.objects.filter(pk=order_id).values_list("user_id", flat=True).first()
     if user_id is None:
@@ -99,7 +101,7 @@ def order_refund(
             reason=reason,
             lines={str(item_id): count for item_id, count in sorted(units.items())},
             coupon_returned=coupon_returned,
-            refunded_by_id=None if actor is None else actor.pk,
+            refunded_by_id=refunded_by_id,
             created_at=now,
         )
         effect_record(effect_id=refund.pk)  # the request's Idempotency-Key, committed with it
@@ -108,11 +110,9 @@ def order_refund(
             coupon = "returned"
         elif not whole and order.coupon_id is not None:
             coupon = "kept_partial"
-        staff_action_record(
-            actor=actor,
-            action=StaffAction.ORDER_REFUND,
-            target=order,
-            amounts={
+        audit.record(
+            order,
+            {
                 "amount": amount,
                 "reason": reason,
                 "whole": whole,

@@ -2,19 +2,16 @@
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import StrEnum
 
-from django.db.models import Count, OuterRef, QuerySet, Subquery, Sum
-from django.db.models.functions import TruncHour
-from django.urls import reverse
+from django.db.models import QuerySet
 
 from core import clock
 from coupons import ports
 from orders.customers import OrdersCustomerHistory
 from orders.errors import OrderNotFound, ProductNotFound
 from orders.lines import OrderLine, cart_lines, order_lines_validate
-from orders.models import PAID_STATUSES, Order, Product
+from orders.models import Order, Product
 
 
 def orders_for_user(*, user_id: int) -> QuerySet[Order]:
@@ -94,55 +91,6 @@ def coupon_options(
     )
 
 
-def paid_uses_of_outer_template() -> Subquery:
-    """How many coupons of the outer query's template (a CouponTemplate queryset) a paid order
-    used, as a correlated subquery: the coupons admin's "used" (SPEC section 20), through the
-    COUPON_PAID_USES setting. A coupon an unpaid or cancelled order holds is not counted."""
-    paid = (
-        Order.objects.filter(coupon__template_id=OuterRef("pk"), status__in=PAID_STATUSES)
-        .order_by()
-        .values("coupon__template_id")
-        .annotate(n=Count("coupon_id", distinct=True))
-        .values("n")
-    )
-    return Subquery(paid)
-
-
-def orders_using_coupons(
-    *,
-    template_id: int | None = None,
-    coupon_ids: list[int] | None = None,
-    order_ids: list[int] | None = None,
-    limit: int = 10,
-) -> list[ports.CouponOrder]:
-    """Newest orders that carry one of `coupon_ids`, or any coupon of `template_id` (cancelled
-    ones too: their coupon went back), narrowed to `order_ids` when given. The coupons admin
-    calls this through the COUPON_ADMIN_ORDERS_LOOKUP setting; one query."""
-    orders = Order.objects.exclude(coupon=None)
-    if order_ids is not None:
-        orders = orders.filter(pk__in=order_ids)
-    if template_id is not None:
-        orders = orders.filter(coupon__template_id=template_id)
-    if coupon_ids is not None:
-        orders = orders.filter(coupon_id__in=coupon_ids)
-    return [
-        ports.CouponOrder(
-            order_id=order.pk,
-            coupon_id=order.coupon_id,
-            status=order.status,
-            total_amount=order.total_amount,
-            discount_amount=order.discount_amount,
-            pay_amount=order.pay_amount,
-            created_at=order.created_at,
-            admin_url=reverse("admin:orders_order_change", args=[order.pk]),
-            status_label=str(order.get_status_display()),
-            paid=order.status in PAID_STATUSES,
-        )
-        for order in orders.order_by("-id")[:limit]
-        if order.coupon_id is not None  # always, by the filter above; for the type
-    ]
-
-
 def _option(
     coupon: ports.UsableCoupon, *, cart: list[ports.CartLine] | None, amount: int, now
 ) -> CouponOption:
@@ -173,22 +121,3 @@ def _cart_for_items(items: Sequence[OrderLine]) -> list[ports.CartLine]:
     if missing:
         raise ProductNotFound(f"Product {missing[0]} not found.")
     return cart_lines(lines, products)
-
-
-def paid_coupon_uses(*, start: datetime, end: datetime) -> list[tuple[datetime, int, int, int]]:
-    """(UTC hour of payment, template id, coupons used, cents of discount) of the orders paid
-    from `start` to `end` that used a coupon and still count as paid (paid, shipped,
-    completed: PAID_STATUSES, so neither unpaid, cancelled nor refunded): "used" as every
-    figure of the admin counts it (SPEC section 20). The coupons dashboard calls this through
-    the COUPON_ADMIN_PAID_USES_LOOKUP setting; one query."""
-    rows = (
-        Order.objects.filter(
-            coupon__isnull=False, status__in=PAID_STATUSES, paid_at__gte=start, paid_at__lt=end
-        )
-        .annotate(hour=TruncHour("paid_at", tzinfo=UTC))
-        .order_by()
-        .values("hour", "coupon__template_id")
-        .annotate(uses=Count("pk"), discount=Sum("discount_amount"))
-        .values_list("hour", "coupon__template_id", "uses", "discount")
-    )
-    return [(hour, template_id, uses, int(discount)) for hour, template_id, uses, discount in rows]

@@ -13,10 +13,10 @@ from django.db import transaction
 from django.db.models import F, QuerySet, Sum
 from django.utils.translation import gettext as _
 
-from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
 from api.idempotency import effect_record
 from core import clock
 from core.money import format_money
+from core.staff_audit import NOT_STAFF, StaffAudit
 from coupons import ports
 from orders.customers import customer_lock, first_order_coupon_check, payer_lock
 from orders.errors import (
@@ -142,11 +142,11 @@ def raise_if_not_applied(judged: ports.CartJudgement) -> None:
             )
 
 
-def order_cancel(*, user_id: int, order_id: int, actor: Actor | None = None) -> Order:
+def order_cancel(*, user_id: int, order_id: int, audit: StaffAudit = NOT_STAFF) -> Order:
     """Cancel the user's pending order: status, stock return and coupon return commit together
-    or not at all. Staff cancel it for the user as `actor` (orders.cancel_order, recorded);
-    the shopper's own cancel passes none. Runs in its own transaction."""
-    staff_action_check(actor=actor, action=StaffAction.ORDER_CANCEL)
+    or not at all. Staff cancel it for the user with an `audit` (orders.cancel_order,
+    recorded); the shopper's own cancel passes none. Runs in its own transaction."""
+    audit.check()
     with transaction.atomic():
         customer_lock(user_id=user_id)
         order = _cancel_pending(Order.objects.filter(pk=order_id, user_id=user_id))
@@ -155,11 +155,9 @@ def order_cancel(*, user_id: int, order_id: int, actor: Actor | None = None) -> 
                 raise OrderNotFound()
             raise OrderInvalidState(_("Only an order awaiting payment can be cancelled."))
         effect_record(effect_id=order.pk)
-        staff_action_record(
-            actor=actor,
-            action=StaffAction.ORDER_CANCEL,
-            target=order,
-            amounts={
+        audit.record(
+            order,
+            {
                 "pay_amount": order.pay_amount,
                 "coupon_returned": order.coupon_id is not None,
             },

@@ -5,19 +5,19 @@ from django.db import transaction
 from django.db.models import F
 from django.utils.translation import gettext as _
 
-from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
 from core import clock
+from core.staff_audit import NOT_STAFF, StaffAudit
 from orders.errors import OrderInvalid, OutOfStock, ProductNotFound
 from orders.models import MAX_STOCK, Product
 
 
-def product_stock_adjust(*, product_id: int, change: int, actor: Actor | None = None) -> int:
+def product_stock_adjust(*, product_id: int, change: int, audit: StaffAudit = NOT_STAFF) -> int:
     """Add `change` (negative to take away) to a product's stock in one conditional UPDATE, so
     a concurrent checkout's decrement is never undone; refuses to go below zero or above
-    MAX_STOCK with OutOfStock / OrderInvalid. `actor` must hold orders.adjust_stock and is
-    recorded with the change and the stock after it. Returns the new stock. Runs in its own
+    MAX_STOCK with OutOfStock / OrderInvalid. The door's `audit` asks orders.adjust_stock and
+    records it with the change and the stock after it. Returns the new stock. Runs in its own
     transaction."""
-    staff_action_check(actor=actor, action=StaffAction.STOCK_ADJUST)
+    audit.check()
     with transaction.atomic():
         changed = Product.objects.filter(
             pk=product_id, stock__gte=-change, stock__lte=MAX_STOCK - change
@@ -25,12 +25,7 @@ def product_stock_adjust(*, product_id: int, change: int, actor: Actor | None = 
         product = Product.objects.filter(pk=product_id).first()
         stock = None if product is None else product.stock
         if changed and product is not None:
-            staff_action_record(
-                actor=actor,
-                action=StaffAction.STOCK_ADJUST,
-                target=product,
-                amounts={"change": change, "stock": product.stock},
-            )
+            audit.record(product, {"change": change, "stock": product.stock})
     if stock is None:
         raise ProductNotFound()
     if not changed:

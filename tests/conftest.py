@@ -4,6 +4,7 @@ import MySQLdb
 import pytest
 import redis
 from django.conf import settings
+from django.utils import translation
 from rest_framework.test import APIClient
 
 from api.throttles import backoff as throttle_backoff
@@ -79,6 +80,14 @@ def pytest_collection_modifyitems(items):
         raise pytest.UsageError(
             "These tests use own_redis without @pytest.mark.servers: " + ", ".join(unmarked)
         )
+
+
+@pytest.fixture(autouse=True)
+def language_of_the_test_thread():
+    """A request in another language leaves it active in the thread (Django's LocaleMiddleware
+    activates and never deactivates); each test starts in the default language."""
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture(autouse=True)

@@ -65,6 +65,7 @@ INSTALLED_APPS = [
     "orders",
     "accounts",
     "ops",
+    "backoffice",
 ]
 
 MIDDLEWARE = [
@@ -274,7 +275,7 @@ if COUPON_COUNTER_RECONCILE_SECONDS <= 0 or COUPON_COUNTER_EPOCH_SECONDS <= 0:
 # The periodic jobs `manage.py run_scheduler` runs: name -> dotted path of a callable taking
 # nothing and returning a line to print or None (ops imports no app), run each interval; or
 # (dotted path, seconds): at start and then at most that often.
-# XLSX exports (coupons/admin/spreadsheets.py): a control character in a name is dropped
+# XLSX exports (backoffice/coupon_admin/spreadsheets.py): a control character in a name is dropped
 # rather than failing the download (openpyxl refuses it).
 IMPORT_EXPORT_ESCAPE_ILLEGAL_CHARS_ON_EXPORT = True
 
@@ -557,12 +558,3 @@ SIMPLEUI_HOME_PAGE = "/admin/dashboard/"
 SIMPLEUI_HOME_TITLE = gettext_lazy("Dashboard")
 SIMPLEUI_HOME_ICON = "fas fa-chart-line"
 X_FRAME_OPTIONS = "SAMEORIGIN"
-
-# Coupons does not import orders; the coupons admin asks this callable which orders used a
-# template's or a coupon's coupons (SPEC section 10's injection rule).
-COUPON_ADMIN_ORDERS_LOOKUP = "orders.selectors.orders_using_coupons"
-# ... and this one for "used" in the funnel and its use rate (核销率): coupons of paid orders,
-# as a correlated subquery on the template.
-COUPON_PAID_USES = "orders.selectors.paid_uses_of_outer_template"
-# ... and the same uses with their discount, per hour of payment and template (the dashboard).
-COUPON_ADMIN_PAID_USES_LOOKUP = "orders.selectors.paid_coupon_uses"

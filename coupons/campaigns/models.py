@@ -47,7 +47,7 @@ class Campaign(models.Model):
 
     @staticmethod
     def money_terms(_kind: str | None = None) -> tuple[str, ...]:
-        """The fields the audit trail shows as money (accounts/audit_messages.py)."""
+        """The fields the audit trail shows as money (backoffice/audit_messages.py)."""
         return ("budget", "spent")
 
     @property

@@ -1,8 +1,8 @@
 """Staff work on campaigns (SPEC section 27): create and edit a campaign (name, dates, budget)
-and choose its templates. Each change is checked against accounts/staff_actions.py and recorded
-with its amounts in its transaction. A template joins or leaves a campaign under its own row
-lock as a change of its terms (the claim path keeps `campaign_id` with them), so a claim never
-reads a campaign the template has left."""
+and choose its templates. Each change is asked and recorded with its amounts in its transaction
+by the audit the back office passes (core/staff_audit.py). A template joins or leaves a
+campaign under its own row lock as a change of its terms (the claim path keeps `campaign_id`
+with them), so a claim never reads a campaign the template has left."""
 
 from collections.abc import Iterable
 from datetime import datetime
@@ -11,8 +11,8 @@ from typing import Any
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
 from core.money import MAX_AMOUNT_CENTS
+from core.staff_audit import NOT_STAFF, StaffAudit
 from coupons.campaigns.models import CAMPAIGN_NAME_MAX_LENGTH, Campaign
 from coupons.errors import CampaignNotFound, TemplateInvalid
 from coupons.issuing import next_version, terms_change
@@ -29,24 +29,19 @@ def campaign_create(
     ends_at: datetime,
     budget: int | None = None,
     template_ids: Iterable[int] = (),
-    actor: Actor | None = None,
+    audit: StaffAudit = NOT_STAFF,
 ) -> Campaign:
     """A new campaign with these templates (none of them in another campaign). 400 `invalid`
     naming the field for a blank or long name, dates out of order, a budget out of range or
     a template that is unknown or taken."""
-    staff_action_check(actor=actor, action=StaffAction.CAMPAIGN_CREATE)
+    audit.check()
     fields = _validated(
         {"name": name, "starts_at": starts_at, "ends_at": ends_at, "budget": budget}
     )
     with transaction.atomic():
         campaign = Campaign.objects.create(**fields)
         chosen = _templates_set(campaign, template_ids)
-        staff_action_record(
-            actor=actor,
-            action=StaffAction.CAMPAIGN_CREATE,
-            target=campaign,
-            amounts={**fields, "templates": chosen},
-        )
+        audit.record(campaign, {**fields, "templates": chosen})
     return campaign
 
 
@@ -55,11 +50,11 @@ def campaign_edit(
     campaign_id: int,
     changes: dict[str, Any],
     template_ids: Iterable[int] | None = None,
-    actor: Actor | None = None,
+    audit: StaffAudit = NOT_STAFF,
 ) -> Campaign:
     """Change some of CAMPAIGN_FIELDS and, when `template_ids` is given, make those the
     campaign's templates (the others leave it). A budget may not go below what is spent."""
-    staff_action_check(actor=actor, action=StaffAction.CAMPAIGN_EDIT)
+    audit.check()
     unknown = sorted(set(changes) - set(CAMPAIGN_FIELDS))
     if unknown:
         raise TemplateInvalid(fields={field: [_("Unknown field.")] for field in unknown})
@@ -82,9 +77,7 @@ def campaign_edit(
         }
         if template_ids is not None:
             amounts["templates"] = _templates_set(campaign, template_ids)
-        staff_action_record(
-            actor=actor, action=StaffAction.CAMPAIGN_EDIT, target=campaign, amounts=amounts
-        )
+        audit.record(campaign, amounts)
     return campaign
 
 

@@ -9,7 +9,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils.translation import gettext as _
 from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
 
-from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
+from core.staff_audit import NOT_STAFF, StaffAudit
 from coupons.errors import CodeCountInvalid, CodesCreationBusy, TemplateNotFound
 from coupons.issuing import next_version, terms_change
 from coupons.models import (
@@ -51,7 +51,7 @@ def single_use_codes_create(
     *,
     template_id: int,
     count: int,
-    actor: Actor | None = None,
+    audit: StaffAudit = NOT_STAFF,
     prefix: str = "",
     codes_only: bool = False,
 ) -> int:
@@ -60,8 +60,8 @@ def single_use_codes_create(
     the staff member's explicit choice: with `codes_only` the template becomes codes-only,
     issued only by its single-use codes or by grants (it leaves the shop's list, and a claim
     by id or by its shared code is "not found"); without it the template keeps every way in
-    it had and the codes are one more (a codes-only template stays so). `actor` must hold
-    coupons.manage_codes and is recorded with the count and the choice. With a `prefix`
+    it had and the codes are one more (a codes-only template stays so). The door's `audit`
+    asks coupons.manage_codes and records it with the count and the choice. With a `prefix`
     (coupons.single_use_codes: letters and digits, upper-cased) each code starts with it and
     a dash: "SPRING-7KQ2MZ9XHR4T".
 
@@ -72,7 +72,7 @@ def single_use_codes_create(
     on the template row is held for one batch, not the whole creation (decision 0610). The
     limit is checked again under the template's row lock at the end, after any claims made
     meanwhile; on any failure the codes this call inserted are deleted again."""
-    staff_action_check(actor=actor, action=StaffAction.CODES_CREATE)
+    audit.check()
     if not isinstance(count, int) or isinstance(count, bool):
         raise CodeCountInvalid(fields={"count": [_("A whole number is required.")]})
     if not 1 <= count <= MAX_SINGLE_USE_CODES_PER_REQUEST:
@@ -95,7 +95,7 @@ def single_use_codes_create(
             while len(inserted) < count:
                 batch = min(CODES_PER_INSERT, count - len(inserted))
                 inserted += _insert_batch(template_id=template_id, size=batch, prefix=prefix)
-            _codes_created(template_id=template_id, count=count, actor=actor, codes_only=codes_only)
+            _codes_created(template_id=template_id, count=count, audit=audit, codes_only=codes_only)
         except BaseException:
             delete_unused(inserted)
             raise
@@ -125,7 +125,7 @@ def _raise_if_over_remaining(template: CouponTemplate, *, adding: int) -> None:
         )
 
 
-def _codes_created(*, template_id: int, count: int, actor: Actor | None, codes_only: bool) -> None:
+def _codes_created(*, template_id: int, count: int, audit: StaffAudit, codes_only: bool) -> None:
     """The creation's last, short transaction: under the template's row lock, the limit again
     (claims may have come in meanwhile), the template made codes-only if so chosen, the
     record."""
@@ -136,12 +136,7 @@ def _codes_created(*, template_id: int, count: int, actor: Actor | None, codes_o
         _raise_if_over_remaining(template, adding=0)
         if codes_only:
             codes_only_set(template)
-        staff_action_record(
-            actor=actor,
-            action=StaffAction.CODES_CREATE,
-            target=template,
-            amounts={"count": count, "codes_only": template.has_single_use_codes},
-        )
+        audit.record(template, {"count": count, "codes_only": template.has_single_use_codes})
 
 
 def codes_remaining(template: CouponTemplate) -> tuple[int, int]:

@@ -3,20 +3,13 @@
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, F
 from django.utils.translation import gettext as _
 
-from accounts.staff_actions import (
-    Actor,
-    StaffAction,
-    staff_action_amounts_update,
-    staff_action_check,
-    staff_action_record,
-)
 from core import clock
+from core.staff_audit import NOT_STAFF, StaffAudit
 from coupons.campaigns.budget import budget_spent
 from coupons.customers import customer_history
 from coupons.errors import (
@@ -64,7 +57,7 @@ def coupon_grant(
     reason: str,
     granted_by_id: int | None,
     on_progress: Callable[[int], None] | None = None,
-    actor: Actor | None = None,
+    audit: StaffAudit = NOT_STAFF,
     max_users: int = MAX_GRANT_USERS,
 ) -> GrantResult:
     """Staff issue a template to chosen users (at most `max_users`: the API's and the admin's
@@ -77,11 +70,11 @@ def coupon_grant(
     as for claims): the claim rule per user (coupons.rules.claim_state), the coupons inserted
     together, the count raised once, and the run's one audit entry written or brought up to
     date, so a run stopped midway leaves every batch's coupons with their entry. Runs its own
-    transactions; `on_progress(done)` is called after each batch. `actor` must hold
+    transactions; `on_progress(done)` is called after each batch. The door's `audit` asks
     coupons.grant_coupons; the run is recorded with its reason and counts per outcome. Redis
     learns the higher count at the next decision (its counts may only lag below the
     database's, which never refuses wrongly)."""
-    staff_action_check(actor=actor, action=StaffAction.COUPONS_GRANT)
+    audit.check()
     reason = reason.strip() if isinstance(reason, str) else ""
     errors: dict[str, list[str]] = {}
     if not 1 <= len(reason) <= GRANT_REASON_MAX_LENGTH:
@@ -111,7 +104,6 @@ def coupon_grant(
     wanted = list(dict.fromkeys(user_ids))  # repeats dropped, order kept
     note = GrantNote(granted_by_id=granted_by_id, reason=reason)
     result = GrantResult([], [], [], [], [], [], [], [])
-    entry: LogEntry | None = None
     stopped: ClaimState | None = None
     for start in range(0, len(wanted), GRANT_BATCH_SIZE):
         batch = wanted[start : start + GRANT_BATCH_SIZE]
@@ -125,12 +117,7 @@ def coupon_grant(
                 "reason": reason,
                 "outcomes": {outcome: len(ids) for outcome, ids in vars(result).items() if ids},
             }
-            if entry is None:
-                entry = staff_action_record(
-                    actor=actor, action=StaffAction.COUPONS_GRANT, target=template, amounts=amounts
-                )
-            else:
-                staff_action_amounts_update(entry, amounts)
+            audit.record(template, amounts)  # the run's one entry, brought up to date
         if on_progress is not None:
             on_progress(start + len(batch))
     return result

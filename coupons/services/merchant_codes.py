@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 from import_export import resources
 from import_export.formats.base_formats import XLSX
 
-from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
+from core.staff_audit import NOT_STAFF, StaffAudit
 from coupons.errors import CodesFileInvalid, TemplateNotFound
 from coupons.models import CouponTemplate
 from coupons.services.codes import (
@@ -145,21 +145,21 @@ def merchant_codes_import(
     template_id: int,
     dataset: tablib.Dataset,
     file_name: str,
-    actor: Actor | None = None,
+    audit: StaffAudit = NOT_STAFF,
     codes_only: bool = False,
 ) -> int:
     """Add every code of `dataset` to the template as a single-use code and return how many;
     or, if any row is bad (not a code, twice in the file, a code that exists already, as a
     single-use code or a template's shared code) or the codes pass the remaining total (total
     - claimed - unused codes), import nothing and raise CodesFileInvalid naming each problem
-    under `file`. `codes_only` as for created codes; `actor` must hold coupons.manage_codes
-    and is recorded with the count, the file's name and the choice.
+    under `file`. `codes_only` as for created codes; the door's `audit` asks coupons.manage_codes
+    and records it with the count, the file's name and the choice.
 
     As generated codes are (decision 0610): one import or creation of a template at a time,
     the codes inserted in short transactions (no claim waits for a whole file), then, under
     the template's row lock, the total checked again and the import recorded; on any failure
     the codes this call inserted are deleted again."""
-    staff_action_check(actor=actor, action=StaffAction.CODES_IMPORT)
+    audit.check()
     with one_creation_at_a_time(template_id):
         template = CouponTemplate.objects.filter(pk=template_id).first()
         if template is None:
@@ -177,7 +177,7 @@ def merchant_codes_import(
                 template_id,
                 count=len(codes),
                 file_name=file_name,
-                actor=actor,
+                audit=audit,
                 codes_only=codes_only,
             )
         except BaseException:
@@ -198,7 +198,7 @@ def _insert(template_id: int, codes: list[str]) -> None:
 
 
 def _imported(
-    template_id: int, *, count: int, file_name: str, actor: Actor | None, codes_only: bool
+    template_id: int, *, count: int, file_name: str, audit: StaffAudit, codes_only: bool
 ) -> None:
     """The import's last, short transaction, under the template's row lock: the total again
     (claims may have come in meanwhile), codes-only if so chosen, the record."""
@@ -212,11 +212,9 @@ def _imported(
             raise CodesFileInvalid(fields={"file": [message]})
         if codes_only:
             codes_only_set(template)
-        staff_action_record(
-            actor=actor,
-            action=StaffAction.CODES_IMPORT,
-            target=template,
-            amounts={
+        audit.record(
+            template,
+            {
                 "count": count,
                 "file": file_name[:100],
                 "codes_only": template.has_single_use_codes,

@@ -9,8 +9,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
-from accounts.staff_actions import Actor, StaffAction, staff_action_check, staff_action_record
 from core import clock
+from core.staff_audit import NOT_STAFF, StaffAudit
 from coupons.errors import (
     TemplateInvalid,
     TemplateNotFound,
@@ -47,11 +47,11 @@ def coupon_template_publish(
     audience: str = CouponTemplate.Audience.ALL,
     auto_issue: str = CouponTemplate.AutoIssue.NONE,
     auto_issue_min_pay: int = 0,
-    actor: Actor | None = None,
+    audit: StaffAudit = NOT_STAFF,
 ) -> CouponTemplate:
-    """Create a template after validating its terms; `actor` must hold the add permission and
-    is recorded. Runs in its own transaction."""
-    staff_action_check(actor=actor, action=StaffAction.TEMPLATE_PUBLISH)
+    """Create a template after validating its terms; the door's `audit` asks the add
+    permission and records the terms. Runs in its own transaction."""
+    audit.check()
     terms = template_terms_validate(
         {
             "name": name,
@@ -80,23 +80,18 @@ def coupon_template_publish(
         with _code_taken_is_invalid():
             template = CouponTemplate.objects.create(**terms)
             published_terms_changed()
-        staff_action_record(
-            actor=actor,
-            action=StaffAction.TEMPLATE_PUBLISH,
-            target=template,
-            amounts={term: getattr(template, term) for term in TEMPLATE_TERMS},
-        )
+        audit.record(template, {term: getattr(template, term) for term in TEMPLATE_TERMS})
     transaction.on_commit(lambda: terms_publish_new(template))
     return template
 
 
 def coupon_template_edit(
-    *, template_id: int, changes: dict[str, Any], actor: Actor | None = None
+    *, template_id: int, changes: dict[str, Any], audit: StaffAudit = NOT_STAFF
 ) -> CouponTemplate:
     """Apply `changes` to a template under its row lock, so the freeze rules see the
-    claimed_count a concurrent claim may just have raised; `actor` must hold the change
-    permission, and the changed terms are recorded from/to. Runs in its own transaction."""
-    staff_action_check(actor=actor, action=StaffAction.TEMPLATE_EDIT)
+    claimed_count a concurrent claim may just have raised; the door's `audit` asks the
+    change permission and records the changed terms from/to. Runs in its own transaction."""
+    audit.check()
     unknown = set(changes) - set(TEMPLATE_TERMS)
     if unknown:
         raise TemplateInvalid(fields={field: ["Unknown field."] for field in sorted(unknown)})
@@ -122,9 +117,7 @@ def coupon_template_edit(
             for field, value in terms.items():
                 setattr(template, field, value)
             template.updated_at = stamp
-        staff_action_record(
-            actor=actor, action=StaffAction.TEMPLATE_EDIT, target=template, amounts=changed
-        )
+        audit.record(template, changed)
     return template
 
 
@@ -165,67 +158,61 @@ def _code_taken_is_invalid() -> Iterator[None]:
         ) from error
 
 
-def coupon_template_delete(*, template_id: int, actor: Actor | None = None) -> None:
+def coupon_template_delete(*, template_id: int, audit: StaffAudit = NOT_STAFF) -> None:
     """Delete a template that nobody has claimed. Under the row lock a claim cannot slip in
-    between the check and the delete; `actor` must hold the delete permission and is
-    recorded. Runs in its own transaction."""
-    staff_action_check(actor=actor, action=StaffAction.TEMPLATE_DELETE)
+    between the check and the delete; the door's `audit` asks the delete permission
+    and records it. Runs in its own transaction."""
+    audit.check()
     with transaction.atomic():
         template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
         if template is None:
             raise TemplateNotFound()
         if template.claimed_count > 0:
             raise TemplateInvalid("A template with claims cannot be deleted.")
-        staff_action_record(
-            actor=actor,
-            action=StaffAction.TEMPLATE_DELETE,
-            target=template,
-            amounts={"total": template.total},
-        )
+        audit.record(template, {"total": template.total})
         with terms_change(template, deleting=True):
             template.delete()
             published_terms_changed()
 
 
-def coupon_template_pause(*, template_id: int, actor: Actor | None = None) -> CouponTemplate:
+def coupon_template_pause(*, template_id: int, audit: StaffAudit = NOT_STAFF) -> CouponTemplate:
     """Stop issuing a template (claims, codes and grants answer `paused`) without ending it;
     coupons already held stay usable. Idempotent: pausing a paused template keeps its
     paused_at. Under the row lock, so a claim decides either before the pause or after it.
-    `actor` must hold coupons.pause_coupons; a pause that changed something is recorded.
+    The door's `audit` asks coupons.pause_coupons; a pause that changed something is recorded.
     Runs in its own transaction."""
-    staff_action_check(actor=actor, action=StaffAction.TEMPLATE_PAUSE)
-    return _paused_set(template_id=template_id, paused=True, actor=actor)[0]
+    audit.check()
+    return _paused_set(template_id=template_id, paused=True, audit=audit)[0]
 
 
-def coupon_template_resume(*, template_id: int, actor: Actor | None = None) -> CouponTemplate:
+def coupon_template_resume(*, template_id: int, audit: StaffAudit = NOT_STAFF) -> CouponTemplate:
     """Issue a paused template again; idempotent. Takes effect before it returns: the
     database decides `paused` (the guarded UPDATE reads it), and the claim's cached terms are
-    fenced and published as for an edit (SPEC section 15). `actor` must hold
+    fenced and published as for an edit (SPEC section 15). The door's `audit` asks
     coupons.pause_coupons; a resume that changed something is recorded. Runs in its own
     transaction."""
-    staff_action_check(actor=actor, action=StaffAction.TEMPLATE_RESUME)
-    return _paused_set(template_id=template_id, paused=False, actor=actor)[0]
+    audit.check()
+    return _paused_set(template_id=template_id, paused=False, audit=audit)[0]
 
 
 def coupon_templates_paused_set(
-    *, template_ids: list[int], paused: bool, actor: Actor | None = None
+    *, template_ids: list[int], paused: bool, audit: StaffAudit = NOT_STAFF
 ) -> int:
     """Pause (or resume) each template as coupon_template_pause (resume) does, one
     transaction each; returns how many changed (the admin's bulk action reports this: a
     template already in that state, or gone meanwhile, is not counted)."""
-    action = StaffAction.TEMPLATE_PAUSE if paused else StaffAction.TEMPLATE_RESUME
-    staff_action_check(actor=actor, action=action)
+    audit.check()
     changed = 0
     for template_id in template_ids:
         try:
-            changed += _paused_set(template_id=template_id, paused=paused, actor=actor)[1]
+            changed += _paused_set(template_id=template_id, paused=paused, audit=audit)[1]
         except TemplateNotFound:  # deleted since the list was shown
             continue
     return changed
 
 
 def _paused_set(
-    *, template_id: int, paused: bool, actor: Actor | None
+    *, template_id: int, paused: bool, audit: StaffAudit
 ) -> tuple[CouponTemplate, bool]:
     """The template as it now stands, and whether this call changed it."""
     with transaction.atomic():
@@ -242,6 +229,5 @@ def _paused_set(
             )
             template.paused_at, template.updated_at = paused_at, stamp
             published_terms_changed()  # the list shows `paused` from the next request
-        action = StaffAction.TEMPLATE_PAUSE if paused else StaffAction.TEMPLATE_RESUME
-        staff_action_record(actor=actor, action=action, target=template)
+        audit.record(template)
     return template, True

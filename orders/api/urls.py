@@ -1,6 +1,6 @@
 from django.urls import path
 
-from orders.api import admin_views, views
+from orders.api import views
 
 urlpatterns = [
     path("products", views.ProductListView.as_view(), name="products"),
@@ -10,9 +10,4 @@ urlpatterns = [
     path("orders/<id:order_id>", views.OrderDetailView.as_view(), name="order"),
     path("orders/<id:order_id>/cancel", views.OrderCancelView.as_view(), name="order-cancel"),
     path("orders/<id:order_id>/pay", views.OrderPayView.as_view(), name="order-pay"),
-    path(
-        "admin/orders/<id:order_id>/refund",
-        admin_views.AdminOrderRefundView.as_view(),
-        name="admin-order-refund",
-    ),
 ]

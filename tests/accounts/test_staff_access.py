@@ -7,7 +7,7 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Group, Permission
 
-from accounts.staff_actions import StaffAction, recorded_action
+from backoffice.staff_actions import StaffAction, recorded_action
 from tests.support.admin_users import staff_with
 from tests.support.factories import UserFactory
 

@@ -1,6 +1,6 @@
 """Issue 21, finding 1, in the Django admin: every staff operation x every staff permission,
 for a staff member who may look at everything (VIEW_ONLY) and holds one permission more. With
-what accounts/staff_actions.py asks for the operation (or as a superuser) it is done and
+what backoffice/staff_actions.py asks for the operation (or as a superuser) it is done and
 recorded once; without, it is refused (403, or the action not offered) and nothing changes."""
 
 from collections.abc import Callable
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from accounts.staff_actions import StaffAction
+from backoffice.staff_actions import StaffAction
 from tests.support.admin_forms import form_data
 from tests.support.admin_users import VIEW_ONLY
 from tests.support.staff_matrix import HOLDERS, World, acting_staff, recorded, state, world

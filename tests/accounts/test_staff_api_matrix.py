@@ -1,5 +1,5 @@
 """Issue 21, finding 1: every admin API operation x every staff permission. A staff member is
-allowed exactly when they hold what accounts/staff_actions.py asks for that operation (a
+allowed exactly when they hold what backoffice/staff_actions.py asks for that operation (a
 superuser always); otherwise 403 in the JSON envelope with nothing changed, the audit trail
 included. An allowed change is recorded once, by that staff member."""
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from accounts.staff_actions import StaffAction
+from backoffice.staff_actions import StaffAction
 from tests.support.clients import bearer_client
 from tests.support.staff_matrix import HOLDERS, World, acting_staff, recorded, state, world
 

@@ -13,8 +13,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone, translation
 
-from accounts.audit_messages import audit_message
-from accounts.staff_actions import StaffAction
+from backoffice.audit_messages import audit_message
+from backoffice.staff_actions import StaffAction, staff_audit
 from core import clock
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import templates
@@ -48,7 +48,9 @@ def test_a_pause_is_recorded_once_from_each_door(client, staff):
         "/admin/coupons/coupontemplate/",
         {"action": "pause_templates", "_selected_action": [template.pk]},
     )
-    templates.coupon_template_resume(template_id=template.pk, actor=staff)
+    templates.coupon_template_resume(
+        template_id=template.pk, audit=staff_audit(staff, StaffAction.TEMPLATE_RESUME)
+    )
 
     entries = LogEntry.objects.filter(object_id=str(template.pk)).order_by("pk")
     assert [(entry.user_id, audit_message(entry)) for entry in entries] == [
@@ -58,7 +60,9 @@ def test_a_pause_is_recorded_once_from_each_door(client, staff):
         (staff.pk, "Resumed issuing."),
     ]
     # A pause that changed nothing records nothing; the system (no actor) is not staff.
-    templates.coupon_template_resume(template_id=template.pk, actor=staff)
+    templates.coupon_template_resume(
+        template_id=template.pk, audit=staff_audit(staff, StaffAction.TEMPLATE_RESUME)
+    )
     templates.coupon_template_pause(template_id=template.pk)
     assert entries.count() == 4
 
@@ -100,7 +104,11 @@ def test_a_stock_adjustment_is_recorded_with_its_amounts_once(admin_site, staff)
 def test_a_staff_cancel_and_a_code_run_are_recorded(staff):
     things = world()
 
-    services.order_cancel(user_id=things.shopper.pk, order_id=things.order.pk, actor=staff)
+    services.order_cancel(
+        user_id=things.shopper.pk,
+        order_id=things.order.pk,
+        audit=staff_audit(staff, StaffAction.ORDER_CANCEL),
+    )
     bearer_client(staff).post(
         f"/api/admin/coupons/{things.template.pk}/codes", {"count": 7}, format="json"
     )
@@ -153,11 +161,19 @@ def test_a_service_refuses_an_actor_without_the_permission_and_changes_nothing()
 
     for attempt in (
         lambda: templates.coupon_template_edit(
-            template_id=template.pk, changes={"total": 999}, actor=viewer
+            template_id=template.pk,
+            changes={"total": 999},
+            audit=staff_audit(viewer, StaffAction.TEMPLATE_EDIT),
         ),
-        lambda: templates.coupon_template_pause(template_id=template.pk, actor=viewer),
-        lambda: templates.coupon_template_delete(template_id=template.pk, actor=viewer),
-        lambda: stock.product_stock_adjust(product_id=product.pk, change=5, actor=viewer),
+        lambda: templates.coupon_template_pause(
+            template_id=template.pk, audit=staff_audit(viewer, StaffAction.TEMPLATE_PAUSE)
+        ),
+        lambda: templates.coupon_template_delete(
+            template_id=template.pk, audit=staff_audit(viewer, StaffAction.TEMPLATE_DELETE)
+        ),
+        lambda: stock.product_stock_adjust(
+            product_id=product.pk, change=5, audit=staff_audit(viewer, StaffAction.STOCK_ADJUST)
+        ),
     ):
         with pytest.raises(Exception) as refused:
             attempt()
@@ -169,8 +185,12 @@ def test_the_log_page_searches_and_filters_every_staff_action_in_chinese(admin_s
     alice = acting_staff("coupons.pause_coupons", username="alice")
     template = CouponTemplateFactory(name="Summer")
     product = ProductFactory(name="Kettle", stock=10)
-    templates.coupon_template_pause(template_id=template.pk, actor=alice)
-    stock.product_stock_adjust(product_id=product.pk, change=5, actor=staff)
+    templates.coupon_template_pause(
+        template_id=template.pk, audit=staff_audit(alice, StaffAction.TEMPLATE_PAUSE)
+    )
+    stock.product_stock_adjust(
+        product_id=product.pk, change=5, audit=staff_audit(staff, StaffAction.STOCK_ADJUST)
+    )
     long_ago = clock.now() - timedelta(days=40)
     LogEntry.objects.filter(user=staff).update(action_time=long_ago)
 
@@ -253,7 +273,7 @@ def test_a_publish_records_every_term_in_the_forms_words(staff):
         scope="categories",
         scope_ids=[tea.pk],
         audience="new_customers",
-        actor=staff,
+        audit=staff_audit(staff, StaffAction.TEMPLATE_PUBLISH),
     )
     entry = LogEntry.objects.get(object_id=str(template.pk))
 

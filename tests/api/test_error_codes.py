@@ -1,7 +1,7 @@
 """Every domain error code has an HTTP status in the one table that maps them."""
 
-import accounts.errors
 import api.errors
+import backoffice.errors
 import coupons.errors
 import orders.errors
 from api.exceptions import STATUS_BY_CODE
@@ -14,7 +14,7 @@ def all_subclasses(cls: type) -> set[type]:
 
 def test_every_domain_error_code_is_mapped():
     assert (
-        accounts.errors and api.errors and coupons.errors and orders.errors
+        backoffice.errors and api.errors and coupons.errors and orders.errors
     )  # imported so that their classes are registered
     codes = {error.code for error in all_subclasses(DomainError) if "code" in vars(error)}
     assert codes  # the apps' errors were found

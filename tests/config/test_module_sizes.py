@@ -1,12 +1,12 @@
-"""The apps stay split by idea (SPEC section 16, issue 14): no module of `coupons/` or
-`orders/` (migrations aside) grows past MAX_LINES. The aim is about 300 lines; the bound leaves
-room for a fix before a split is forced. A module over it is split by idea (as
-`coupons/services/` and `coupons/admin/` were), not trimmed of comments."""
+"""The apps stay split by idea (SPEC section 16, issue 14): no module of `coupons/`, `orders/`
+or `backoffice/` (migrations aside) grows past MAX_LINES. The aim is about 300 lines; the bound
+leaves room for a fix before a split is forced. A module over it is split by idea (as
+`coupons/services/` and `backoffice/coupon_admin/` were), not trimmed of comments."""
 
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("coupons", "orders")
+APPS = ("coupons", "orders", "backoffice")
 MAX_LINES = 350
 
 

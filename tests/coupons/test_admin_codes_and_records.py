@@ -7,7 +7,7 @@ import re
 import pytest
 from django.contrib.admin.models import LogEntry
 
-from accounts.staff_actions import StaffAction, recorded_action
+from backoffice.staff_actions import StaffAction, recorded_action
 from coupons.issuing import service as issuing
 from coupons.models import UserCoupon
 from coupons.services import codes

@@ -11,8 +11,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import translation
 
-from accounts.staff_actions import StaffAction, recorded_action
-from coupons.admin.forms import CouponTemplateForm
+from backoffice.coupon_admin.forms import CouponTemplateForm
+from backoffice.staff_actions import StaffAction, recorded_action
 from coupons.models import CouponTemplate
 from orders.models import Category, Product
 from tests.support.admin_forms import form_data

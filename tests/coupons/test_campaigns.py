@@ -10,7 +10,7 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.utils import translation
 
-from accounts.staff_actions import StaffAction, recorded_action
+from backoffice.staff_actions import StaffAction, recorded_action, staff_audit
 from core import clock
 from coupons.campaigns.models import Campaign
 from coupons.campaigns.services import campaign_create, campaign_edit
@@ -202,7 +202,12 @@ def test_campaign_rules_name_the_field_and_each_change_is_recorded(staff):
     a_campaign(None, theirs)
 
     with pytest.raises(TemplateInvalid) as backwards:
-        campaign_create(name="x", starts_at=now, ends_at=now - timedelta(hours=1), actor=staff)
+        campaign_create(
+            name="x",
+            starts_at=now,
+            ends_at=now - timedelta(hours=1),
+            audit=staff_audit(staff, StaffAction.CAMPAIGN_CREATE),
+        )
     with pytest.raises(TemplateInvalid) as taken:
         campaign_create(
             name="x", starts_at=now, ends_at=now + timedelta(days=1), template_ids=[theirs.pk]
@@ -213,10 +218,13 @@ def test_campaign_rules_name_the_field_and_each_change_is_recorded(staff):
         ends_at=now + timedelta(days=1),
         budget=900,
         template_ids=[mine.pk],
-        actor=staff,
+        audit=staff_audit(staff, StaffAction.CAMPAIGN_CREATE),
     )
     edited = campaign_edit(
-        campaign_id=campaign.pk, changes={"budget": 1_200}, template_ids=[], actor=staff
+        campaign_id=campaign.pk,
+        changes={"budget": 1_200},
+        template_ids=[],
+        audit=staff_audit(staff, StaffAction.CAMPAIGN_EDIT),
     )
 
     assert set(backwards.value.fields) == {"ends_at"}
@@ -328,10 +336,14 @@ def test_the_admin_creates_a_campaign_in_yuan_and_shows_its_budget_and_funnel(cl
 
 @pytest.mark.django_db
 def test_the_audit_trail_says_a_campaign_s_budget_in_yuan(staff):
-    from accounts.audit_messages import audit_message
+    from backoffice.audit_messages import audit_message
 
     campaign = a_campaign(None)
-    campaign_edit(campaign_id=campaign.pk, changes={"budget": 123_400}, actor=staff)
+    campaign_edit(
+        campaign_id=campaign.pk,
+        changes={"budget": 123_400},
+        audit=staff_audit(staff, StaffAction.CAMPAIGN_EDIT),
+    )
 
     with translation.override("zh-hans"):
         said = audit_message(LogEntry.objects.get(user=staff))

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 
+from backoffice.staff_actions import StaffAction, staff_audit
 from core import clock
 from coupons.issuing.terms_cache import terms_publish_new
 from coupons.models import CouponTemplate, UserCoupon
@@ -198,7 +199,9 @@ def test_a_claim_by_id_of_a_template_it_cannot_reach_is_404_whatever_its_state(
         CouponTemplate.objects.filter(pk=template.pk).update(has_single_use_codes=True)
         template.refresh_from_db()
     if setup.get("paused"):
-        templates.coupon_template_pause(template_id=template.pk, actor=staff)
+        templates.coupon_template_pause(
+            template_id=template.pk, audit=staff_audit(staff, StaffAction.TEMPLATE_PAUSE)
+        )
     template.refresh_from_db()
     terms_publish_new(template)  # as publishing (or any staff change) leaves them
     if "code" in setup:  # the one coupon goes by its code, and Redis learns it is sold out

@@ -8,6 +8,7 @@ import threading
 import pytest
 from django.db import connections
 
+from backoffice.staff_actions import StaffAction, staff_audit
 from coupons.errors import TemplateInvalid
 from coupons.models import UserCoupon
 from coupons.services import codes, grants, templates
@@ -97,9 +98,11 @@ def test_claims_grants_and_pauses_do_not_wait_for_a_large_creation(monkeypatch, 
             user_ids=[UserFactory().pk],
             reason="mid-creation",
             granted_by_id=staff.pk,
-            actor=staff,
+            audit=staff_audit(staff, StaffAction.COUPONS_GRANT),
         )
-        paused = templates.coupon_template_pause(template_id=template.pk, actor=staff)
+        paused = templates.coupon_template_pause(
+            template_id=template.pk, audit=staff_audit(staff, StaffAction.TEMPLATE_PAUSE)
+        )
     finally:
         done.set()
         lock_wait_timeout(settings.DATABASE_LOCK_WAIT_TIMEOUT)

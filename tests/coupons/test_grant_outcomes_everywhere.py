@@ -10,8 +10,8 @@ from django.contrib.messages import get_messages
 from django.core.management import call_command
 from django.utils import translation
 
-from accounts.audit_messages import GRANT_OUTCOMES
-from accounts.staff_actions import recorded_action
+from backoffice.audit_messages import GRANT_OUTCOMES
+from backoffice.staff_actions import StaffAction, recorded_action, staff_audit
 from coupons.models import UserCoupon
 from coupons.services import grants, templates
 from tests.support.factories import CouponTemplateFactory, PaidOrderFactory, UserFactory
@@ -58,7 +58,9 @@ def test_the_admin_reports_users_left_when_the_template_was_paused_mid_run(
 
     def batch_then_pause(*args, **kwargs):  # a colleague pauses it after the first batch
         stopped = real_batch(*args, **kwargs)
-        templates.coupon_template_pause(template_id=template.pk, actor=staff)
+        templates.coupon_template_pause(
+            template_id=template.pk, audit=staff_audit(staff, StaffAction.TEMPLATE_PAUSE)
+        )
         return stopped
 
     monkeypatch.setattr(grants, "GRANT_BATCH_SIZE", 1)
@@ -132,7 +134,7 @@ def test_a_grant_stopped_midway_leaves_each_batch_with_its_one_audit_entry(staff
             user_ids=[user.pk for user in users],
             reason="outage",
             granted_by_id=staff.pk,
-            actor=staff,
+            audit=staff_audit(staff, StaffAction.COUPONS_GRANT),
         )
 
     # then: the first two batches' coupons, and one entry that counts exactly them

@@ -9,7 +9,7 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from accounts.staff_actions import StaffAction, recorded_action
+from backoffice.staff_actions import StaffAction, recorded_action, staff_audit
 from coupons.errors import CodesFileInvalid
 from coupons.models import UserCoupon
 from coupons.services.merchant_codes import (
@@ -53,7 +53,10 @@ def test_a_csv_of_merchant_codes_is_imported_upper_cased_and_recorded(staff):
     )
 
     imported = merchant_codes_import(
-        template_id=template.pk, dataset=dataset, file_name="shop.CSV", actor=staff
+        template_id=template.pk,
+        dataset=dataset,
+        file_name="shop.CSV",
+        audit=staff_audit(staff, StaffAction.CODES_IMPORT),
     )
 
     assert imported == 2

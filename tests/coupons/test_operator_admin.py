@@ -11,8 +11,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from accounts.audit_messages import audit_message
-from coupons import selectors
+from backoffice import reports
+from backoffice.audit_messages import audit_message
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import grants as grants_service
 from orders import services as order_services
@@ -158,8 +158,8 @@ def test_activity_per_day_counts_in_the_configured_time_zone(frozen_now):
     # 17:00 UTC on June 9 is 01:00 on June 10 in Shanghai.
     claimed_at(UserCouponFactory(template=template), datetime(2026, 6, 9, 17, 0, tzinfo=UTC))
 
-    in_utc = selectors.template_activity_per_day(template, now=now, zone=UTC)
-    in_shanghai = selectors.template_activity_per_day(template, now=now, zone=shanghai)
+    in_utc = reports.template_activity_per_day(template, now=now, zone=UTC)
+    in_shanghai = reports.template_activity_per_day(template, now=now, zone=shanghai)
 
     assert [(d.day, d.claims) for d in in_utc] == [
         (date(2026, 6, 8), 0),
@@ -303,7 +303,7 @@ def test_export_in_chinese_names_the_grant_and_the_granter(admin_site, staff):
 
 
 def test_export_reads_in_batches(admin_site, monkeypatch):
-    from coupons.admin import reports as coupons_admin
+    from backoffice.coupon_admin import template_report as coupons_admin
 
     monkeypatch.setattr(coupons_admin, "CSV_BATCH_SIZE", 2)
     template = CouponTemplateFactory()
@@ -363,7 +363,7 @@ def test_a_coupon_links_to_the_order_that_used_it_and_back(admin_site, user):
 
 
 def test_the_user_page_shows_their_newest_coupons_inline(admin_site, monkeypatch):
-    from coupons.admin.user_coupons import UserCouponInline
+    from backoffice.coupon_admin.user_coupons import UserCouponInline
 
     monkeypatch.setattr(UserCouponInline, "shown", 2)
     user = UserFactory()

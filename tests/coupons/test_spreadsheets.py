@@ -8,7 +8,7 @@ import openpyxl
 import pytest
 from django.contrib.admin.models import LogEntry
 
-from accounts.staff_actions import StaffAction, recorded_action
+from backoffice.staff_actions import StaffAction, recorded_action
 from coupons.single_use_codes import SingleUseCode
 from tests.support.admin_users import VIEW_ONLY, staff_with
 from tests.support.factories import CouponTemplateFactory, UserFactory

@@ -98,7 +98,7 @@ def test_a_checkout_between_the_form_check_and_the_adjustment_is_a_form_error(
 ):
     """The form saw 3 in stock, so taking 3 away passed; a checkout then took 1. The atomic
     adjustment refuses, and the page says so with nothing written (not even the rename)."""
-    from orders import admin as orders_admin
+    from backoffice.order_admin import orders as orders_admin
     from tests.support.concurrency import run_together
     from tests.support.factories import UserFactory
 

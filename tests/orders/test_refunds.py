@@ -9,8 +9,8 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.contrib.messages import get_messages
 
-from accounts.errors import StaffActionRefused
-from accounts.staff_actions import StaffAction, recorded_action
+from backoffice.errors import StaffActionRefused
+from backoffice.staff_actions import StaffAction, recorded_action, staff_audit
 from coupons.models import UserCoupon
 from orders.errors import OrderInvalid, OrderInvalidState
 from orders.models import Order, Product
@@ -48,8 +48,18 @@ def test_a_refund_returns_stock_and_the_coupon_and_is_recorded_once(staff):
     coupon = UserCouponFactory(template=CouponTemplateFactory(value=500))
     order, product = paid_order(coupon)
 
-    refunded = order_refund(order_id=order.pk, reason="damaged", actor=staff)
-    again = order_refund(order_id=order.pk, reason="damaged", actor=staff)
+    refunded = order_refund(
+        order_id=order.pk,
+        reason="damaged",
+        refunded_by_id=staff.pk,
+        audit=staff_audit(staff, StaffAction.ORDER_REFUND),
+    )
+    again = order_refund(
+        order_id=order.pk,
+        reason="damaged",
+        refunded_by_id=staff.pk,
+        audit=staff_audit(staff, StaffAction.ORDER_REFUND),
+    )
 
     assert (refunded.order.status, again.order.status) == ("refunded", "refunded")
     assert (refunded.refund.amount, again.refund) == (9500, None)
@@ -75,7 +85,12 @@ def test_a_coupon_whose_window_closed_stays_used(staff, frozen_now):
     order, _product = paid_order(coupon)
     frozen_now(coupon.valid_until + timedelta(seconds=1))
 
-    order_refund(order_id=order.pk, reason="late", actor=staff)
+    order_refund(
+        order_id=order.pk,
+        reason="late",
+        refunded_by_id=staff.pk,
+        audit=staff_audit(staff, StaffAction.ORDER_REFUND),
+    )
 
     coupon.refresh_from_db()
     assert coupon.status == UserCoupon.Status.USED
@@ -91,9 +106,19 @@ def test_only_paid_orders_are_refunded_and_only_with_the_permission(staff):
     viewer = staff_with(*VIEW_ONLY)
 
     with pytest.raises(OrderInvalidState):
-        order_refund(order_id=pending.pk, reason="never paid", actor=staff)
+        order_refund(
+            order_id=pending.pk,
+            reason="never paid",
+            refunded_by_id=staff.pk,
+            audit=staff_audit(staff, StaffAction.ORDER_REFUND),
+        )
     with pytest.raises(StaffActionRefused):
-        order_refund(order_id=order.pk, reason="no right", actor=viewer)
+        order_refund(
+            order_id=order.pk,
+            reason="no right",
+            refunded_by_id=viewer.pk,
+            audit=staff_audit(viewer, StaffAction.ORDER_REFUND),
+        )
     assert list(Order.objects.order_by("pk").values_list("status", flat=True)) == [
         "paid",
         "pending_payment",
@@ -107,7 +132,17 @@ def test_two_refunds_at_once_refund_once(staff):
     coupon = UserCouponFactory()
     order, product = paid_order(coupon)
 
-    run_together([lambda: order_refund(order_id=order.pk, reason="twice", actor=staff)] * 2)
+    run_together(
+        [
+            lambda: order_refund(
+                order_id=order.pk,
+                reason="twice",
+                refunded_by_id=staff.pk,
+                audit=staff_audit(staff, StaffAction.ORDER_REFUND),
+            )
+        ]
+        * 2
+    )
 
     assert Product.objects.get(pk=product.pk).stock == 10
     assert len(refunds_recorded(order)) == 1
@@ -171,12 +206,28 @@ def test_lines_of_a_shipped_order_are_refunded_in_parts_that_add_up_to_what_was_
 
     # when: one mug, then two more mugs, then the cup
     first = order_refund(
-        order_id=order.pk, reason="one broken", lines={mug_line.pk: 1}, actor=staff
+        order_id=order.pk,
+        reason="one broken",
+        lines={mug_line.pk: 1},
+        refunded_by_id=staff.pk,
+        audit=staff_audit(staff, StaffAction.ORDER_REFUND),
     )
     coupon.refresh_from_db()
     coupon_after_part = coupon.status
-    second = order_refund(order_id=order.pk, reason="two more", lines={mug_line.pk: 2}, actor=staff)
-    last = order_refund(order_id=order.pk, reason="the cup", lines={cup_line.pk: 1}, actor=staff)
+    second = order_refund(
+        order_id=order.pk,
+        reason="two more",
+        lines={mug_line.pk: 2},
+        refunded_by_id=staff.pk,
+        audit=staff_audit(staff, StaffAction.ORDER_REFUND),
+    )
+    last = order_refund(
+        order_id=order.pk,
+        reason="the cup",
+        lines={cup_line.pk: 1},
+        refunded_by_id=staff.pk,
+        audit=staff_audit(staff, StaffAction.ORDER_REFUND),
+    )
 
     # then
     assert first.order.status == second.order.status == "shipped"
@@ -220,7 +271,13 @@ def test_a_refund_without_a_reason_or_with_bad_lines_is_refused_with_nothing_don
         lines = {"too many": {line.pk: 3}, "zero": {line.pk: 0}}[lines]
 
     with pytest.raises(OrderInvalid) as refused:
-        order_refund(order_id=order.pk, reason=reason, lines=lines, actor=staff)
+        order_refund(
+            order_id=order.pk,
+            reason=reason,
+            lines=lines,
+            refunded_by_id=staff.pk,
+            audit=staff_audit(staff, StaffAction.ORDER_REFUND),
+        )
 
     assert list(refused.value.fields) == [field]
     order.refresh_from_db()

@@ -3,10 +3,10 @@
 from django.contrib.auth.models import Permission
 from django.db.models import Q
 
-from accounts.staff_actions import PERMISSIONS_NEEDED
+from backoffice.staff_actions import PERMISSIONS_NEEDED
 from tests.support.factories import UserFactory
 
-# Every permission a staff action needs (accounts/staff_actions.py): an operator who may do all.
+# Every permission a staff action needs (backoffice/staff_actions.py): an operator who may do all.
 EVERY_STAFF_PERMISSION = tuple(
     sorted({permission for needed in PERMISSIONS_NEEDED.values() for permission in needed})
 )

@@ -7,7 +7,7 @@ from datetime import timedelta
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
 
-from accounts.staff_actions import MESSAGE_PREFIX, StaffAction
+from backoffice.staff_actions import MESSAGE_PREFIX, StaffAction
 from core import clock
 from coupons.campaigns.services import campaign_create
 from coupons.models import Campaign, CouponTemplate, UserCoupon

@@ -1,0 +1,108 @@
+"""How the coupon admin shows things: dates in the operator's zone, money terms in words,
+the labels of types, states and coupon statuses, and the orders app's lookup."""
+
+from collections.abc import Iterable
+
+from django.utils import timezone
+from django.utils.formats import date_format
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from core.money import format_money
+from coupons.catalog import scope_catalog
+from coupons.models import CouponTemplate
+
+RECENT_ROWS = 10
+
+
+def local_datetime(moment) -> str:
+    """A stored UTC instant as the operator reads it: TIME_ZONE, the active language's format."""
+    if moment is None:
+        return ""
+    return date_format(timezone.localtime(moment), "SHORT_DATETIME_FORMAT")
+
+
+TYPE_LABELS = {
+    CouponTemplate.Type.DIRECT: gettext_lazy("direct (flat amount off)"),
+    CouponTemplate.Type.THRESHOLD: gettext_lazy("threshold (spend X, get Y off)"),
+    CouponTemplate.Type.PERCENT: gettext_lazy("percent off"),
+}
+
+
+STATE_LABELS = {
+    "not_started": gettext_lazy("not started"),
+    "active": gettext_lazy("active"),
+    "sold_out": gettext_lazy("sold out"),
+    "ended": gettext_lazy("ended"),
+    "paused": gettext_lazy("paused"),
+}
+
+
+def zhe(percent_off: int) -> str:
+    """15% off is 85折, 50% off is 5折 (折 counts tenths of the price paid)."""
+    paid = 100 - percent_off
+    return str(paid // 10) if paid % 10 == 0 else str(paid)
+
+
+def terms_text(template: CouponTemplate) -> str:
+    """The discount in words: "¥5.00 off", "¥50.00 off orders of ¥200.00 or more",
+    "15% off, at most ¥20.00"."""
+    if template.type == CouponTemplate.Type.PERCENT:
+        text = _("%(percent)s%% off, %(zhe)s折") % {
+            "percent": template.value,
+            "zhe": zhe(template.value),
+        }
+        if template.max_discount:
+            text = _("%(terms)s, at most %(cap)s") % {
+                "terms": text,
+                "cap": format_money(template.max_discount),
+            }
+    else:
+        text = _("%(value)s off") % {"value": format_money(template.value)}
+    if template.min_amount:
+        text = _("%(terms)s on orders of %(minimum)s or more") % {
+            "terms": text,
+            "minimum": format_money(template.min_amount),
+        }
+    return text
+
+
+def scope_text(template: CouponTemplate, names: dict[int, str] | None = None) -> str:
+    """ "The whole store", or the categories or products by name (an id the catalog no longer
+    knows is shown as #id). `names` saves the lookup when the caller has them already."""
+    if template.scope == CouponTemplate.Scope.ALL or not template.scope_ids:
+        return str(template.get_scope_display())
+    if names is None:
+        catalog = scope_catalog()
+        names = catalog.names(scope=template.scope, ids=template.scope_ids) if catalog else {}
+    listed = "、".join(names.get(pk, f"#{pk}") for pk in template.scope_ids)
+    return _("%(scope)s: %(listed)s") % {"scope": template.get_scope_display(), "listed": listed}
+
+
+def attach_scope_texts(templates: Iterable[CouponTemplate]) -> None:
+    """Set `scope_shown` on each template of a list page, with one catalog lookup per scope
+    kind for the whole page rather than one per row."""
+    templates = list(templates)
+    catalog = scope_catalog()
+    names: dict[str, dict[int, str]] = {}
+    for scope in (CouponTemplate.Scope.CATEGORIES, CouponTemplate.Scope.PRODUCTS):
+        ids = {pk for template in templates if template.scope == scope for pk in template.scope_ids}
+        names[scope] = catalog.names(scope=scope, ids=ids) if catalog and ids else {}
+    for template in templates:
+        # The list page's own attribute, read back with getattr (coupon_admin/templates.py).
+        template.scope_shown = scope_text(  # type: ignore[attr-defined]
+            template, names.get(template.scope, {})
+        )
+
+
+def rate_text(rate: float | None) -> str:
+    return "–" if rate is None else f"{rate:.1%}"
+
+
+COUPON_STATUS_LABELS = {
+    "unused": gettext_lazy("unused"),
+    "used": gettext_lazy("used"),
+    "expired": gettext_lazy("expired"),
+    # Used by an order not paid for (awaiting payment, or refunded after its window closed).
+    "used_unpaid": gettext_lazy("used, order not paid"),
+}
