@@ -1,6 +1,6 @@
 """The admin dashboard's figures (SPEC sections 23, 27): claims, uses and discount given per
 day, the templates most claimed, the coupons ending soon and the campaigns running, in five
-queries whatever the volume (tests/coupons/test_dashboard.py counts them). A use is a coupon
+queries whatever the volume (tests/backoffice/test_dashboard.py counts them). A use is a coupon
 of an order that is paid and not refunded, as in the funnel, the CSV and the admin API (SPEC
 section 20), counted on the day of its payment with that order's discount
 (backoffice/reports.py)."""

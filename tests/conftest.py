@@ -162,6 +162,12 @@ def frozen_now(monkeypatch):
 
 
 @pytest.fixture
+def now(frozen_now):
+    """The frozen instant the order flow's tests and the orders admin's run at."""
+    return frozen_now.now()
+
+
+@pytest.fixture
 def own_redis(tmp_path, settings, redis_namespace):
     """A redis-server of this test's own, already serving as the app's Redis (REDIS_URL, the
     coupon counter, and the cache the throttles count in)."""
