@@ -180,7 +180,7 @@ class CouponTemplate(models.Model):
         ordering = ["-id"]
         # Beyond add/change/delete/view: issuing coupons to people and reading every holder
         # out are powers of their own (SPEC section 17). Names stay English in the database;
-        # the admin shows them translated (backoffice/coupon_admin/permissions.py).
+        # the admin shows them translated (backoffice/account_admin/groups.py).
         permissions = [
             ("grant_coupons", "Can grant coupons"),
             ("export_coupons", "Can export coupons"),

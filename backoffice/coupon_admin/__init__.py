@@ -4,8 +4,6 @@ is what Django's admin autodiscovery needs; nothing is re-exported."""
 from backoffice.coupon_admin import (  # noqa: F401  (registration)
     automatic_issues,
     campaigns,
-    permissions,
     templates,
     user_coupons,
-    users,
 )

@@ -12,10 +12,10 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from backoffice.account_admin.groups import PermissionLabelsMixin
+from backoffice.account_admin.staff_access import StaffAccountGuard
 from backoffice.coupon_admin import grants
-from backoffice.coupon_admin.permissions import PermissionLabelsMixin
 from backoffice.coupon_admin.user_coupons import UserCouponInline
-from backoffice.staff_admin import StaffAccountGuard
 from coupons.models import GRANT_REASON_MAX_LENGTH, CouponTemplate
 from coupons.services.grants import MAX_GRANT_USERS
 

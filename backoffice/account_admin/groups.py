@@ -10,7 +10,7 @@ from django.db.models import Q, QuerySet
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from backoffice.staff_admin import StaffGroupGuard
+from backoffice.account_admin.staff_access import StaffGroupGuard
 
 # Plumbing whose permissions nobody grants by hand (token_blacklist keeps the refresh tokens,
 # accounts the token generations). "core" is the api package's idempotency records (its
