@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy
 
 from backoffice.account_admin.groups import PermissionLabelsMixin
 from backoffice.account_admin.staff_access import StaffAccountGuard
+from backoffice.action_buttons import ButtonLook, looks
 from backoffice.coupon_admin import grants
 from backoffice.coupon_admin.user_coupons import UserCouponInline
 from coupons.models import GRANT_REASON_MAX_LENGTH, CouponTemplate
@@ -37,6 +38,7 @@ class GrantToSelectedUsersForm(forms.Form):
 @admin.action(
     description=gettext_lazy("Grant a coupon to the selected users…"), permissions=["grant"]
 )
+@looks(ButtonLook.ISSUE)
 def grant_coupon_to_users(modeladmin, request, queryset):
     """From the user list: pick a template and a reason, then coupons.services.grants.coupon_grant
     (the same service as the template's "Grant to users")."""

@@ -19,6 +19,7 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from backoffice.action_buttons import ButtonLook, looks
 from backoffice.audit_messages import GRANT_OUTCOMES
 from backoffice.staff_actions import StaffAction, staff_audit, staff_may
 from core.domain_errors import DomainError
@@ -117,6 +118,7 @@ def names_text(user_ids: list[int], names: dict[int, str]) -> str:
 
 
 @admin.action(description=gettext_lazy("Grant to users…"), permissions=["grant"])
+@looks(ButtonLook.ISSUE)
 def grant_to_users(
     modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[CouponTemplate]
 ) -> HttpResponse | None:

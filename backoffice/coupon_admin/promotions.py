@@ -14,6 +14,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from backoffice.action_buttons import ButtonLook, looks
 from backoffice.coupon_admin.template_report import in_language
 from backoffice.staff_actions import StaffAction, staff_audit
 from core.csv_cells import csv_row
@@ -27,6 +28,7 @@ UTF8_BOM = "\ufeff"  # so that Excel opens the file as UTF-8 (template names in 
 
 
 @admin.action(description=gettext_lazy("Pause: issue nothing until resumed"), permissions=["pause"])
+@looks(ButtonLook.STOP)
 def pause_templates(modeladmin, request, queryset: QuerySet[CouponTemplate]) -> None:
     # Counted as changed: the queryset, filtered by state, would count afresh after the change.
     count = templates.coupon_templates_paused_set(
@@ -43,6 +45,7 @@ def pause_templates(modeladmin, request, queryset: QuerySet[CouponTemplate]) -> 
 
 
 @admin.action(description=gettext_lazy("Resume issuing"), permissions=["pause"])
+@looks(ButtonLook.RESUME)
 def resume_templates(modeladmin, request, queryset: QuerySet[CouponTemplate]) -> None:
     count = templates.coupon_templates_paused_set(
         template_ids=list(queryset.values_list("pk", flat=True)),
@@ -60,6 +63,7 @@ def resume_templates(modeladmin, request, queryset: QuerySet[CouponTemplate]) ->
 @admin.action(
     description=gettext_lazy("Export single-use codes (CSV)"), permissions=["export_codes"]
 )
+@looks(ButtonLook.DOWNLOAD)
 def export_single_use_codes(
     modeladmin, request, queryset: QuerySet[CouponTemplate]
 ) -> StreamingHttpResponse:

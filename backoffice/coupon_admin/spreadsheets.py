@@ -14,6 +14,7 @@ from import_export import fields, resources
 from import_export.formats.base_formats import CSV, XLSX, TablibFormat
 
 from backoffice import reports
+from backoffice.action_buttons import ButtonLook, looks
 from backoffice.coupon_admin.display import local_datetime, terms_text
 from backoffice.staff_actions import StaffAction, staff_audit
 from core import clock
@@ -115,11 +116,13 @@ def export_templates(request, queryset: QuerySet[CouponTemplate], kind: str) -> 
 
 
 @admin.action(description=gettext_lazy("Export templates (XLSX)"), permissions=["export_templates"])
+@looks(ButtonLook.DOWNLOAD)
 def export_templates_xlsx(modeladmin, request, queryset) -> HttpResponse:
     return export_templates(request, queryset, "xlsx")
 
 
 @admin.action(description=gettext_lazy("Export templates (CSV)"), permissions=["export_templates"])
+@looks(ButtonLook.DOWNLOAD)
 def export_templates_csv(modeladmin, request, queryset) -> HttpResponse:
     return export_templates(request, queryset, "csv")
 
@@ -127,6 +130,7 @@ def export_templates_csv(modeladmin, request, queryset) -> HttpResponse:
 @admin.action(
     description=gettext_lazy("Export single-use codes (XLSX)"), permissions=["export_codes"]
 )
+@looks(ButtonLook.DOWNLOAD)
 def export_single_use_codes_xlsx(modeladmin, request, queryset) -> HttpResponse:
     """The codes of the selected templates in one sheet, recorded per template."""
     audit = staff_audit(request.user, StaffAction.CODES_EXPORT)

@@ -15,6 +15,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from backoffice.action_buttons import ButtonLook, looks
 from backoffice.audit_admin import StaffHistoryAdmin
 from backoffice.order_admin.refunds import RefundInline, RefundPagesAdmin
 from backoffice.staff_actions import StaffAction, staff_audit, staff_may
@@ -248,6 +249,7 @@ class OrderAdmin(RefundPagesAdmin, StaffHistoryAdmin, ReadOnlyAdmin):
         return staff_may(request.user, StaffAction.ORDER_CANCEL)
 
     @admin.action(description=gettext_lazy("Cancel the selected orders"), permissions=["cancel"])
+    @looks(ButtonLook.GIVE_BACK)
     def cancel_orders(self, request, queryset) -> None:
         """Through orders.services.order_cancel, as the shopper's own cancel: stock and coupon
         go back in the order's transaction. Only orders awaiting payment can be cancelled."""

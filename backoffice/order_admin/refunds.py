@@ -14,6 +14,7 @@ from django.urls import path, reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from backoffice.action_buttons import ButtonLook, looks
 from backoffice.staff_actions import StaffAction, staff_audit, staff_may
 from core.domain_errors import DomainError
 from core.limits import is_id_text
@@ -85,6 +86,7 @@ class RefundPagesAdmin(admin.ModelAdmin):
         return staff_may(request.user, StaffAction.ORDER_REFUND)
 
     @admin.action(description=gettext_lazy("Refund the selected orders"), permissions=["refund"])
+    @looks(ButtonLook.GIVE_BACK)
     def refund_orders(self, request, queryset):
         """Whole refunds through orders.refunds.order_refund, after a confirmation page that
         lists the orders and asks for the reason (required). Stock back, the coupon back while
