@@ -273,6 +273,21 @@ def test_every_admin_page_and_form_is_chinese(browser, live_server):
     expect(page.locator(".el-notification .el-icon-success")).to_be_visible()
     english.check(page, "the cancel action's result")
     assert Order.objects.filter(status=Order.Status.PENDING_PAYMENT).count() == 0
+    # Refund the paid order from the list: a confirmation page asks the reason first; the
+    # refund is then in the audit log, worded in Chinese.
+    paid = Order.objects.get(status=Order.Status.PAID)
+    page.goto(f"{admin}orders/order/")
+    run_action(page, "refund_orders", row=paid.pk)
+    expect(page.locator("#id_reason")).to_be_visible()
+    english.check(page, "the refund's confirmation page")
+    page.fill("#id_reason", "质量问题")
+    submit(page, "input[name=confirm]")
+    expect(page.locator(".el-notification .el-icon-success")).to_be_visible()
+    english.check(page, "the refund's result")
+    assert Order.objects.get(pk=paid.pk).status == Order.Status.REFUNDED
+    page.goto(f"{admin}admin/logentry/")
+    expect(page.locator("#result_list")).to_contain_text("质量问题")
+    english.check(page, "the audit log with the refund")
 
     assert leaving == [], leaving
     assert not english.pages, "English left:\n" + "\n".join(
