@@ -253,21 +253,3 @@ def _usable(coupon: UserCoupon) -> UsableCoupon:
         campaign_id=template.campaign_id,
         budget_left=None if template.campaign is None else template.campaign.budget_left,
     )
-
-
-# --- For the orders admin, and what the orders app tells the coupons admin ---------------------
-
-
-@dataclass(frozen=True)
-class TemplateName:
-    template_id: int
-    name: str
-
-
-def template_names(*, limit: int, template_id: int | None = None) -> list[TemplateName]:
-    """The newest templates' names (for the orders admin's filter by template), plus
-    `template_id`'s own when it is older. Writes nothing."""
-    templates = list(CouponTemplate.objects.order_by("-id").values_list("pk", "name")[:limit])
-    if template_id is not None and template_id not in {pk for pk, _ in templates}:
-        templates += CouponTemplate.objects.filter(pk=template_id).values_list("pk", "name")
-    return [TemplateName(template_id=pk, name=name) for pk, name in templates]

@@ -23,7 +23,7 @@ from core.admin_fields import MoneyField, ReadOnlyAdmin, RefusalAsFormErrorAdmin
 from core.domain_errors import DomainError
 from core.limits import is_id_text
 from core.money import format_money
-from coupons import ports
+from coupons.models import CouponTemplate
 from orders import services, stock
 from orders.errors import OrderInvalid, OutOfStock
 from orders.models import (
@@ -197,8 +197,13 @@ class CouponTemplateFilter(admin.SimpleListFilter):
     def lookups(self, request, model_admin):
         selected = self.value()
         selected_id = int(selected) if selected and is_id_text(selected) else None
-        names = ports.template_names(limit=self.listed, template_id=selected_id)
-        return [(str(name.template_id), name.name) for name in names]
+        # The newest templates, plus the chosen one when it is older.
+        templates = list(
+            CouponTemplate.objects.order_by("-id").values_list("pk", "name")[: self.listed]
+        )
+        if selected_id is not None and selected_id not in {pk for pk, _ in templates}:
+            templates += CouponTemplate.objects.filter(pk=selected_id).values_list("pk", "name")
+        return [(str(pk), name) for pk, name in templates]
 
     def queryset(self, request, queryset):
         value = self.value()
