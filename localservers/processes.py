@@ -1,11 +1,13 @@
 """A child process in a session of its own (its own process group), so that stopping it stops
-every child it started, stopped at interpreter exit whatever happens; and the two facts read
-about processes that outlive the Python process that started them (pid files)."""
+every child it started, stopped at interpreter exit whatever happens; and the record of a
+process that outlives the Python process that started it (ProcessRecord)."""
 
 import atexit
 import os
 import signal
 import subprocess
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -91,19 +93,80 @@ class ManagedProcess:
         return RuntimeError(f"{self.name} {reason}; last log lines:\n{self.log_tail()}")
 
 
-def process_alive(pid: int | None) -> bool:
-    """True for a running process; a zombie (killed, not yet reaped) counts as dead."""
-    if pid is None:
-        return False
+@dataclass(frozen=True)
+class ProcessRecord:
+    """A process as it was started: its pid and its start time (field 22 of /proc/<pid>/stat,
+    clock ticks after boot). A pid alone may name another process once pids wrap (pid_max is
+    32768 here, and a test run goes round it); the pair names one process for the machine's
+    life. Written by whoever started the process, in a file of its own that the process never
+    rewrites (mariadbd empties and rewrites its own pid file while running)."""
+
+    pid: int
+    started: int
+
+    @classmethod
+    def of(cls, pid: int) -> "ProcessRecord | None":
+        """The record of the running process `pid` (None: no such process)."""
+        stat = _stat_fields(pid)
+        return None if stat is None else cls(pid, int(stat[19]))
+
+    def alive(self) -> bool:
+        """Still this process and running; a zombie (killed, not yet reaped) is dead."""
+        stat = _stat_fields(self.pid)
+        return stat is not None and stat[0] not in ("Z", "X") and int(stat[19]) == self.started
+
+    def send(self, signum: int, *, group: bool = False) -> bool:
+        """Signal this process (or the process group it leads) only while it is still this
+        process: a pidfd taken first holds it, so that the check and the signal name the same
+        one. Whether it was sent."""
+        try:
+            handle = os.pidfd_open(self.pid)
+        except ProcessLookupError:
+            return False
+        try:
+            if not self.alive():
+                return False
+            if group and os.getpgid(self.pid) == self.pid:
+                os.killpg(self.pid, signum)
+            else:
+                signal.pidfd_send_signal(handle, signum)
+            return True
+        except ProcessLookupError:
+            return False
+        finally:
+            os.close(handle)
+
+    def save(self, path: Path) -> None:
+        """Written whole or not at all (a rename): a reader never sees it half written."""
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(f"{self.pid} {self.started}\n")
+        os.replace(partial, path)
+
+    @classmethod
+    def load(cls, path: Path, *, patience: float = 0.5) -> "ProcessRecord | None":
+        """The record in `path`; None when there is none. A file that does not parse is read
+        again for up to `patience` seconds before it counts as none: an empty file means
+        "look again", never "dead"."""
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                pid, started = path.read_text().split()
+                return cls(int(pid), int(started))
+            except FileNotFoundError:
+                return None
+            except (OSError, ValueError):
+                if time.monotonic() >= deadline:
+                    return None
+                time.sleep(0.01)
+
+
+def record_alive(record: ProcessRecord | None) -> bool:
+    return record is not None and record.alive()
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat after the command name (field 3 onwards), None when it is gone."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return False
-    return fields[0] not in ("Z", "X")
-
-
-def read_pid(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
         return None

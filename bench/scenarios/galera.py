@@ -40,7 +40,8 @@ class WriterNode:
 
     @property
     def process(self) -> SimpleNamespace:
-        return SimpleNamespace(pid=self.cluster.pid(1))
+        record = self.cluster.process(1)
+        return SimpleNamespace(pid=record.pid if record else None)
 
     def connect(self) -> MySQLdb.Connection:
         return self.cluster.connect(1)

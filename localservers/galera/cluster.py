@@ -1,9 +1,10 @@
 """The local 3-node MariaDB Galera cluster's life cycle: start (bootstrap, rejoin, or recover
 from the most advanced node after a crash of all three), stop, kill, freeze, thaw, restart,
-and the supervisor that heals it without a human. Data, configuration, logs and pid files
-live under `base_dir`, one directory per node; processes outlive the Python process that
-started them (scripts/cluster start, then scripts/cluster stop from another shell): pid files
-are the truth, never a handle in memory."""
+and the supervisor that heals it without a human. Data, configuration, logs and process
+records live under `base_dir`, one directory per node; processes outlive the Python process that
+started them (scripts/cluster start, then scripts/cluster stop from another shell), so each
+is known by a file of our own that records its pid and start time (ProcessRecord): never by a
+pid alone, never by mariadbd's own pid file."""
 
 import os
 import re
@@ -19,7 +20,7 @@ import MySQLdb
 from localservers.galera.configs import EVS_TIMEOUTS, haproxy_config, node_config
 from localservers.galera.layout import NODES, WRITER_NODE, NodePorts, ist_ports, node_ports
 from localservers.ports import port_free, port_open
-from localservers.processes import process_alive, read_pid
+from localservers.processes import ProcessRecord, record_alive
 from localservers.waiting import wait_until
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -123,14 +124,16 @@ class Cluster:
             connection.close()
         return int(str(name).removeprefix("node"))
 
-    def pid(self, node: int) -> int | None:
-        return read_pid(self.node_dir(node) / "mariadbd.pid")
+    def process(self, node: int) -> ProcessRecord | None:
+        """The node's mariadbd as started (never mariadbd's own pid file, which it empties and
+        rewrites while running)."""
+        return ProcessRecord.load(self.node_dir(node) / "mariadbd.process")
 
     def running(self, node: int) -> bool:
-        return process_alive(self.pid(node))
+        return record_alive(self.process(node))
 
     def haproxy_running(self) -> bool:
-        return process_alive(read_pid(self.base_dir / "haproxy.pid"))
+        return record_alive(ProcessRecord.load(self.base_dir / "haproxy.process"))
 
     def status(self) -> dict[str, object]:
         nodes: dict[str, object] = {}
@@ -187,27 +190,22 @@ class Cluster:
         safe_to_bootstrap: 1 and the next start bootstraps from it. The supervisor goes
         first: it would start what is being stopped."""
         self.stop_supervisor()
-        self._stop_pid(read_pid(self.base_dir / "haproxy.pid"))
-        self._stop_pid(read_pid(self.base_dir / "health.pid"))
+        self._stop(ProcessRecord.load(self.base_dir / "haproxy.process"))
+        self._stop(ProcessRecord.load(self.base_dir / "health.process"))
         for node in sorted(NODES, reverse=True):
-            self._stop_pid(self.pid(node), timeout=120)
+            self._stop(self.process(node), timeout=120)
 
     def kill(self, node: int) -> None:
         """SIGKILL: no shutdown; InnoDB recovers and the node rejoins on restart()."""
-        pid = self.pid(node)
-        if not process_alive(pid):
-            raise ClusterError(f"node{node} is not running")
-        assert pid is not None
+        record = self.process(node)
         # The node's whole process group, as when its machine dies: an SST script it was
         # running (socat, mariabackup) must not outlive it and hold its ports.
-        if os.getpgid(pid) == pid:
-            os.killpg(pid, signal.SIGKILL)
-        else:
-            os.kill(pid, signal.SIGKILL)
-        child = self._children.pop(pid, None)
+        if record is None or not record.send(signal.SIGKILL, group=True):
+            raise ClusterError(f"node{node} is not running")
+        child = self._children.pop(record.pid, None)
         if child is not None:
             child.wait(timeout=30)
-        wait_until(lambda: not process_alive(pid), timeout=30, what=f"node{node} to die")
+        wait_until(lambda: not record.alive(), timeout=30, what=f"node{node} to die")
 
     def freeze(self, node: int) -> None:
         """SIGSTOP the node's process group: it holds its connections and answers nothing, as
@@ -219,14 +217,9 @@ class Cluster:
         self._signal_group(node, signal.SIGCONT)
 
     def _signal_group(self, node: int, signum: int) -> None:
-        pid = self.pid(node)
-        if not process_alive(pid):
+        record = self.process(node)
+        if record is None or not record.send(signum, group=True):
             raise ClusterError(f"node{node} is not running")
-        assert pid is not None
-        if os.getpgid(pid) == pid:
-            os.killpg(pid, signum)
-        else:
-            os.kill(pid, signum)
 
     def restart(self, node: int, timeout: float = 120) -> None:
         """Start a stopped or killed node as a joiner of the running cluster (IST from a
@@ -240,10 +233,20 @@ class Cluster:
         self._wait_synced(node, timeout)
 
     def heal(self) -> str | None:
-        """One look by the supervisor, and what it did (None: nothing to do). A node that is
-        down rejoins the synced ones; when every node is down (a crash of the whole cluster:
-        no grastate.dat says safe_to_bootstrap), start() bootstraps from the most advanced
-        one and joins the others to it. Nodes up but none synced yet: wait for them."""
+        """One look by the supervisor, and what it did (None: nothing to do yet).
+
+        - A node that is down rejoins the synced ones, but only once their view no longer
+          counts it: restarted under its old identity before the survivors evicted it (EVS
+          timeouts, about 3 s), their view change fails and every write waits for them to
+          re-form, which made one kill an outage of up to 11 s.
+        - One node left of three (two lost at once) is out of quorum (non-Primary); once its
+          view holds only itself and the other two processes are gone, it becomes the primary
+          component (pc.bootstrap): Galera delivers every write set to each member of the
+          primary component before any of them commits it, so the last member holds every
+          commit. The others then rejoin it, one at a time.
+        - Every node down (a crash of the whole cluster, so no grastate.dat says
+          safe_to_bootstrap): start() bootstraps from the most advanced one and joins the
+          others to it."""
         for child in list(self._children.values()):
             child.poll()  # reap what died, so that it does not linger as a zombie
         down = [node for node in NODES if not self.running(node)]
@@ -252,11 +255,34 @@ class Cluster:
         if len(down) == len(NODES):
             self.start()
             return "every node was down: recovered from the most advanced one"
-        if not any(self.is_synced(node) for node in NODES if node not in down):
-            return None
-        for node in down:
-            self.restart(node)
-        return f"restarted {', '.join(f'node{node}' for node in down)}"
+        up = [node for node in NODES if node not in down]
+        views = {node: self._view(node) for node in up}
+        synced = [node for node in up if _synced_in_primary(views[node])]
+        if synced:
+            if any(int(views[node].get("wsrep_cluster_size", 0)) > len(up) for node in synced):
+                return None  # the survivors still count a lost node: wait for its eviction
+            for node in down:
+                self.restart(node)
+            return f"restarted {', '.join(f'node{node}' for node in down)}"
+        (last,) = up if len(up) == 1 else (None,)
+        if last is not None and _alone_without_quorum(views[last]):
+            self._bootstrap_in_place(last)
+            return f"node{last} was the last one up, out of quorum: made it the primary component"
+        return None
+
+    def _view(self, node: int) -> dict[str, str]:
+        try:
+            return self.wsrep_status(node)
+        except MySQLdb.Error:
+            return {}
+
+    def _bootstrap_in_place(self, node: int) -> None:
+        connection = self.connect(node)
+        try:
+            connection.cursor().execute("SET GLOBAL wsrep_provider_options = 'pc.bootstrap=YES'")
+        finally:
+            connection.close()
+        self._wait_synced(node, timeout=30)
 
     def supervise(self, interval: float = 1.0) -> None:
         """heal() every `interval` seconds, for good: the cluster restarts what dies without a
@@ -271,10 +297,9 @@ class Cluster:
             time.sleep(interval)
 
     def start_supervisor(self) -> None:
-        """`supervise` in a process of its own, which outlives the caller (pid file)."""
+        """`supervise` in a process of its own, which outlives the caller (its record)."""
         if self.supervisor_running():
             return
-        pid_file = self.base_dir / "supervisor.pid"
         command = [sys.executable, "-m", "localservers.galera", "supervise"]
         environment = {
             **os.environ,
@@ -292,13 +317,13 @@ class Cluster:
                 start_new_session=True,
             )
         self._children[child.pid] = child
-        pid_file.write_text(f"{child.pid}\n")
+        self._record(child, self.base_dir / "supervisor.process")
 
     def stop_supervisor(self) -> None:
-        self._stop_pid(read_pid(self.base_dir / "supervisor.pid"))
+        self._stop(ProcessRecord.load(self.base_dir / "supervisor.process"))
 
     def supervisor_running(self) -> bool:
-        return process_alive(read_pid(self.base_dir / "supervisor.pid"))
+        return record_alive(ProcessRecord.load(self.base_dir / "supervisor.process"))
 
     def wait_writer(self, node: int, timeout: float = 30) -> None:
         wait_until(
@@ -403,10 +428,7 @@ class Cluster:
         candidates = ist_ports(self.base_port, node)
         self._write_config(node, next((p for p in candidates if port_free(p)), candidates[0]))
         child = self._spawn(command, directory / "stdout.log")
-        # mariadbd writes its pid file only once a joiner has its data: after a full copy
-        # (SST), which a loaded machine can stretch past any fixed wait. The pid is the
-        # node's from the start; mariadbd writes the same one later.
-        (directory / "mariadbd.pid").write_text(f"{child.pid}\n")
+        self._record(child, directory / "mariadbd.process")
 
     def _install(self, datadir: Path) -> None:
         """A fresh data directory; root may connect from 127.0.0.1 without a password."""
@@ -431,12 +453,10 @@ class Cluster:
     def _start_health(self) -> None:
         """localservers.galera.health, HAProxy's HTTP check of every node, in a process of its
         own (never in a node's process group: a frozen node must not freeze its check)."""
-        pid_file = self.base_dir / "health.pid"
-        pid_file.unlink(missing_ok=True)
         pairs = [f"--node={self.ports(n).mysql}:{self.ports(n).health}" for n in NODES]
         command = [sys.executable, "-m", "localservers.galera.health", *pairs]
         child = self._spawn(command, self.base_dir / "health.log")
-        pid_file.write_text(f"{child.pid}\n")
+        self._record(child, self.base_dir / "health.process")
         wait_until(
             lambda: child.poll() is not None or all(port_open(self.ports(n).health) for n in NODES),
             timeout=10,
@@ -446,14 +466,12 @@ class Cluster:
             raise ClusterError(f"the health checks exited; see {self.base_dir / 'health.log'}")
 
     def health_running(self) -> bool:
-        return process_alive(read_pid(self.base_dir / "health.pid"))
+        return record_alive(ProcessRecord.load(self.base_dir / "health.process"))
 
     def _start_haproxy(self) -> None:
-        pid_file = self.base_dir / "haproxy.pid"
-        pid_file.unlink(missing_ok=True)
         command = ["haproxy", "-f", str(self.base_dir / "haproxy.cfg"), "-db"]
         child = self._spawn(command, self.base_dir / "haproxy.log")
-        pid_file.write_text(f"{child.pid}\n")
+        self._record(child, self.base_dir / "haproxy.process")
         wait_until(
             lambda: child.poll() is not None or port_open(self.writer_port),
             timeout=10,
@@ -462,15 +480,34 @@ class Cluster:
         if child.poll() is not None:
             raise ClusterError(f"haproxy exited; see {self.base_dir / 'haproxy.log'}")
 
-    def _stop_pid(self, pid: int | None, timeout: float = 30) -> None:
-        if not process_alive(pid):
+    def _record(self, child: subprocess.Popen[bytes], path: Path) -> None:
+        """The child's record in `path`, as it starts (none when it died at once: the waits
+        that follow say so)."""
+        record = ProcessRecord.of(child.pid)
+        if record is None:
+            path.unlink(missing_ok=True)
+        else:
+            record.save(path)
+
+    def _stop(self, record: ProcessRecord | None, timeout: float = 30) -> None:
+        if record is None or not record.send(signal.SIGTERM):
             return
-        assert pid is not None
-        os.kill(pid, signal.SIGTERM)
-        child = self._children.pop(pid, None)
+        child = self._children.pop(record.pid, None)
         if child is not None:
             child.wait(timeout=timeout)
-        wait_until(lambda: not process_alive(pid), timeout=timeout, what=f"process {pid} to stop")
+        wait_until(
+            lambda: not record.alive(), timeout=timeout, what=f"process {record.pid} to stop"
+        )
+
+
+def _synced_in_primary(view: dict[str, str]) -> bool:
+    return view.get("wsrep_local_state") == SYNCED and view.get("wsrep_cluster_status") == "Primary"
+
+
+def _alone_without_quorum(view: dict[str, str]) -> bool:
+    return (
+        view.get("wsrep_cluster_status") == "non-Primary" and view.get("wsrep_cluster_size") == "1"
+    )
 
 
 def start(base_dir: Path | str, base_port: int, timeout: float = 120) -> Cluster:

@@ -2,7 +2,6 @@
 survive its SIGKILL on a backup, and the killed node rejoins with every row; a crash of every
 node is recovered from the most advanced one. The tests share one cluster and run in order."""
 
-import os
 import signal
 import socket
 import time
@@ -226,11 +225,10 @@ def test_with_its_supervisor_the_cluster_heals_a_crash_of_every_node_without_a_h
     before = rows_on(cluster, 1)
     cluster.start_supervisor()
     try:
-        pids = [cluster.pid(node) for node in NODES]
+        records = [cluster.process(node) for node in NODES]
         crashed_at = time.monotonic()
-        for pid in pids:
-            assert pid is not None
-            os.killpg(pid, signal.SIGKILL)
+        for record in records:
+            assert record is not None and record.send(signal.SIGKILL, group=True)
 
         row_id, _node = wait_until(
             lambda: write_through_haproxy(cluster),
@@ -249,3 +247,76 @@ def test_with_its_supervisor_the_cluster_heals_a_crash_of_every_node_without_a_h
         assert rows_on(cluster, node).items() >= before.items()
     assert row_id > max(before)
     print(f"writes again {took:.1f} s after every node crashed")  # for docs/measurements
+
+
+def supervised_writes_after(cluster: Cluster, lose, *, timeout: float, heals_by: str) -> float:
+    """With the supervisor running: `lose()` some of the cluster's nodes, then a write through
+    HAProxy as soon as one lands; how long that took. Returns once the supervisor has said
+    `heals_by` and every node is back."""
+    log = cluster.base_dir / "supervisor.log"
+    log_size = log.stat().st_size if log.exists() else 0
+    cluster.start_supervisor()
+    try:
+        lost_at = time.monotonic()
+        lose()
+        wait_until(
+            lambda: write_through_haproxy(cluster),
+            timeout=timeout,
+            what="a write after the loss",
+            interval=0.05,
+            ignoring=(MySQLdb.Error,),
+        )
+        took = time.monotonic() - lost_at
+        wait_until(
+            lambda: heals_by in supervisor_said(cluster, log_size),
+            timeout=180,
+            what=f"the supervisor to say {heals_by!r}",
+        )
+        wait_until(cluster.fully_joined, timeout=180, what="every node to rejoin")
+    finally:
+        cluster.stop_supervisor()
+    return took
+
+
+def supervisor_said(cluster: Cluster, since: int) -> str:
+    with open(cluster.base_dir / "supervisor.log", errors="replace") as log:
+        log.seek(since)
+        return log.read()
+
+
+def test_with_its_supervisor_a_killed_writer_costs_writes_under_5_seconds(cluster):
+    """SPEC 22's promise with the cluster as shipped: the supervisor restarts the killed node
+    only once the survivors have evicted it, so its return never breaks their view change
+    (restarted at once, under its old identity, it stopped every write for up to 11 s)."""
+    cluster.wait_writer(1)
+    acknowledged = dict(write_through_haproxy(cluster) for _ in range(3))
+
+    took = supervised_writes_after(
+        cluster, lambda: cluster.kill(1), timeout=30, heals_by="restarted node1"
+    )
+
+    assert took < 5, f"writes came back {took:.1f} s after the kill"
+    for node in NODES:
+        assert rows_on(cluster, node).items() >= acknowledged.items()
+    print(f"writes again {took:.1f} s after the writer was killed")  # for docs/measurements
+
+
+def test_with_its_supervisor_two_nodes_lost_at_once_heal_without_a_human(cluster):
+    """The writer and a backup SIGKILLed together: the last node is out of quorum; the
+    supervisor makes it the primary component once the others are gone from its view, then
+    rejoins them. Writes within 60 s, nothing acknowledged lost."""
+    acknowledged = dict(write_through_haproxy(cluster) for _ in range(3))
+    records = [cluster.process(node) for node in (1, 2)]
+
+    def lose_two() -> None:
+        for record in records:
+            assert record is not None and record.send(signal.SIGKILL, group=True)
+
+    took = supervised_writes_after(
+        cluster, lose_two, timeout=60, heals_by="node3 was the last one up"
+    )
+
+    assert took < 60
+    for node in NODES:
+        assert rows_on(cluster, node).items() >= acknowledged.items()
+    print(f"writes again {took:.1f} s after two nodes were killed")  # for docs/measurements
