@@ -9,6 +9,7 @@ check, and starts a new token generation (accounts.models.TokenGeneration), so t
 reactivating revives no token issued before."""
 
 import functools
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,8 +44,12 @@ from accounts.user_facts import (
 from api.serializers import StringField
 
 MAX_USER_ID_DIGITS = 18
-# The token generation a token was issued in (accounts.models.TokenGeneration).
+# The token generation a token was issued in (accounts.models.TokenGeneration), at most what
+# its column holds (INT UNSIGNED).
 TOKEN_GENERATION_CLAIM = "gen"
+MAX_TOKEN_GENERATION = 2**32 - 1
+# What simplejwt's get_md5_hash_password writes in a token's REVOKE_TOKEN_CLAIM.
+PASSWORD_DIGEST = re.compile(r"[0-9A-F]{32}")
 # user_of_token's default: Redis not asked yet.
 NOT_LOOKED_UP = object()
 
@@ -99,19 +104,62 @@ def token_user_id(token: Token) -> int:
     return user_id
 
 
+# Why a token is refused once its user is read: also what the claim's procedure signals when
+# it reads the user itself (coupons/issuing/procedure.py).
+USER_NOT_FOUND, USER_INACTIVE, TOKEN_REVOKED = "user not found", "user inactive", "token revoked"
+
+
+@dataclass(frozen=True)
+class TokenClaims:
+    """What a token says its user must be: of this password digest and token generation."""
+
+    password_digest: str
+    generation: int
+
+
+def token_claims(token: Token) -> TokenClaims:
+    """The token's claims as the rule compares them: a digest as simplejwt writes it and a
+    generation that is a non-negative integer the column can hold (absent: 0); 401 (revoked)
+    for anything else, so that no looser comparison (a collation that folds case or pads
+    spaces, a string turned into a number) is ever asked to judge it."""
+    digest = token.payload.get(api_settings.REVOKE_TOKEN_CLAIM)
+    generation = token.payload.get(TOKEN_GENERATION_CLAIM, 0)
+    if not isinstance(digest, str) or PASSWORD_DIGEST.fullmatch(digest) is None:
+        token_refused(TOKEN_REVOKED)
+    if type(generation) is not int or not 0 <= generation <= MAX_TOKEN_GENERATION:
+        token_refused(TOKEN_REVOKED)
+    return TokenClaims(password_digest=digest, generation=generation)
+
+
+def token_refusal(facts: UserFacts | None, claims: TokenClaims) -> str | None:
+    """The rule that a token is still honoured, once: its user exists, is active, and has the
+    password and token generation the token was issued under. Why not (None: it is)."""
+    if facts is None:
+        return USER_NOT_FOUND
+    if not facts.is_active:
+        return USER_INACTIVE
+    if (facts.password_digest, facts.generation) != (claims.password_digest, claims.generation):
+        return TOKEN_REVOKED
+    return None
+
+
+def token_holds_sql(*, password: str, generation: str, digest: str, token_generation: str) -> str:
+    """token_refusal's last comparison in SQL, for the claim's procedure (decision 1016), with
+    the SQL names of the user's password hash and token generation and of the token's claims
+    (validated by token_claims first). Compared as bytes: no collation folds case or pads."""
+    return (
+        f"CAST(UPPER(MD5({password})) AS BINARY) = CAST({digest} AS BINARY)"
+        f" AND COALESCE({generation}, 0) = {token_generation}"
+    )
+
+
 def check_token(token: Token, facts: UserFacts) -> None:
     """401 unless the user is active and the token of its current password and generation."""
     if not facts.is_active:
         token_refused(USER_INACTIVE)
-    if token.payload.get(api_settings.REVOKE_TOKEN_CLAIM) != facts.password_digest:
-        token_refused(TOKEN_REVOKED)
-    if token.payload.get(TOKEN_GENERATION_CLAIM, 0) != facts.generation:
-        token_refused(TOKEN_REVOKED)
-
-
-# Why a token is refused once its user is read: also the messages the claim's procedure
-# signals when it reads the user itself (coupons/issuing/procedure.py).
-USER_NOT_FOUND, USER_INACTIVE, TOKEN_REVOKED = "user not found", "user inactive", "token revoked"
+    refusal = token_refusal(facts, token_claims(token))
+    if refusal is not None:
+        token_refused(refusal)
 
 
 def token_refused(reason: str) -> NoReturn:
@@ -130,16 +178,12 @@ class TokenCheck:
     active, with this password digest and token generation."""
 
     user_id: int
-    password_digest: str
-    generation: int
+    claims: TokenClaims
 
     @classmethod
     def of(cls, token: Token, user_id: int) -> "TokenCheck":
-        return cls(
-            user_id=user_id,
-            password_digest=str(token.payload.get(api_settings.REVOKE_TOKEN_CLAIM, "")),
-            generation=int(token.payload.get(TOKEN_GENERATION_CLAIM, 0)),
-        )
+        """401 at once for claims the rule could never accept (token_claims)."""
+        return cls(user_id=user_id, claims=token_claims(token))
 
 
 _deferred_check: ContextVar[TokenCheck | None] = ContextVar("deferred token check", default=None)
@@ -164,15 +208,10 @@ def deferred_token_check(user_id: int) -> TokenCheck | None:
 def token_check_in_database(check: TokenCheck) -> None:
     """The check made by a query, where the write cannot make it (401 when it fails)."""
     user_model = get_user_model()
-    try:
-        user = user_model.objects.select_related("token_generation").get(pk=check.user_id)
-    except user_model.DoesNotExist:
-        token_refused(USER_NOT_FOUND)
-    facts = facts_of(user)
-    if not facts.is_active:
-        token_refused(USER_INACTIVE)
-    if (facts.password_digest, facts.generation) != (check.password_digest, check.generation):
-        token_refused(TOKEN_REVOKED)
+    user = user_model.objects.select_related("token_generation").filter(pk=check.user_id).first()
+    refusal = token_refusal(None if user is None else facts_of(user), check.claims)
+    if refusal is not None:
+        token_refused(refusal)
 
 
 def facts_of(user) -> UserFacts:

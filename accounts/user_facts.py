@@ -8,8 +8,11 @@ lookup began, after the lookup's transaction commits, and live USER_FACTS_TTL (1
 that read; a change of the user deletes the facts and the lease before it is written and
 again after it commits (`user_facts_change`), so a lookup that may have read the user before
 the change writes nothing. A change Redis did not confirm leaves a note in the database
-(UserFactsToForget, written with the change) that the scheduler acts on as soon as Redis
-answers (docs/decisions/1015-user-facts-live-long.md). Missing facts, or Redis away: the
+(UserFactsToForget, written with the change) that the scheduler acts on within a second of
+Redis answering (docs/decisions/1015-user-facts-live-long.md). A Redis that went back in time
+(a snapshot restored, a replica promoted) holds facts from before changes it had forgotten:
+the epoch watch finds it behind within a second and forgets every user's facts there
+(docs/decisions/1018-a-redis-behind-is-a-new-redis.md). Missing facts, or Redis away: the
 database lookup, as before. Every Redis error is logged and swallowed, and then the
 cache's Redis is skipped for the back-off the throttles share (api.throttles.backoff): one
 outage costs one timeout per process, not one per user of that Redis."""
@@ -33,7 +36,7 @@ from django_redis import get_redis_connection
 
 from accounts.models import UserFactsToForget
 from api.throttles import backoff
-from core.redis_scripts import ScriptCall
+from core.redis_scripts import RAISE_ONLY_SCRIPT, ScriptCall
 
 logger = logging.getLogger(__name__)
 
@@ -234,8 +237,8 @@ def user_facts_change(user_id: int) -> Iterator[None]:
 
 
 def user_facts_forget_all() -> int:
-    """Forget every user's facts (after the database went back in time: a restore); how many.
-    Raises when Redis fails."""
+    """Forget every user's facts (after the database or the cache's Redis went back in time);
+    how many. Raises when Redis fails."""
     connection = get_redis_connection("default")
     batch, forgotten = [], 0
     for key in connection.scan_iter(match=caches["default"].make_key("user-facts:*"), count=1000):
@@ -248,30 +251,54 @@ def user_facts_forget_all() -> int:
     return forgotten
 
 
-# A note younger than this may belong to a change still being written: left to its own
-# after-commit forget.
+def user_facts_epoch_key() -> str:
+    return caches["default"].make_key("user-facts-epoch")
+
+
+def user_facts_epoch() -> int | None:
+    """The database's epoch as the cache's Redis last saw it (coupons/counter_epoch.py; None:
+    none). Raises when Redis fails."""
+    value = get_redis_connection("default").get(user_facts_epoch_key())
+    return None if value is None else int(value)
+
+
+def user_facts_epoch_raise(epoch: int) -> None:
+    """Raise it, never lower it (core/lua/raise_only.lua). Raises when Redis fails."""
+    get_redis_connection("default").register_script(RAISE_ONLY_SCRIPT)(
+        keys=[user_facts_epoch_key()], args=[epoch]
+    )
+
+
+# A note is visible to the job once it committed, and one written outside a transaction
+# commits before its change is written: a lookup in between could write back the facts of
+# before the change. So a note younger than this is acted on but kept (forgotten again each
+# run) until its change's own after-commit forget drops it or it has settled.
 NOTES_SETTLE_SECONDS = 5
 NOTES_PER_RUN = 1000
 
 
 def user_facts_forget_noted() -> str | None:
-    """The scheduler's job: forget the facts of every user whose change Redis did not confirm
-    (its note is older than NOTES_SETTLE_SECONDS), dropping each note once Redis confirmed."""
-    settled = timezone.now() - timedelta(seconds=NOTES_SETTLE_SECONDS)
+    """The scheduler's job, every second: forget the facts of every user with a note (a change
+    Redis did not confirm, or one still being written), and drop the settled notes. It asks
+    Redis whatever the requests' back-off says: that back-off spares each request a timeout,
+    while this job must find the first second Redis answers again. Raises when Redis fails
+    (the scheduler logs it and the next run tries again)."""
     notes = list(
-        UserFactsToForget.objects.filter(created_at__lt=settled)
-        .order_by("pk")
-        .values_list("pk", "user_id")[:NOTES_PER_RUN]
+        UserFactsToForget.objects.order_by("pk").values_list("pk", "user_id", "created_at")[
+            :NOTES_PER_RUN
+        ]
     )
-    forgotten = []
-    for pk, user_id in notes:
-        if not _forget(user_id):
-            break  # Redis away: the next run tries again
-        forgotten.append(pk)
-    UserFactsToForget.objects.filter(pk__in=forgotten).delete()
-    if not forgotten:
+    if not notes:
         return None
-    return f"Forgot the cached facts of {len(forgotten)} changed user(s) Redis had not confirmed."
+    users = sorted({user_id for _, user_id, _ in notes})
+    get_redis_connection("default").delete(*(key for user in users for key in _keys(user)))
+    settled = timezone.now() - timedelta(seconds=NOTES_SETTLE_SECONDS)
+    dropped, _ = UserFactsToForget.objects.filter(
+        pk__in=[pk for pk, _, created_at in notes if created_at < settled]
+    ).delete()
+    if not dropped:
+        return None
+    return f"Forgot the cached facts of {len(users)} changed user(s) Redis had not confirmed."
 
 
 def _text(value: bytes | str) -> str:

@@ -4,6 +4,10 @@ in its own Redis round trip (the claim's screen carries authentication's user-fa
 import functools
 import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
+
+# Sets a number only upward: the epochs the watch writes to each Redis (core/lua/).
+RAISE_ONLY_SCRIPT = (Path(__file__).resolve().parent / "lua" / "raise_only.lua").read_text()
 
 
 @functools.lru_cache(maxsize=32)

@@ -296,7 +296,7 @@ SCHEDULED_JOBS: dict[str, str | tuple[str, float]] = {
     # Coupons earned by sign-ups and paid orders (coupons/auto_issue/), issued within seconds.
     "automatic issues": ("coupons.auto_issue.jobs.auto_issue_due", 2),
     # Cached facts of users whose change Redis did not confirm (accounts/user_facts.py).
-    "user facts to forget": ("accounts.user_facts.user_facts_forget_noted", 2),
+    "user facts to forget": ("accounts.user_facts.user_facts_forget_noted", 1),
 }
 
 # --- Redis (advisory counters; docs/decisions/0004-redis-advisory-counters-with-versions.md) ---

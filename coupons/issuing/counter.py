@@ -11,7 +11,7 @@ import secrets
 from datetime import datetime
 from pathlib import Path
 
-from core.redis_scripts import ScriptCall
+from core.redis_scripts import RAISE_ONLY_SCRIPT, ScriptCall
 from coupons.issuing.redis_calls import REDIS_FAILURES, CallsWithBackoff, RedisClient
 from coupons.issuing.screen_answers import (
     CachedTerms,
@@ -73,6 +73,7 @@ class CouponCounter:
         self._sync_script = client.register_script((LUA_DIR / "sync.lua").read_text())
         self._terms_script = client.register_script((LUA_DIR / "terms.lua").read_text())
         self._lower_script = client.register_script((LUA_DIR / "lower.lua").read_text())
+        self._raise_only_script = client.register_script(RAISE_ONLY_SCRIPT)
 
     # Key naming: the template id in literal braces is the Redis Cluster hash tag, so every
     # key of one template (the throttle's too) lives in one slot, as a Lua script requires.
@@ -280,9 +281,10 @@ class CouponCounter:
         value = self.client.get(self.epoch_key())
         return None if value is None else int(value)
 
-    def epoch_set(self, epoch: int) -> None:
-        """Raises when Redis fails."""
-        self.client.set(self.epoch_key(), epoch)
+    def epoch_raise(self, epoch: int) -> None:
+        """Raise the epoch Redis holds to `epoch`, never lower it: a Redis holding less than
+        what was once written there went back in time. Raises when Redis fails."""
+        self._raise_only_script(keys=[self.epoch_key()], args=[epoch])
 
     def template_ids_held(self) -> set[int]:
         """Every template id Redis holds a count or cached terms of. Raises when Redis fails."""

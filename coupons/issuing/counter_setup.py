@@ -115,7 +115,7 @@ class Counter(Protocol):
 
     def epoch(self) -> int | None: ...
 
-    def epoch_set(self, epoch: int) -> None: ...
+    def epoch_raise(self, epoch: int) -> None: ...
 
     def user_counts_held(self, incarnations: dict[int, str]) -> dict[int, dict[int, int]]: ...
 
@@ -202,7 +202,7 @@ class UnavailableCounter(Counter):
     def epoch(self) -> int | None:
         raise redis.ConnectionError(UNAVAILABLE)
 
-    def epoch_set(self, epoch: int) -> None:
+    def epoch_raise(self, epoch: int) -> None:
         raise redis.ConnectionError(UNAVAILABLE)
 
     def user_counts_held(self, incarnations: dict[int, str]) -> dict[int, dict[int, int]]:

@@ -7,8 +7,6 @@ from dataclasses import dataclass, replace
 from django.db import IntegrityError, OperationalError, connection
 
 from accounts.authentication import (
-    TOKEN_REVOKED,
-    USER_INACTIVE,
     USER_NOT_FOUND,
     deferred_token_check,
     token_check_in_database,
@@ -27,14 +25,9 @@ from coupons.issuing.claim_sql import (
     CouponInsert,
     count_the_claim,
 )
-from coupons.issuing.procedure import decide_in_one_call
-from coupons.issuing.transaction import decision_transaction, is_slot_taken
+from coupons.issuing.procedure import RECORD_GONE, REFUSAL_OF_ERRNO, decide_in_one_call
+from coupons.issuing.transaction import decision_transaction, is_slot_taken, is_user_gone
 from coupons.models import CouponTemplate, UserCoupon, UseWindow
-
-# The claim procedure's error when the request's Idempotency-Key record is gone.
-RECORD_GONE = "idempotency record gone"
-# The procedure's errors when it read the user a token names and refused it.
-TOKEN_REFUSALS = (USER_NOT_FOUND, USER_INACTIVE, TOKEN_REVOKED)
 
 
 @dataclass(frozen=True)
@@ -175,15 +168,17 @@ def decide(
     except IntegrityError as error:
         if GRANT_REASON_KEY in str(error):
             raise AlreadyGranted() from error
+        if grant is None and is_user_gone(error):  # a claim's user deleted after its facts
+            token_refused(USER_NOT_FOUND)
         if not is_slot_taken(error):
             raise
         return IssueOutcome(slot_taken=True)
     except OperationalError as error:
-        if RECORD_GONE in str(error):  # the procedure's: a retry took the key; nothing written
+        refusal = REFUSAL_OF_ERRNO.get(error.args[0] if error.args else None)
+        if refusal == RECORD_GONE:  # a retry took the key; nothing written
             raise RequestInProgress() from error
-        refused = next((reason for reason in TOKEN_REFUSALS if reason in str(error)), None)
-        if refused is not None:  # the procedure read the user for the token: nothing written
-            token_refused(refused)
+        if refusal is not None:  # the procedure read the user for the token: nothing written
+            token_refused(refusal)
         raise
     coupon = UserCoupon(
         id=coupon_id,

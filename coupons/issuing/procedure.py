@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from accounts.authentication import TokenCheck
+from accounts.authentication import (
+    TOKEN_REVOKED,
+    USER_INACTIVE,
+    USER_NOT_FOUND,
+    TokenCheck,
+    token_holds_sql,
+)
 from coupons.issuing.claim_sql import (
     COUNT_THE_CLAIM_GUARD_TERMS,
     COUNT_THE_CLAIM_PARAMETERS,
@@ -70,6 +76,19 @@ PROCEDURE_PARAMETERS = tuple(
 )
 CALL_DECIDE_SQL = f"CALL coupon_decide({', '.join(['%s'] * len(PROCEDURE_PARAMETERS))})"
 
+# The procedure's refusals, each signalled with an error number of its own (SQLSTATE 45000),
+# which the caller maps back by number (decision.py), never by the message's text.
+RECORD_GONE = "idempotency record gone"  # the request's Idempotency-Key record was purged
+SIGNALLED = {USER_NOT_FOUND: 30001, USER_INACTIVE: 30002, TOKEN_REVOKED: 30003, RECORD_GONE: 30004}
+REFUSAL_OF_ERRNO = {errno: refusal for refusal, errno in SIGNALLED.items()}
+
+
+def _signal(refusal: str) -> str:
+    return (
+        f"SIGNAL SQLSTATE '45000' SET MYSQL_ERRNO = {SIGNALLED[refusal]},"
+        f" MESSAGE_TEXT = '{refusal}'"
+    )
+
 
 def coupon_decide_procedure() -> str:
     """CREATE PROCEDURE coupon_decide: the guarded UPDATE and the INSERT above, with the
@@ -91,6 +110,12 @@ def coupon_decide_procedure() -> str:
     columns = ",\n            ".join(column for column, _ in COUPON_COLUMNS)
     values = ",\n               ".join(value for _, value in COUPON_COLUMNS).format(**after_lock)
     terms = _lines(COUPON_TERMS_STILL.format(**after_lock), "\n           AND ")
+    token_holds = token_holds_sql(
+        password="u.password",
+        generation="g.generation",
+        digest="p_token_digest",
+        token_generation="p_token_generation",
+    ).replace(" AND ", "\n                   AND ")
     insert = (
         f"INSERT INTO user_coupons (\n            {columns})\n"
         f"        SELECT {values}\n          FROM coupon_templates\n         WHERE {terms}"
@@ -117,18 +142,17 @@ BEGIN
 
     IF p_token_digest IS NOT NULL THEN
         SELECT MAX(u.is_active),
-               MAX(UPPER(MD5(u.password)) = p_token_digest
-                   AND COALESCE(g.generation, 0) = p_token_generation)
+               MAX({token_holds})
           INTO v_active, v_token_holds
           FROM auth_user u
           LEFT JOIN accounts_tokengeneration g ON g.user_id = u.id
          WHERE u.id = p_user_id;
         IF v_active IS NULL THEN
-            SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'user not found';
+            {_signal(USER_NOT_FOUND)};
         ELSEIF NOT v_active THEN
-            SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'user inactive';
+            {_signal(USER_INACTIVE)};
         ELSEIF NOT v_token_holds THEN
-            SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'token revoked';
+            {_signal(TOKEN_REVOKED)};
         END IF;
     END IF;
 
@@ -152,7 +176,7 @@ BEGIN
                 UPDATE idempotency_records SET effect_id = v_coupon_id
                  WHERE id = p_idempotency_record_id;
                 IF ROW_COUNT() = 0 THEN
-                    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'idempotency record gone';
+                    {_signal(RECORD_GONE)};
                 END IF;
             END IF;
             COMMIT;
@@ -191,8 +215,8 @@ def decide_in_one_call(
         **insert.values(adapt),
         **count.values(adapt),
         "idempotency_record_id": idempotency_record_id,
-        "token_digest": None if token_check is None else token_check.password_digest,
-        "token_generation": None if token_check is None else token_check.generation,
+        "token_digest": None if token_check is None else token_check.claims.password_digest,
+        "token_generation": None if token_check is None else token_check.claims.generation,
     }
     cursor.execute(CALL_DECIDE_SQL, [values[name] for name in PROCEDURE_PARAMETERS])
     claimed_count, coupon_id, waited = cursor.fetchone()

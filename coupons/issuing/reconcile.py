@@ -11,7 +11,12 @@ from collections.abc import Iterator
 from django.db import transaction
 from django.db.models import Count
 
-from accounts.user_facts import user_facts_forget_all
+from accounts.user_facts import (
+    user_facts_epoch,
+    user_facts_epoch_key,
+    user_facts_epoch_raise,
+    user_facts_forget_all,
+)
 from core import clock
 from coupons.counter_epoch import CounterEpoch
 from coupons.errors import TemplateNotFound
@@ -102,37 +107,66 @@ def coupon_counters_forget_unknown() -> list[int]:
     return unknown
 
 
-def coupon_counters_follow_the_database() -> str | None:
-    """The scheduler's watch, every COUPON_COUNTER_EPOCH_SECONDS: raise the database's epoch
-    by one (committed), then Redis's to it. When Redis holds a higher epoch than the database,
-    the database went back in time (restored from a backup, or a failover lost commits Redis
-    had seen): every template's Redis facts are reset to the database's and the epochs agree
-    again, so no fact from the lost future refuses a claim for longer than one watch.
-    Raises when Redis fails (the scheduler logs it and watches again)."""
-    counter = coupon_counter()
-    seen = counter.epoch()
-    with transaction.atomic():
-        row, _ = CounterEpoch.objects.select_for_update().get_or_create(pk=CounterEpoch.ROW_ID)
-        if seen is None or seen <= row.epoch:
-            row.epoch += 1
+class EpochWatch:
+    """The scheduler's watch of both timelines, every COUPON_COUNTER_EPOCH_SECONDS
+    (docs/decisions/1018-a-redis-behind-is-a-new-redis.md): raise the database's epoch by one
+    (committed), then each Redis's to it (the counter's and the cache's, which may be two
+    servers), only ever upward.
+
+    - A Redis holding a higher epoch than the database: the database went back in time
+      (restored from a backup, or a failover lost commits Redis had seen).
+    - A Redis holding a lower one than this watch wrote there, or than the database had before
+      this run's raise, or none: that Redis went back in time (a snapshot restored, a lagging
+      replica promoted, a restart that lost its last writes), and may again hold facts of
+      before changes it had forgotten: a user deactivated, a password changed.
+
+    Either way the facts there are reset to the database's (every template's counts and
+    terms, every user's facts) and the epochs raised past both, so no copy from another
+    timeline outlives one watch. Raises when Redis fails (the scheduler logs it and watches
+    again)."""
+
+    def __init__(self) -> None:
+        self.written: dict[str, int] = {}  # what this watch last wrote, by Redis key
+
+    def __call__(self) -> str | None:
+        counter = coupon_counter()
+        with transaction.atomic():
+            row, _ = CounterEpoch.objects.select_for_update().get_or_create(pk=CounterEpoch.ROW_ID)
+            held = {"counter": counter.epoch() or 0, "cache": user_facts_epoch() or 0}
+            keys = {"counter": counter.epoch_key(), "cache": user_facts_epoch_key()}
+            before = row.epoch
+            row.epoch = max(before, *held.values()) + 1
             row.save(update_fields=["epoch"])
-            going_back = False
-        else:
-            going_back = True
-    if not going_back:
-        counter.epoch_set(row.epoch)
-        return None
-    template_ids = list(CouponTemplate.objects.order_by("pk").values_list("pk", flat=True))
-    for template_id in template_ids:
-        try:
-            coupon_counters_rebuild(template_id=template_id)
-        except TemplateNotFound:  # deleted meanwhile
-            pass
-    forgotten = coupon_counters_forget_unknown()
-    users = user_facts_forget_all()  # a user's facts may be from the lost future too
-    counter.epoch_set(row.epoch)
-    return (
-        f"The database went back in time (epoch {row.epoch}, Redis had {seen}): restored? "
-        f"Reset the Redis facts of {len(template_ids)} template(s), dropped {len(forgotten)};"
-        f" forgot the cached facts of {users} user(s)."
-    )
+        database_back = any(value > before for value in held.values())
+        # A second watcher may have committed the epoch before and not yet raised Redis's.
+        floor = {name: max(self.written.get(keys[name], 0), before - 1) for name in held}
+        redis_back = {name for name in held if held[name] < floor[name]}
+        lines = []
+        if database_back or "counter" in redis_back:
+            lines.append(self._reset_counts())
+        if database_back or "cache" in redis_back:
+            lines.append(f"forgot the cached facts of {user_facts_forget_all()} user(s)")
+        counter.epoch_raise(row.epoch)
+        user_facts_epoch_raise(row.epoch)
+        self.written.update({keys["counter"]: row.epoch, keys["cache"]: row.epoch})
+        if not lines:
+            return None
+        timelines = ", ".join(f"{name} Redis {held[name]}" for name in sorted(held))
+        return (
+            f"Another timeline (database epoch {before}; {timelines}): a restore or a promoted"
+            f" replica? {'; '.join(lines)}; every epoch now {row.epoch}."
+        )
+
+    @staticmethod
+    def _reset_counts() -> str:
+        template_ids = list(CouponTemplate.objects.order_by("pk").values_list("pk", flat=True))
+        for template_id in template_ids:
+            try:
+                coupon_counters_rebuild(template_id=template_id)
+            except TemplateNotFound:  # deleted meanwhile
+                pass
+        forgotten = coupon_counters_forget_unknown()
+        return f"reset the Redis facts of {len(template_ids)} template(s), dropped {len(forgotten)}"
+
+
+coupon_counters_follow_the_database = EpochWatch()

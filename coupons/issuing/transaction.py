@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from MySQLdb.constants.ER import DUP_ENTRY as ER_DUP_ENTRY
+from MySQLdb.constants.ER import NO_REFERENCED_ROW_2 as ER_NO_REFERENCED_ROW
 
 DECISION_ALIAS = "decision"
 
@@ -132,6 +133,12 @@ def decided_in_the_server() -> bool:
     """Whether a decision made now is the procedure's one call (MySQL, outside any atomic
     block of the default connection), which can read the user a token names itself."""
     return DECISION_ALIAS in settings.DATABASES and not connection.in_atomic_block
+
+
+def is_user_gone(error: IntegrityError) -> bool:
+    """The foreign-key error of a coupon whose user no longer exists (MySQL), for a claim
+    authenticated on facts read before the user was deleted."""
+    return connection.vendor == "mysql" and error.args[0] == ER_NO_REFERENCED_ROW
 
 
 def is_slot_taken(error: IntegrityError) -> bool:

@@ -3,9 +3,12 @@
 and after its commit, a lookup that read the user before a change writes nothing back, and
 with Redis away the database answers as before."""
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
+import redis
 from django.contrib.auth.models import Permission
 from django.core.cache import caches
 from django.db import connection, transaction
@@ -28,6 +31,8 @@ from accounts.user_facts import (
 from api.throttles import backoff as throttle_backoff
 from core import clock
 from coupons.services import templates
+from localservers.waiting import wait_until
+from ops.management.commands.run_scheduler import run_every
 from tests.support.caches import cache_settings
 from tests.support.clients import bearer_client
 from tests.support.factories import UserFactory
@@ -272,12 +277,51 @@ def test_a_change_redis_did_not_confirm_is_forgotten_by_the_scheduler_once_redis
 
     # Until the scheduler's job runs, Redis still holds what it read before the change.
     assert cached(user).is_active
-    assert user_facts_forget_noted() is None  # the note is younger than the settle time
-    age_notes()
-    assert user_facts_forget_noted() is not None
+    assert user_facts_forget_noted() is None  # forgotten at once; the young note kept
     assert cached(user) is None
     assert me(client) == (401, INACTIVE)
+    assert UserFactsToForget.objects.filter(user_id=user.pk).exists()
+    age_notes()
+    assert user_facts_forget_noted() is not None  # the settled note dropped
     assert not UserFactsToForget.objects.exists()
+
+
+@pytest.mark.servers
+def test_a_deactivation_while_redis_pauses_writes_refuses_the_token_within_2_s_after(
+    own_redis, user
+):
+    """CLIENT PAUSE ... WRITE holds every write (and every script) until it ends, so the
+    change's forgets time out and its note stays; after the pause Redis serves the facts of
+    before the change again. The job, every second as the scheduler runs it and never behind
+    the requests' back-off, forgets them within 2 s of the pause's end."""
+    client = bearer_client(user)
+    assert me(client)[0] == 200  # Redis holds "active"
+    facts_key = caches["default"].make_key(f"user-facts:{user.pk}")
+    pause_ms = 2000
+    own_redis.client().execute_command("CLIENT", "PAUSE", pause_ms, "WRITE")
+    paused_at = time.monotonic()
+    deactivate(user)
+    assert UserFactsToForget.objects.filter(user_id=user.pk).exists()
+    stop = threading.Event()
+    job = threading.Thread(
+        target=run_every, args=(user_facts_forget_noted,), kwargs={"interval": 1, "stop": stop}
+    )
+    job.start()
+    try:
+        forgotten = wait_until(
+            lambda: not own_redis.client().exists(facts_key) and time.monotonic(),
+            timeout=10,
+            what="the old facts to be forgotten",
+            interval=0.02,
+        )
+    finally:
+        stop.set()
+        job.join()
+
+    after_the_pause = forgotten - (paused_at + pause_ms / 1000)
+    assert after_the_pause < 2, f"forgotten {after_the_pause:.2f} s after the pause ended"
+    throttle_backoff.reset()  # as in a worker that did not make the change: Redis asked first
+    assert me(client) == (401, INACTIVE)
 
 
 @pytest.mark.servers
@@ -286,7 +330,8 @@ def test_the_scheduler_keeps_the_notes_while_redis_is_away(own_redis, settings, 
     age_notes()
     own_redis.stop()
 
-    assert user_facts_forget_noted() is None
+    with pytest.raises(redis.RedisError):  # the scheduler logs it and runs the job again
+        user_facts_forget_noted()
     assert UserFactsToForget.objects.filter(user_id=user.pk).exists()
 
 

@@ -7,14 +7,20 @@ the database server's counters."""
 import pytest
 from django.contrib.auth.hashers import make_password
 from django.core.cache import caches
-from django.db import connection
+from django.db import OperationalError, connection
 from django_redis import get_redis_connection
+from rest_framework.test import APIClient
+from rest_framework_simplejwt.settings import api_settings
+from rest_framework_simplejwt.tokens import AccessToken
+from rest_framework_simplejwt.utils import get_md5_hash_password
 
+from accounts.authentication import TOKEN_REVOKED, TokenCheck, TokenClaims
 from accounts.models import TokenGeneration
 from accounts.user_facts import user_facts_forget
 from core.metrics import redis_round_trip_seconds
 from coupons.campaigns.models import Campaign
 from coupons.issuing.counter_setup import coupon_counter
+from coupons.issuing.procedure import CALL_DECIDE_SQL, PROCEDURE_PARAMETERS, SIGNALLED
 from coupons.models import UserCoupon
 from tests.coupons.test_campaigns import a_campaign
 from tests.coupons.test_claim_hot_path import claim, publish, sell_out
@@ -23,6 +29,7 @@ from tests.support.factories import UserFactory
 from tests.support.helpers import claim_url, statements_made_by
 
 pytestmark = pytest.mark.django_db(transaction=True)
+REVOKE = api_settings.REVOKE_TOKEN_CLAIM
 
 
 def redis_round_trips() -> float:
@@ -213,3 +220,66 @@ def test_a_refusal_before_the_call_is_told_only_to_a_token_its_cold_user_honours
     assert clients[honoured].post(claim_url(template)).json()["code"] == "budget_exhausted"
     refused = clients[revoked].post(claim_url(template))
     assert (refused.status_code, refused.json()["detail"]) == (401, "User is inactive")
+
+
+# --- Tokens signed with the key but carrying claims the rule never issued -----------------------
+
+
+def forged(user, claim_name: str, value) -> str:
+    """A token for `user` signed with the project's key, one claim changed."""
+    token = AccessToken.for_user(user)
+    token[claim_name] = value
+    return str(token)
+
+
+def digest_of(user) -> str:
+    return get_md5_hash_password(user.password)
+
+
+FORGERIES = {
+    "generation as a string": lambda user: forged(user, "gen", "0"),
+    "generation below zero": lambda user: forged(user, "gen", -1),
+    "generation past the column": lambda user: forged(user, "gen", 2**40),
+    "generation true": lambda user: forged(user, "gen", True),
+    "digest in lower case": lambda user: forged(user, REVOKE, digest_of(user).lower()),
+    "digest with a trailing space": lambda user: forged(user, REVOKE, digest_of(user) + " "),
+    "digest as a number": lambda user: forged(user, REVOKE, 12345),
+}
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+@pytest.mark.parametrize("forgery", FORGERIES)
+def test_a_forged_claim_is_refused_the_same_way_warm_and_cold(forgery, warm):
+    """Python's check and the procedure's are one rule (accounts/authentication.py
+    token_claims, token_refusal, token_holds_sql): byte for byte, the generation an integer."""
+    template = publish(total=10)
+    assert claim(UserFactory(), template)[0] == 201  # the terms in Redis
+    user = UserFactory()
+    warm_client(user)
+    if not warm:
+        cold(user)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {FORGERIES[forgery](user)}")
+
+    response = client.post(claim_url(template))
+
+    assert (response.status_code, response.json()["detail"]) == (401, "The token was revoked.")
+    assert UserCoupon.objects.filter(user=user).count() == 0
+
+
+def test_the_procedure_compares_the_digest_as_bytes():
+    """Past the Python checks: the call itself refuses a digest in lower case (the column's
+    collation folded case), by the error number it signals for a revoked token."""
+    if connection.vendor != "mysql":
+        pytest.skip("only MySQL/MariaDB has the procedure")
+    user = UserFactory()
+    check = TokenCheck(
+        user_id=user.pk, claims=TokenClaims(password_digest=digest_of(user).lower(), generation=0)
+    )
+    values = {name: None for name in PROCEDURE_PARAMETERS}
+    values.update(user_id=user.pk, token_digest=check.claims.password_digest, token_generation=0)
+
+    with connection.cursor() as cursor, pytest.raises(OperationalError) as refused:
+        cursor.execute(CALL_DECIDE_SQL, [values[name] for name in PROCEDURE_PARAMETERS])
+
+    assert refused.value.args[0] == SIGNALLED[TOKEN_REVOKED]

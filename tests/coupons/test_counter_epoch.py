@@ -58,9 +58,9 @@ def test_a_database_set_back_in_time_is_recognised_and_its_room_is_claimable_at_
 
     # then
     assert stale == (409, "sold_out")
-    assert line is not None and "went back in time" in line
-    assert coupon_counter().epoch() == 5
+    assert line is not None and "Another timeline (database epoch 5;" in line
+    assert (CounterEpoch.objects.get().epoch, coupon_counter().epoch()) == (9, 9)  # past both
     assert [claim(template)[0] for _ in range(3)] == [201, 201, 409]
     assert UserCoupon.objects.filter(template=template).count() == 2
     assert coupon_counters_follow_the_database() is None  # the epochs agree again
-    assert (CounterEpoch.objects.get().epoch, coupon_counter().epoch()) == (6, 6)
+    assert (CounterEpoch.objects.get().epoch, coupon_counter().epoch()) == (10, 10)

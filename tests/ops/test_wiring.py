@@ -1,11 +1,17 @@
 """What ops and api use of the apps is wired by settings naming callables (ops imports no app,
 api imports no ops): the health's Redis, the database-fault reporter, the scheduler's jobs."""
 
+import threading
+
 import pytest
 from django.db import OperationalError
 
 from api.exceptions import api_exception_handler
-from ops.management.commands.run_scheduler import run_jobs, scheduled_jobs
+from ops.management.commands.run_scheduler import (
+    ScheduledJob,
+    run_each_on_its_thread,
+    scheduled_jobs,
+)
 from tests.support.clients import bearer_client
 from tests.support.factories import UserFactory
 
@@ -75,13 +81,48 @@ def test_the_default_reporter_is_the_operations_one(settings):
 
 @pytest.mark.django_db  # each run closes stale connections
 def test_the_scheduler_runs_every_job_the_setting_names_past_a_failing_one(settings):
-    settings.SCHEDULED_JOBS = {"first": f"{__name__}.first_job", "second": f"{__name__}.second_job"}
+    settings.SCHEDULED_JOBS = {
+        "first": (f"{__name__}.first_job", 0.05),
+        "second": (f"{__name__}.second_job", 0.05),
+    }
     written: list[str] = []
+    ran.clear()
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
 
-    run_jobs(scheduled_jobs(), write=written.append)
+    runs = run_each_on_its_thread(scheduled_jobs(), write=written.append, stop=stop)
 
-    assert ran == ["first", "second"]
-    assert written == ["second job done"]
+    assert set(ran) == {"first", "second"}  # the first fails every time; the second runs
+    assert runs == len(ran)
+    assert set(written) == {"second job done"}
+
+
+@pytest.mark.django_db(transaction=True)  # each thread its own connection
+def test_a_slow_job_never_delays_the_others():
+    """The one-second watches must run while a long job is still working: the slow job here
+    waits until the quick one has run five times, which it could never do if they took turns
+    on one thread."""
+    quick_runs = threading.Semaphore(0)
+    stop = threading.Event()
+
+    def slow() -> str:
+        for _ in range(5):
+            assert quick_runs.acquire(timeout=10), "the quick job did not run meanwhile"
+        stop.set()
+        return "slow job done"
+
+    def quick() -> None:
+        quick_runs.release()
+
+    written: list[str] = []
+    jobs = {
+        "slow": ScheduledJob(run=slow, every_seconds=3600),
+        "quick": ScheduledJob(run=quick, every_seconds=0.01),
+    }
+
+    run_each_on_its_thread(jobs, write=written.append, stop=stop)
+
+    assert written == ["slow job done"]
 
 
 def test_order_expiry_runs_every_interval_the_cleanups_hourly_the_epoch_and_the_events_in_seconds():
@@ -104,20 +145,3 @@ def test_order_expiry_runs_every_interval_the_cleanups_hourly_the_epoch_and_the_
         "automatic issues": (auto_issue_due, 2),
         "user facts to forget": (user_facts_forget_noted, 2),
     }
-
-
-@pytest.mark.django_db  # each run closes stale connections
-def test_a_job_with_a_period_runs_at_start_then_once_per_period(settings):
-    settings.SCHEDULED_JOBS = {
-        "first": f"{__name__}.first_job",
-        "second": (f"{__name__}.second_job", 10),
-    }
-    jobs = scheduled_jobs()
-    written: list[str] = []
-    ran.clear()
-
-    for now in [100.0, 105.0, 109.9, 110.0, 115.0]:
-        run_jobs(jobs, write=written.append, now=lambda at=now: at)
-
-    assert ran == ["first", "second", "first", "first", "first", "second", "first"]
-    assert written == ["second job done"] * 2

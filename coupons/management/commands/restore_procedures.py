@@ -10,7 +10,7 @@ from django.db import connection
 # The migration that last defined each procedure (a change to one is a new migration: name
 # it here).
 PROCEDURE_MIGRATIONS = {
-    "coupon_decide": "coupons.migrations.0022_claim_procedure_checks_the_token",
+    "coupon_decide": "coupons.migrations.0023_claim_procedure_compares_bytes_and_signals_numbers",
 }
 
 

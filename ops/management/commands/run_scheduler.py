@@ -1,14 +1,15 @@
 """The periodic jobs of the service, in one small long-running process: every job the setting
 SCHEDULED_JOBS names, every --interval seconds (the expiry of unpaid orders, so an order is
-cancelled within a minute of its deadline without cron) or at most every so many seconds (the
-cleanups: expired tokens, idempotency records). The jobs are dotted paths, so ops imports no
-app. `make run` and docker-compose start it beside gunicorn; SIGTERM or SIGINT stops it after
-the job in progress (docs/decisions/0034-run-scheduler-over-celery.md)."""
+cancelled within a minute of its deadline without cron) or every so many seconds (the epoch
+watch each second, the cleanups each hour). Each job runs on a thread of its own, so a slow
+job (a reconcile of many templates, a large expiry) never delays the one-second watches. The
+jobs are dotted paths, so ops imports no app. `make run` and docker-compose start it beside
+gunicorn; SIGTERM or SIGINT stops it after the runs in progress
+(docs/decisions/0034-run-scheduler-over-celery.md)."""
 
 import logging
 import signal
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -58,21 +59,11 @@ def run_guarded(job: Callable[[], object]) -> object:
 
 @dataclass
 class ScheduledJob:
-    """One entry of SCHEDULED_JOBS: the callable, and at most how often it runs (None: every
-    run of the scheduler). A job with a period runs at start, then once the period is past."""
+    """One entry of SCHEDULED_JOBS: the callable, and how often it runs (None: every
+    --interval). It runs at start, then once per period."""
 
     run: Callable[[], str | None]
     every_seconds: float | None = None
-    next_due: float = 0.0  # time.monotonic() before which the job is skipped
-
-    def take_turn(self, now: float) -> bool:
-        """Whether the job runs now; if so, its next turn is a period away."""
-        if self.every_seconds is None:
-            return True
-        if now < self.next_due:
-            return False
-        self.next_due = now + self.every_seconds
-        return True
 
 
 def scheduled_jobs() -> dict[str, ScheduledJob]:
@@ -85,22 +76,6 @@ def scheduled_jobs() -> dict[str, ScheduledJob]:
             path, every_seconds = entry
             jobs[name] = ScheduledJob(run=import_string(path), every_seconds=float(every_seconds))
     return jobs
-
-
-def run_jobs(
-    jobs: dict[str, ScheduledJob],
-    *,
-    write: Callable[[str], object],
-    now: Callable[[], float] = time.monotonic,
-) -> None:
-    """One run: every job whose turn it is, in turn; one failing job does not keep the others
-    from running. The lines the jobs return are written."""
-    for job in jobs.values():
-        if not job.take_turn(now()):
-            continue
-        line = run_guarded(job.run)
-        if line:
-            write(str(line))
 
 
 class Command(BaseCommand):
@@ -126,14 +101,39 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
         jobs = scheduled_jobs()
-        # A job without a period runs every --interval; the loop wakes for the shortest.
         for job in jobs.values():
             job.every_seconds = job.every_seconds or interval
-        tick = min(job.every_seconds for job in jobs.values() if job.every_seconds)
-        turns = ", ".join(
-            f"{name} every {job.every_seconds or interval:g} s" for name, job in jobs.items()
-        )
+        turns = ", ".join(f"{name} every {job.every_seconds:g} s" for name, job in jobs.items())
         self.stdout.write(f"Scheduler started: {turns}.")
 
-        runs = run_every(lambda: run_jobs(jobs, write=self.stdout.write), interval=tick, stop=stop)
+        runs = run_each_on_its_thread(jobs, write=self.stdout.write, stop=stop)
         self.stdout.write(f"Scheduler stopped after {runs} runs.")
+
+
+def run_each_on_its_thread(
+    jobs: dict[str, ScheduledJob], *, write: Callable[[str], object], stop: threading.Event
+) -> int:
+    """Every job on a thread of its own, each every its period, until `stop` is set; the lines
+    the jobs return are written (one at a time). Returns how many runs were made in all."""
+    written = threading.Lock()
+    runs: dict[str, int] = {}
+
+    def run_job(name: str, job: ScheduledJob) -> None:
+        def once() -> None:
+            line = job.run()
+            if line:
+                with written:
+                    write(str(line))
+
+        assert job.every_seconds is not None
+        runs[name] = run_every(once, interval=job.every_seconds, stop=stop)
+
+    threads = [
+        threading.Thread(target=run_job, args=(name, job), name=f"job: {name}")
+        for name, job in jobs.items()
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(runs.values())
