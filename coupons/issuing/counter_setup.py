@@ -115,6 +115,8 @@ class Counter(Protocol):
 
     def epoch(self) -> int | None: ...
 
+    def epoch_key(self) -> str: ...
+
     def epoch_raise(self, epoch: int) -> None: ...
 
     def user_counts_held(self, incarnations: dict[int, str]) -> dict[int, dict[int, int]]: ...
@@ -201,6 +203,9 @@ class UnavailableCounter(Counter):
 
     def epoch(self) -> int | None:
         raise redis.ConnectionError(UNAVAILABLE)
+
+    def epoch_key(self) -> str:
+        return ""
 
     def epoch_raise(self, epoch: int) -> None:
         raise redis.ConnectionError(UNAVAILABLE)

@@ -174,7 +174,7 @@ def decide(
             raise
         return IssueOutcome(slot_taken=True)
     except OperationalError as error:
-        refusal = REFUSAL_OF_ERRNO.get(error.args[0] if error.args else None)
+        refusal = REFUSAL_OF_ERRNO.get(error.args[0]) if error.args else None
         if refusal == RECORD_GONE:  # a retry took the key; nothing written
             raise RequestInProgress() from error
         if refusal is not None:  # the procedure read the user for the token: nothing written
