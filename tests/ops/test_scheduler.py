@@ -105,7 +105,7 @@ def test_the_scheduler_process_runs_every_job_and_stops_on_sigterm():
     assert (
         "Scheduler started: order expiry every 0.2 s, expired tokens every 3600 s, "
         "idempotency records every 3600 s, coupon counters every 60 s, counter epoch every 1 s, "
-        "automatic issues every 2 s, user facts to forget every 2 s." in output
+        "automatic issues every 2 s, user facts to forget every 1 s." in output
     )
     assert "Expired 1 unpaid orders (skipped 0)." in output
     assert not OutstandingToken.objects.exists()

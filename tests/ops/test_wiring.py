@@ -143,5 +143,5 @@ def test_order_expiry_runs_every_interval_the_cleanups_hourly_the_epoch_and_the_
         "coupon counters": (coupon_counters_reconcile, 60),
         "counter epoch": (coupon_counters_follow_the_database, 1),
         "automatic issues": (auto_issue_due, 2),
-        "user facts to forget": (user_facts_forget_noted, 2),
+        "user facts to forget": (user_facts_forget_noted, 1),
     }
