@@ -53,10 +53,22 @@ class RequestVitalsMiddleware:
         finally:
             request_id.reset(token)
         route = route_of(request)
-        requests_total.labels(route, request.method, str(response.status_code)).inc()
+        requests_total.labels(route, method_of(request), str(response.status_code)).inc()
         request_seconds.labels(route).observe(time.perf_counter() - started)
         response[REQUEST_ID_HEADER] = current
         return response
+
+
+# The methods HTTP defines; any other is counted as `other`: a label takes what a client sends,
+# and each new value is a series in every worker (3,000 invented methods grew /metrics 3x).
+KNOWN_METHODS = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"}
+)
+
+
+def method_of(request: HttpRequest) -> str:
+    method = request.method or ""
+    return method if method in KNOWN_METHODS else "other"
 
 
 def route_of(request: HttpRequest) -> str:

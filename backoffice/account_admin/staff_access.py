@@ -93,17 +93,36 @@ class StaffAccountGuard:
             access_changed(request, form.instance, before, user_access(form.instance))
 
 
+def member_of(request, group) -> bool:
+    """Whether the staff member asking belongs to `group`: its permissions are theirs, so
+    changing it would change their own access, which nobody does (a superuser's access is
+    whole whatever its groups say)."""
+    if group is None or group.pk is None or request.user.is_superuser:
+        return False
+    return request.user.groups.filter(pk=group.pk).exists()
+
+
 class StaffGroupGuard:
-    """For the group admin: groups carry permissions, so they are staff access."""
+    """For the group admin: groups carry permissions, so they are staff access. A group the
+    staff member belongs to is shown read-only to them: another holder of the permission
+    changes it."""
 
     def has_add_permission(self, request) -> bool:
         return may_manage_staff(request) and super().has_add_permission(request)  # type: ignore[misc]
 
     def has_change_permission(self, request, obj=None) -> bool:
-        return may_manage_staff(request) and super().has_change_permission(request, obj)  # type: ignore[misc]
+        return (
+            may_manage_staff(request)
+            and not member_of(request, obj)
+            and super().has_change_permission(request, obj)  # type: ignore[misc]
+        )
 
     def has_delete_permission(self, request, obj=None) -> bool:
-        return may_manage_staff(request) and super().has_delete_permission(request, obj)  # type: ignore[misc]
+        return (
+            may_manage_staff(request)
+            and not member_of(request, obj)
+            and super().has_delete_permission(request, obj)  # type: ignore[misc]
+        )
 
     def save_model(self, request, obj, form, change) -> None:
         request._group_permissions_before = (

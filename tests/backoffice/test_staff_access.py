@@ -156,3 +156,32 @@ def test_manage_staff_alone_cannot_take_over_a_superuser_nor_raise_itself(client
     assert not (set(own) & {"is_staff", "is_superuser", "groups", "user_permissions"})
     # an account that lost is_staff but kept a group is still staff access to a clerk
     assert demoted_password.status_code == 403
+
+
+@pytest.mark.django_db
+def test_nobody_changes_their_own_access_through_a_group_they_belong_to(client):
+    """A holder of manage_staff added grant and refund to its own group (302), then granted
+    itself a coupon: its own group is read-only to it now, as its own account is."""
+    ops = Group.objects.create(name="rt6-ops")
+    ops.permissions.set(
+        Permission.objects.filter(
+            content_type__app_label="auth", codename__in=["view_group", "change_group"]
+        )
+    )
+    manager = staff_with("accounts.manage_staff", "auth.delete_group")
+    manager.groups.add(ops)
+    other_team = Group.objects.create(name="rt6-support")
+    grant = Permission.objects.get(codename="grant_coupons")
+    client.force_login(manager)
+
+    own = change_form_post(client, f"{GROUPS}{ops.pk}/change/", permissions=[grant.pk])
+    deleted = client.post(f"{GROUPS}{ops.pk}/delete/", {"post": "yes"})
+    other = change_form_post(client, f"{GROUPS}{other_team.pk}/change/", permissions=[grant.pk])
+
+    assert own.status_code == 403
+    assert deleted.status_code == 403
+    assert not ops.permissions.filter(codename="grant_coupons").exists()
+    assert Group.objects.filter(pk=ops.pk).exists()
+    assert other.status_code == 302  # another team's group is still theirs to manage
+    assert other_team.permissions.filter(pk=grant.pk).exists()
+    assert not manager.has_perm("coupons.grant_coupons")

@@ -101,6 +101,29 @@ def test_metrics_count_claims_by_outcome_requests_by_route_and_round_trips(setti
 
 
 @pytest.mark.django_db
+def test_invented_methods_add_no_series(settings):
+    """A label takes what the client sends: a method nobody defined counts as `other`, so a
+    stranger cannot grow /metrics (3,000 invented methods had made 3,000 series per worker)."""
+    before = scrape(settings)
+    client = APIClient()
+    for number in range(50):
+        client.generic(f"X{number}", "/api/coupons")
+    client.generic("GET", "/api/coupons")
+    after = scrape(settings)
+
+    methods = {
+        dict(labels)["method"] for name, labels in after if name == "coupons_http_requests_total"
+    }
+    assert methods <= {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"}
+    grown = sum(
+        count - before.get(key, 0.0)
+        for key, count in after.items()
+        if key[0] == "coupons_http_requests_total" and dict(key[1])["method"] == "other"
+    )
+    assert grown == 50
+
+
+@pytest.mark.django_db
 def test_an_idempotent_replay_is_counted(settings, user):
     client = bearer_client(user)
     before = scrape(settings)
