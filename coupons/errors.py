@@ -115,6 +115,16 @@ class CouponExpired(DomainError):
     default_detail = _("This coupon is not valid at this time.")
 
 
+class CouponWithdrawn(CouponExpired):
+    """An event's coupon taken back (its use window ended) when the order that earned it was
+    refunded: an order holding it cannot be paid; cancel it and order again."""
+
+    default_detail = _(
+        "This coupon was taken back: the order that earned it was refunded. Cancel this order"
+        " and place it again without the coupon."
+    )
+
+
 class CouponNotEligible(DomainError):
     code = "not_eligible"
     default_detail = _(

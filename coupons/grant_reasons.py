@@ -18,6 +18,17 @@ def reason_normalised(reason: str) -> str:
     return folded.strip()
 
 
+# Events' coupons carry reasons with this prefix (coupons/auto_issue/jobs.py event_reason):
+# a grant's reason never begins with it, or it could stand for an event's coupon.
+EVENT_REASON_PREFIX = "auto:"
+
+
+def reason_kept_for_events(reason: str) -> bool:
+    """Whether the reason, folded as reasons are compared and with every space removed,
+    begins with EVENT_REASON_PREFIX ("AUTO:ORDER 52", " auto : signup", full-width letters)."""
+    return "".join(reason_normalised(reason).split()).startswith(EVENT_REASON_PREFIX)
+
+
 def reason_key(reason: str) -> str:
     """SHA-256 of the normalised reason, hex: fixed width for the index, and compared byte
     for byte by any collation."""

@@ -150,6 +150,12 @@ def order_refunded(*, order_id: int) -> None:
     refunded_order_withdraw(order_id=order_id)
 
 
+def coupon_withdrawn(*, coupon_id: int) -> bool:
+    """Whether the coupon was taken back (the order that earned it was refunded whole): the
+    orders app then refuses to pay for an order holding it. Writes nothing."""
+    return UserCoupon.objects.filter(pk=coupon_id, withdrawn_at__isnull=False).exists()
+
+
 def first_paid_order_only(*, coupon_id: int) -> bool:
     """Whether the coupon is for a user's first paid order only (a new-customers template,
     SPEC sections 18 and 20): the orders app then refuses to pay for a second order with it.

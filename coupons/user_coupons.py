@@ -80,6 +80,12 @@ class UserCoupon(models.Model):
     # no index or foreign key on this table for a rare lookup.
     charged_campaign_id = models.BigIntegerField(null=True, blank=True, editable=False)
     charged_amount = models.PositiveBigIntegerField(default=0, db_default=0, editable=False)
+    # When an event's coupon was taken back because the order that earned it was refunded
+    # whole (coupons/auto_issue/events.py): its window ends then, and an unpaid order holding
+    # it cannot be paid with it.
+    withdrawn_at = MillisecondDateTimeField(
+        null=True, blank=True, editable=False, verbose_name=_("withdrawn at")
+    )
     created_at = MillisecondDateTimeField(auto_now_add=True, verbose_name=_("created at"))
     updated_at = MillisecondDateTimeField(auto_now=True, verbose_name=_("updated at"))
 

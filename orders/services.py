@@ -18,6 +18,7 @@ from core import clock
 from core.money import format_money
 from core.staff_audit import NOT_STAFF, StaffAudit
 from coupons import ports
+from coupons.errors import CouponWithdrawn
 from orders.customers import customer_lock, first_order_coupon_check, payer_lock
 from orders.errors import (
     AmountMismatch,
@@ -183,7 +184,8 @@ def order_expire(*, order_id: int, user_id: int | None = None) -> bool:
 def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
     """Record the payment of a pending order (pending_payment -> paid); `amount` must equal
     pay_amount; an order whose coupon is for a first paid order only is refused once the user
-    has paid for another (CouponNotEligible). Runs in its own transaction."""
+    has paid for another (CouponNotEligible), and one whose coupon was taken back since
+    (CouponWithdrawn). Runs in its own transaction."""
     with transaction.atomic():
         first_order_coupon = payer_lock(user_id=user_id, order_id=order_id)
         # The row lock orders this against a concurrent cancel or expiry of the same order.
@@ -206,6 +208,8 @@ def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
             )
         if first_order_coupon:
             first_order_coupon_check(user_id=user_id, order_id=order_id)
+        if order.coupon_id is not None and ports.coupon_withdrawn(coupon_id=order.coupon_id):
+            raise CouponWithdrawn()
         order.status = Order.Status.PAID
         order.paid_at = now
         order.updated_at = now

@@ -65,8 +65,8 @@ def _tasks_for(templates, *, user_id: int, event: str, order_id: int) -> int:
 
 def refunded_order_withdraw(*, order_id: int) -> int:
     """A refunded order earns nothing: its tasks not yet issued are withdrawn, and a coupon it
-    earned that is still unused is taken back (coupon_take_back; a used one stays). Runs in
-    the refund's transaction; returns how many tasks were withdrawn."""
+    earned is taken back whatever it is doing (coupon_take_back). Runs in the refund's
+    transaction; returns how many tasks were withdrawn."""
     tasks = AutoIssueTask.objects.select_for_update().filter(
         order_id=order_id,
         event=AutoIssueTask.Event.PAID_ORDER,
@@ -75,8 +75,7 @@ def refunded_order_withdraw(*, order_id: int) -> int:
     withdrawn = 0
     for task in tasks.order_by("pk"):
         if task.state == AutoIssueTask.State.ISSUED and task.coupon_id is not None:
-            if not coupon_take_back(task.coupon_id):
-                continue  # used already: it stays
+            coupon_take_back(task.coupon_id)
         AutoIssueTask.objects.filter(pk=task.pk).update(
             state=AutoIssueTask.State.WITHDRAWN, updated_at=clock.now()
         )
@@ -85,17 +84,21 @@ def refunded_order_withdraw(*, order_id: int) -> int:
 
 
 def coupon_take_back(coupon_id: int) -> bool:
-    """End an unused coupon's use window now (it shows as expired; every count stays true,
-    as a deletion would not keep them). A window not yet open is moved to just before now; a
-    window already over is left. False when the coupon is used (or gone)."""
-    coupon = UserCoupon.objects.filter(pk=coupon_id, status=UserCoupon.Status.UNUSED).first()
+    """Withdraw a coupon whatever it is doing: marked withdrawn and its use window ended now,
+    so unused it shows as expired (every count stays true, as a deletion would not keep
+    them), held by an unpaid order it cannot pay for it (orders' pay asks
+    `coupons.ports.coupon_withdrawn`), and given back by a cancel or a refund it comes back
+    expired. A window not yet open is moved to just before now; one already over is left.
+    False when the coupon is gone."""
+    coupon = UserCoupon.objects.select_for_update().filter(pk=coupon_id).first()
     if coupon is None:
         return False
     now = clock.now()
-    if coupon.valid_until <= now:
-        return True
-    valid_from = min(coupon.valid_from, now - timedelta(milliseconds=1))
-    UserCoupon.objects.filter(pk=coupon.pk, status=UserCoupon.Status.UNUSED).update(
-        valid_from=valid_from, valid_until=now, updated_at=now
-    )
+    window = {}
+    if coupon.valid_until > now:
+        window = {
+            "valid_from": min(coupon.valid_from, now - timedelta(milliseconds=1)),
+            "valid_until": now,
+        }
+    UserCoupon.objects.filter(pk=coupon.pk).update(withdrawn_at=now, updated_at=now, **window)
     return True

@@ -26,7 +26,7 @@ from coupons.errors import (
     ClaimSoldOut,
     TemplateNotFound,
 )
-from coupons.grant_reasons import reason_key
+from coupons.grant_reasons import EVENT_REASON_PREFIX, reason_key
 from coupons.issuing import AlreadyGranted, GrantNote, coupon_issue
 from coupons.models import CouponTemplate, UserCoupon
 
@@ -46,14 +46,16 @@ EVENTS = {
     ),
 }
 NOT_BY_THIS_EVENT = "not_issued_by_event"
+# The event's reason already names a coupon of another source (before grants refused it).
+REASON_HELD = "reason_held_by_a_grant"
 
 
 def event_reason(task: AutoIssueTask) -> str:
     """The coupon's reason: the event, and the order's number for a paid order. Prefixed so
     that no reason a staff member types for a grant is the same."""
     if task.event == AutoIssueTask.Event.PAID_ORDER:
-        return f"auto:order {task.order_id}"
-    return "auto:signup"
+        return f"{EVENT_REASON_PREFIX}order {task.order_id}"
+    return f"{EVENT_REASON_PREFIX}signup"
 
 
 def auto_issue_due(*, limit: int = TASKS_PER_RUN) -> str | None:
@@ -107,6 +109,8 @@ def _run(task_id: int) -> str | None:
             .values_list("pk", flat=True)
             .first()
         )
+        if coupon_id is None:  # the reason is held by a coupon no event issued (a grant)
+            return _settle(task, AutoIssueTask.State.REFUSED, error=REASON_HELD)
     except FINAL as refused:
         return _settle(task, AutoIssueTask.State.REFUSED, error=refused.code)
     except Exception as error:  # paused, budget, not open yet, a fault: try again later

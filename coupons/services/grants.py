@@ -19,7 +19,7 @@ from coupons.errors import (
     TemplateInvalid,
     TemplateNotFound,
 )
-from coupons.grant_reasons import reason_key
+from coupons.grant_reasons import EVENT_REASON_PREFIX, reason_kept_for_events, reason_key
 from coupons.issuing import GrantNote
 from coupons.models import (
     GRANT_REASON_MAX_LENGTH,
@@ -80,6 +80,11 @@ def coupon_grant(
     if not 1 <= len(reason) <= GRANT_REASON_MAX_LENGTH:
         errors["reason"] = [
             _("1 to %(count)d characters are required.") % {"count": GRANT_REASON_MAX_LENGTH}
+        ]
+    elif reason_kept_for_events(reason):
+        errors["reason"] = [
+            _("A reason may not begin with “%(prefix)s”: it names coupons issued by events.")
+            % {"prefix": EVENT_REASON_PREFIX}
         ]
     if not 1 <= len(user_ids) <= max_users:
         errors["user_ids"] = [

@@ -14,6 +14,7 @@ from coupons.auto_issue.events import coupon_take_back
 from coupons.auto_issue.jobs import auto_issue_due
 from coupons.auto_issue.models import AutoIssueTask
 from coupons.coupon_status import CouponStatus
+from coupons.errors import CouponExpired, CouponWithdrawn, TemplateInvalid
 from coupons.models import CouponTemplate, UserCoupon
 from coupons.services import grants, templates
 from orders import services
@@ -226,3 +227,109 @@ def test_a_coupon_taken_back_before_its_window_opens_is_expired_at_once():
     coupon.refresh_from_db()
     assert coupon.valid_until <= clock.now()
     assert coupon.status_at(clock.now() + timedelta(milliseconds=1)) == CouponStatus.EXPIRED
+
+
+def earned_coupon(buyer, back) -> tuple[object, UserCoupon]:
+    """A paid order and the coupon it earned (issued)."""
+    earning = paid_order(buyer, 5_000)
+    auto_issue_due()
+    (coupon,) = coupons_of(buyer, back)
+    return earning, coupon
+
+
+def checkout_with(buyer, coupon):
+    product = ProductFactory(price=20_000, stock=10)
+    return services.order_checkout(
+        user_id=buyer.pk, items=[{"product_id": product.pk, "quantity": 1}], coupon_id=coupon.pk
+    )
+
+
+@pytest.mark.django_db
+def test_a_coupon_held_by_an_unpaid_order_is_withdrawn_by_the_refund_and_cannot_pay_or_return():
+    """An attack: the earned coupon put in an unpaid order (used), the earning order refunded
+    (a used coupon was kept), the unpaid order cancelled: the coupon was unused and valid
+    again, once per order. Now it is taken back whatever it is doing."""
+    back = CouponTemplateFactory(auto_issue=PAID_ORDER, total=10, per_user_limit=5)
+    buyer = UserFactory()
+    earning, coupon = earned_coupon(buyer, back)
+    holding = checkout_with(buyer, coupon)
+
+    order_refund(order_id=earning.pk, reason="退货")
+    with pytest.raises(CouponWithdrawn):
+        services.order_pay(user_id=buyer.pk, order_id=holding.pk, amount=holding.pay_amount)
+    services.order_cancel(user_id=buyer.pk, order_id=holding.pk)
+
+    coupon.refresh_from_db()
+    assert coupon.withdrawn_at is not None
+    assert coupon.status_at(clock.now() + timedelta(milliseconds=1)) == CouponStatus.EXPIRED
+    with pytest.raises(CouponExpired):
+        checkout_with(buyer, coupon)
+    assert AutoIssueTask.objects.get(order_id=earning.pk).state == "withdrawn"
+
+
+@pytest.mark.django_db
+def test_a_coupon_returned_by_a_cancel_before_the_refund_is_withdrawn_too():
+    back = CouponTemplateFactory(auto_issue=PAID_ORDER, total=10, per_user_limit=5)
+    buyer = UserFactory()
+    earning, coupon = earned_coupon(buyer, back)
+    holding = checkout_with(buyer, coupon)
+    services.order_cancel(user_id=buyer.pk, order_id=holding.pk)  # unused again
+
+    order_refund(order_id=earning.pk, reason="退货")
+
+    coupon.refresh_from_db()
+    assert coupon.status_at(clock.now() + timedelta(milliseconds=1)) == CouponStatus.EXPIRED
+
+
+@pytest.mark.django_db
+def test_a_coupon_spent_on_a_paid_order_stays_used_and_a_refund_of_that_order_keeps_it_spent():
+    back = CouponTemplateFactory(auto_issue=PAID_ORDER, total=10, per_user_limit=5)
+    buyer = UserFactory()
+    earning, coupon = earned_coupon(buyer, back)
+    spending = checkout_with(buyer, coupon)
+    services.order_pay(user_id=buyer.pk, order_id=spending.pk, amount=spending.pay_amount)
+
+    order_refund(order_id=earning.pk, reason="退货")
+    order_refund(order_id=spending.pk, reason="退货")
+
+    coupon.refresh_from_db()
+    assert coupon.status == UserCoupon.Status.USED  # its discount was given; it comes not back
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "reason",
+    ["auto:order 51", "AUTO:ORDER 52", "ａｕｔｏ:ｏｒｄｅｒ 53", " auto:order 54 ", "Auto:Signup",
+     "auto : signup", "ａｕｔｏ：order 55"],
+)  # fmt: skip
+def test_a_grant_s_reason_never_begins_like_an_event_s(reason):
+    back = CouponTemplateFactory(auto_issue=PAID_ORDER, total=10, per_user_limit=5)
+    buyer = UserFactory()
+
+    with pytest.raises(TemplateInvalid) as refused:
+        grants.coupon_grant(
+            template_id=back.pk, user_ids=[buyer.pk], reason=reason, granted_by_id=None
+        )
+
+    assert "reason" in refused.value.fields
+    assert not UserCoupon.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_event_whose_reason_a_grant_holds_is_refused_not_issued_with_no_coupon():
+    """Grants made before the rule may hold an event's reason: the task says so."""
+    back = CouponTemplateFactory(auto_issue=PAID_ORDER, total=10, per_user_limit=5)
+    buyer = UserFactory()
+    order = paid_order(buyer, 5_000)
+    UserCouponFactory(
+        template=back, user=buyer, source="grant", grant_reason=f"auto:order {order.pk}"
+    )
+
+    auto_issue_due()
+
+    task = AutoIssueTask.objects.get(order_id=order.pk)
+    assert (task.state, task.last_error, task.coupon_id) == (
+        "refused",
+        "reason_held_by_a_grant",
+        None,
+    )
