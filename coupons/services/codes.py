@@ -30,9 +30,11 @@ CODES_PER_INSERT = 5_000
 # A batch that meets an existing code is made again; at 2**59 possible codes a second
 # collision in one batch means something other than chance.
 MAX_ATTEMPTS_PER_BATCH = 5
-# A creation waits this long for another creation of the same template to finish (100,000
-# codes take a few seconds), then answers 409 codes_busy.
-CREATION_LOCK_WAIT_SECONDS = 60
+# A creation finding another creation or import of the same template under way answers 409
+# codes_busy at once: waiting for it (60 s, as it did) outlasted the database client's read
+# timeout (8 s), so the second request lost its connection, answered 503 and opened its
+# worker's breaker for the shoppers' claims.
+CREATION_LOCK_WAIT_SECONDS = 0
 _CODE_SPACE = len(SINGLE_USE_CODE_ALPHABET) ** SINGLE_USE_CODE_LENGTH
 
 
@@ -163,7 +165,8 @@ def codes_only_set(template: CouponTemplate) -> None:
 @contextmanager
 def one_creation_at_a_time(template_id: int) -> Iterator[None]:
     """A named lock per template (MariaDB's GET_LOCK, held by this connection's session):
-    creations and imports of one template's codes wait for each other, claims never see it.
+    one creation or import of a template's codes at a time (CodesCreationBusy, 409, for a
+    second one at once), claims never see it.
     SQLite (local runs) has one writer at a time anyway."""
     if connection.vendor != "mysql":
         yield

@@ -7,15 +7,18 @@ inserted (coupons/services/codes.py)."""
 import csv
 import io
 import re
+import zipfile
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
+import openpyxl
 import tablib
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 from import_export import resources
-from import_export.formats.base_formats import XLSX
 
 from core.staff_audit import NOT_STAFF, StaffAudit
 from coupons.errors import CodesFileInvalid, TemplateNotFound
@@ -39,6 +42,15 @@ from coupons.single_use_codes import (
 CODE_HEADERS = ("code", "codes", "券码", "优惠码", "兑换码")
 # A refusal lists this many rows' problems, then how many more there are.
 PROBLEMS_SHOWN = 50
+# What a file may expand to. An .xlsx is a zip: a 1.6 KB one claimed 2,000 x 16,384 cells, a
+# 196 KB one unzipped to 200 M characters of shared strings, a 176 KB one held 20 M blank
+# rows. So its parts are bounded before it is read (the sizes its zip declares, which the
+# unzipping never reads past), and its rows and cells while it is streamed.
+XLSX_MAX_UNZIPPED_BYTES = 32 * 1024 * 1024
+XLSX_MAX_SHARED_STRINGS_BYTES = 8 * 1024 * 1024
+XLSX_MAX_ROWS = 2 * MAX_SINGLE_USE_CODES_PER_REQUEST  # blank ones too
+XLSX_MAX_CELLS = 10 * MAX_SINGLE_USE_CODES_PER_REQUEST
+CELL_MAX_CHARACTERS = 1_000
 _CODE = re.compile(ANY_SINGLE_USE_CODE)
 
 
@@ -83,9 +95,11 @@ class CodesCheck:
 
 def merchant_codes_read(*, name: str, content: bytes) -> tablib.Dataset:
     """The file's rows as `line` (the file's line or the sheet's row) and `code`; blank rows
-    are left out, so every row named later is the one the merchant sees. CodesFileInvalid
-    naming `file` for another format, a file too large, one that cannot be read, or one whose
-    first row does not name the codes' column."""
+    are left out, so every row named later is the one the merchant sees. The file is streamed
+    and what it expands to is bounded (see XLSX_MAX_UNZIPPED_BYTES). CodesFileInvalid naming
+    `file` for another format, a file too large (as sent or unzipped), one that cannot be
+    read, one whose first row does not name the codes' column, and at the first row past a
+    bound (too many rows, cells or codes, or a cell too long)."""
     extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     if extension not in ("csv", "xlsx"):
         raise CodesFileInvalid(fields={"file": [_("A .csv or .xlsx file is required.")]})
@@ -95,25 +109,44 @@ def merchant_codes_read(*, name: str, content: bytes) -> tablib.Dataset:
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         raise CodesFileInvalid(fields={"file": [_("At most %(bytes)d bytes.") % {"bytes": limit}]})
     try:
-        rows = iter(_csv_rows(content) if extension == "csv" else _xlsx_rows(content))
-        headers = [str(cell or "").strip().lower() for cell in next(rows)]
+        return _codes_of(_csv_rows(content) if extension == "csv" else _xlsx_rows(content))
+    except CodesFileInvalid:
+        raise
     except Exception as error:  # any reader's error: the file is not what its name says
         message = _("The file cannot be read as %(format)s.") % {"format": extension}
         raise CodesFileInvalid(fields={"file": [message]}) from error
+
+
+def _codes_of(rows: Iterable[Sequence]) -> tablib.Dataset:
+    """The codes' column of `rows` (the first names it), each non-blank row with its line."""
+    lines = iter(rows)
+    headers = [str(cell or "").strip().lower() for cell in next(lines)]
     column = next((i for i, header in enumerate(headers) if header in CODE_HEADERS), None)
     if column is None:
         message = _("The first row must name the codes' column: %(names)s.")
         raise CodesFileInvalid(fields={"file": [message % {"names": ", ".join(CODE_HEADERS)}]})
     codes = tablib.Dataset(headers=["line", "code"])
-    for line, row in enumerate(rows, 2):
-        if any(cell not in (None, "") for cell in row):
-            codes.append([line, row[column] if column < len(row) else None])
-    if len(codes) > MAX_SINGLE_USE_CODES_PER_REQUEST:
-        message = _("At most %(count)d codes in one file.")
-        raise CodesFileInvalid(
-            fields={"file": [message % {"count": MAX_SINGLE_USE_CODES_PER_REQUEST}]}
-        )
+    for line, row in enumerate(lines, 2):
+        if not any(cell not in (None, "") for cell in row):
+            continue
+        if any(isinstance(cell, str) and len(cell) > CELL_MAX_CHARACTERS for cell in row):
+            message = _("Row %(line)d: a cell is longer than %(count)d characters.")
+            _refuse(message % {"line": line, "count": CELL_MAX_CHARACTERS})
+        if len(codes) == MAX_SINGLE_USE_CODES_PER_REQUEST:
+            _refuse(
+                _("At most %(count)d codes in one file.")
+                % {"count": MAX_SINGLE_USE_CODES_PER_REQUEST}
+            )
+        codes.append([line, row[column] if column < len(row) else None])
     return codes
+
+
+def _refuse(message: str) -> NoReturn:
+    raise CodesFileInvalid(fields={"file": [message]})
+
+
+def _mib(size: int) -> int:
+    return -(-size // 2**20)
 
 
 def _csv_rows(content: bytes) -> list[list]:
@@ -126,10 +159,36 @@ def _csv_rows(content: bytes) -> list[list]:
     return list(csv.reader(io.StringIO(text, newline="")))
 
 
-def _xlsx_rows(content: bytes) -> list[list]:
-    """The first sheet's rows, as django-import-export's XLSX format reads them."""
-    dataset = XLSX().create_dataset(content)
-    return [dataset.headers, *dataset]
+def _xlsx_rows(content: bytes) -> Iterator[tuple]:
+    """The first sheet's rows, streamed (openpyxl's read-only mode, the sheet's own claim of
+    its size ignored), within the bounds above."""
+    parts = zipfile.ZipFile(io.BytesIO(content)).infolist()
+    unzipped = sum(part.file_size for part in parts)
+    shared_strings = sum(p.file_size for p in parts if p.filename.endswith("sharedStrings.xml"))
+    if unzipped > XLSX_MAX_UNZIPPED_BYTES:
+        message = _("The file unzips to %(size)d MiB; at most %(most)d MiB.")
+        _refuse(message % {"size": _mib(unzipped), "most": _mib(XLSX_MAX_UNZIPPED_BYTES)})
+    if shared_strings > XLSX_MAX_SHARED_STRINGS_BYTES:
+        message = _("The file's text takes %(size)d MiB; at most %(most)d MiB.")
+        _refuse(
+            message % {"size": _mib(shared_strings), "most": _mib(XLSX_MAX_SHARED_STRINGS_BYTES)}
+        )
+    workbook = openpyxl.load_workbook(io.BytesIO(content), read_only=True, data_only=True)
+    try:
+        sheet = workbook.worksheets[0]
+        sheet.reset_dimensions()  # its <dimension> may claim A1:XFD1048576
+        cells = 0
+        for line, row in enumerate(sheet.iter_rows(values_only=True), 1):
+            if line > XLSX_MAX_ROWS:
+                message = _("Row %(line)d: a sheet has at most %(count)d rows, blank ones too.")
+                _refuse(message % {"line": line, "count": XLSX_MAX_ROWS})
+            cells += len(row)
+            if cells > XLSX_MAX_CELLS:
+                message = _("Row %(line)d: a sheet has at most %(count)d cells.")
+                _refuse(message % {"line": line, "count": XLSX_MAX_CELLS})
+            yield row
+    finally:
+        workbook.close()
 
 
 def merchant_codes_check(*, template_id: int, dataset: tablib.Dataset) -> CodesCheck:

@@ -333,3 +333,34 @@ def test_the_api_refuses_a_missing_file_and_an_unknown_template(staff_client):
 
     assert missing.status_code == 400 and "file" in missing.json()["fields"]
     assert unknown.status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_second_import_of_the_same_template_is_refused_at_once_with_409(staff_client):
+    """The first holds the template's lock (as a running import does, from its own session):
+    the second answers 409 codes_busy at once, never a 503 after the database client's read
+    timeout, and its worker's connection stays healthy for the shoppers' claims."""
+    import MySQLdb
+    from django.db import connection
+
+    if connection.vendor != "mysql":
+        pytest.skip("the lock is MariaDB's GET_LOCK")
+    template = CouponTemplateFactory(total=10)
+    name = f"{connection.settings_dict['NAME']}:single-use-codes:{template.pk}"[-64:]
+    settings = connection.settings_dict
+    first = MySQLdb.connect(
+        host=settings["HOST"], port=int(settings["PORT"] or 3306), user=settings["USER"]
+    )
+    try:
+        cursor = first.cursor()
+        cursor.execute("SELECT GET_LOCK(%s, 0)", [name])
+        assert cursor.fetchone() == (1,)
+
+        second = import_by_api(staff_client, template.pk, csv_file("BUSY-0001"))
+    finally:
+        first.close()
+    after = import_by_api(staff_client, template.pk, csv_file("BUSY-0001"))
+
+    assert (second.status_code, second.json()["code"]) == (409, "codes_busy")
+    assert after.status_code == 201
+    assert codes_of(template) == {"BUSY-0001"}
