@@ -11,9 +11,6 @@ reactivating revives no token issued before."""
 import functools
 import re
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -38,10 +35,13 @@ from accounts.models import TokenGeneration
 from accounts.user_facts import (
     UserFacts,
     user_facts_lookup,
+    user_facts_of_reply,
+    user_facts_read_call,
     user_facts_remember,
     user_from_facts,
 )
 from api.serializers import StringField
+from core.redis_scripts import ScriptCall
 
 MAX_USER_ID_DIGITS = 18
 # The token generation a token was issued in (accounts.models.TokenGeneration), at most what
@@ -186,23 +186,32 @@ class TokenCheck:
         return cls(user_id=user_id, claims=token_claims(token))
 
 
-_deferred_check: ContextVar[TokenCheck | None] = ContextVar("deferred token check", default=None)
+@dataclass(frozen=True)
+class TokenBearer:
+    """A request's token whose signature and expiry passed, its user not checked yet: the
+    claim checks it in round trips it makes anyway (decisions 1013, 1016), through these two
+    steps, called in this order."""
 
+    token: Token
+    user_id: int
 
-@contextmanager
-def token_checked_by_the_write(check: TokenCheck | None) -> Iterator[None]:
-    """Within: `deferred_token_check` answers `check` (None: authentication checked already)."""
-    reset = _deferred_check.set(check)
-    try:
-        yield
-    finally:
-        _deferred_check.reset(reset)
+    def facts_read(self) -> ScriptCall:
+        """The read of the user's facts, to ride along a round trip to the cache's Redis."""
+        return user_facts_read_call(self.user_id)
 
-
-def deferred_token_check(user_id: int) -> TokenCheck | None:
-    """The check a write for `user_id` must make itself, if authentication left it one."""
-    check = _deferred_check.get()
-    return check if check is not None and check.user_id == user_id else None
+    def check(self, reply: list | None, *, asked: bool, the_write_may_check: bool):
+        """401 unless the token is honoured, judged on what Redis answered the facts read
+        (`reply`; None: Redis did not answer; `asked` False: it was not sent, so Redis is
+        asked now). When Redis lacks the facts and `the_write_may_check`, nothing is read
+        here: the TokenCheck returned is the write's to make. Else returns None."""
+        if not asked:
+            user_of_token(self.token)
+            return None
+        looked_up = None if reply is None else user_facts_of_reply(self.user_id, reply)
+        if isinstance(looked_up, str) and the_write_may_check:
+            return TokenCheck.of(self.token, self.user_id)
+        user_of_token(self.token, looked_up=looked_up)
+        return None
 
 
 def token_check_in_database(check: TokenCheck) -> None:

@@ -9,9 +9,10 @@ after the handler returns. 5xx, 429 and 404 answers are not kept (the record is 
 attempt committed nothing, so running it again is safe.
 
 A command with an effect (a claim, a checkout, a payment) is decorated
-`@idempotent(effect_answer=...)`: its service writes the effect's id into the record inside
-the effect's own transaction (`effect_record`, or the claim's procedure with
-`effect_record_id()`), so whatever committed, the record says so. A record with an effect
+`@idempotent(effect_answer=...)`: its handler is given the record as an argument
+(`effect_record`, an EffectRecord or None), hands it to its service, which writes the effect's
+id into it inside the effect's own transaction (`EffectRecord.write`, or the claim's procedure
+given its id), so whatever committed, the record says so. A record with an effect
 is never dropped by a 5xx nor freed by the lease; a retry that finds it without a stored
 answer (the answer was lost with the database between the two writes) gets the effect's
 answer rendered again by `effect_answer`. Nothing runs twice.
@@ -29,7 +30,6 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -74,9 +74,31 @@ class CommittedEffect:
     effect_id: int
 
 
-# The record of the command being served, while its handler runs: the services write their
-# effect's id into it (effect_record). Per request thread, like every ContextVar.
-_pending_record: ContextVar[int | None] = ContextVar("pending_idempotency_record", default=None)
+@dataclass(frozen=True)
+class EffectRecord:
+    """The Idempotency-Key record of the command being served, which its service writes the
+    effect's id into. Handed from the decorator to the handler to the service, as an argument."""
+
+    record_id: int
+
+    def write(self, *, effect_id: int, using: str = "default") -> None:
+        """Write the effect's id into the record. Must run inside the effect's own transaction
+        (on `using`), so the two commit together. Raises RequestInProgress, which rolls the
+        effect back, when the record is gone (a retry after the lease took the key)."""
+        record = IdempotencyRecord.objects.using(using).filter(pk=self.record_id)
+        if not record.update(effect_id=effect_id):
+            # The lease ended and a retry took the key over: it runs the command now, so this
+            # effect must not commit beside it (raised inside the effect's transaction).
+            raise RequestInProgress()
+
+
+def effect_record_write(
+    record: EffectRecord | None, *, effect_id: int, using: str = "default"
+) -> None:
+    """`record.write(...)`, or nothing for a command that came without an Idempotency-Key."""
+    if record is not None:
+        record.write(effect_id=effect_id, using=using)
+
 
 # (view, request, effect_id, *args, **kwargs) -> the answer the command gives for that effect.
 EffectAnswer = Callable[..., Response]
@@ -84,9 +106,10 @@ EffectAnswer = Callable[..., Response]
 
 def idempotent(handler: Callable | None = None, *, effect_answer: EffectAnswer | None = None):
     """Decorate a DRF view handler (`def post(self, request, ...)`) to honour Idempotency-Key.
-    Without the header the handler runs as before. With `effect_answer`, the handler's
-    service records its effect in its own transaction and a retry that finds the effect
-    without an answer is answered by `effect_answer(view, request, effect_id, ...)`."""
+    Without the header the handler runs as before. With `effect_answer`, the handler takes
+    `effect_record` (None without the header), its service records its effect there in its
+    own transaction, and a retry that finds the effect without an answer is answered by
+    `effect_answer(view, request, effect_id, ...)`."""
     if handler is None:
         return functools.partial(idempotent, effect_answer=effect_answer)
 
@@ -94,6 +117,8 @@ def idempotent(handler: Callable | None = None, *, effect_answer: EffectAnswer |
     def wrapper(view, request: Request, *args, **kwargs) -> Response:
         key = request.headers.get(KEY_HEADER)
         if key is None or not request.user.is_authenticated:
+            if effect_answer is not None:
+                kwargs["effect_record"] = None
             return handler(view, request, *args, **kwargs)
         key_validate(key)
         begun = record_begin(
@@ -114,41 +139,19 @@ def idempotent(handler: Callable | None = None, *, effect_answer: EffectAnswer |
         # No answer at all (the worker stopped by gunicorn's timeout raises SystemExit here)
         # leaves the record "in progress": the work may have committed, so a retry must not
         # run it again until the lease ends; an effect that did commit holds the key for good.
-        armed = _pending_record.set(begun.pk if effect_answer is not None else None)
+        if effect_answer is not None:
+            kwargs["effect_record"] = EffectRecord(begun.pk)
         try:
             response = handler(view, request, *args, **kwargs)
         except Exception as error:
             # Rendered here (as DRF would after us) so that a 4xx is kept like any answer.
             response = view.handle_exception(error)
-        finally:
-            _pending_record.reset(armed)
         record_finish(record_id=begun.pk, response=response, user_id=request.user.pk)
         return response
 
     # Read by the schema generator (getattr) to document the header.
     setattr(wrapper, "idempotent", True)  # noqa: B010
     return wrapper
-
-
-def effect_record_id() -> int | None:
-    """The record the command being served writes its effect's id into, if any (the claim's
-    procedure takes it as a parameter)."""
-    return _pending_record.get()
-
-
-def effect_record(*, effect_id: int, using: str = "default") -> None:
-    """Write the effect's id into the command's record. Must run inside the effect's own
-    transaction (on `using`), so the two commit together; does nothing when the command
-    came without an Idempotency-Key. Raises RequestInProgress, which rolls the effect back,
-    when the record is gone (a retry after the lease took the key)."""
-    record_id = _pending_record.get()
-    if record_id is None:
-        return
-    record = IdempotencyRecord.objects.using(using).filter(pk=record_id)
-    if not record.update(effect_id=effect_id):
-        # The lease ended and a retry took the key over: it runs the command now, so this
-        # effect must not commit beside it (raised inside the effect's transaction).
-        raise RequestInProgress()
 
 
 def key_validate(key: str) -> None:

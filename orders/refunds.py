@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils.translation import gettext as _
 
-from api.idempotency import effect_record
+from api.idempotency import EffectRecord, effect_record_write
 from core import clock
 from core.staff_audit import NOT_STAFF, StaffAudit
 from coupons import ports
@@ -33,6 +33,7 @@ def order_refund(
     lines: dict[int, int] | None = None,
     refunded_by_id: int | None = None,
     audit: StaffAudit = NOT_STAFF,
+    effect_record: EffectRecord | None = None,
 ) -> RefundOutcome:
     """Refund `lines` (order line id -> units) of a paid, shipped or completed order, or every
     unit not yet refunded (None). The money of a line is its paid amount (price x quantity less
@@ -104,7 +105,7 @@ def order_refund(
             refunded_by_id=refunded_by_id,
             created_at=now,
         )
-        effect_record(effect_id=refund.pk)  # the request's Idempotency-Key, committed with it
+        effect_record_write(effect_record, effect_id=refund.pk)  # committed with the refund
         coupon = "none" if order.coupon_id is None else "kept"
         if coupon_returned:
             coupon = "returned"

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import F, QuerySet, Sum
 from django.utils.translation import gettext as _
 
-from api.idempotency import effect_record
+from api.idempotency import EffectRecord, effect_record_write
 from core import clock
 from core.money import format_money
 from core.staff_audit import NOT_STAFF, StaffAudit
@@ -36,17 +36,26 @@ from orders.models import Order, OrderItem, Product
 
 
 def order_checkout(
-    *, user_id: int, items: Sequence[OrderLine], coupon_id: int | None = None
+    *,
+    user_id: int,
+    items: Sequence[OrderLine],
+    coupon_id: int | None = None,
+    effect_record: EffectRecord | None = None,
 ) -> Order:
     """Create a normal order: take stock, price it from the products, use the coupon if any.
-    Runs in its own transaction; on any error nothing is left behind."""
+    Runs in its own transaction, which writes the order's id into `effect_record` (the
+    request's Idempotency-Key, if any); on any error nothing is left behind."""
     lines = order_lines_validate(items)
     # Checked before any lock, so a missing, used or expired coupon fails fast. The order is
     # priced with the terms use_coupon returns under the row lock, not with these.
     if coupon_id is not None:
         ports.get_usable(user_id=user_id, coupon_id=coupon_id)
     return _order_place(
-        user_id=user_id, order_type=Order.Type.NORMAL, lines=lines, coupon_id=coupon_id
+        user_id=user_id,
+        order_type=Order.Type.NORMAL,
+        lines=lines,
+        coupon_id=coupon_id,
+        effect_record=effect_record,
     )
 
 
@@ -58,7 +67,13 @@ def seckill_order_create(
     if coupon_id is not None:
         raise CouponNotAllowed()
     lines = order_lines_validate(items)
-    return _order_place(user_id=user_id, order_type=Order.Type.SECKILL, lines=lines, coupon_id=None)
+    return _order_place(
+        user_id=user_id,
+        order_type=Order.Type.SECKILL,
+        lines=lines,
+        coupon_id=None,
+        effect_record=None,
+    )
 
 
 def _order_place(
@@ -67,6 +82,7 @@ def _order_place(
     order_type: str,
     lines: list[ProductQuantity],
     coupon_id: int | None,
+    effect_record: EffectRecord | None,
 ) -> Order:
     """One transaction: take stock, price the lines, redeem the coupon if any, write the
     order. Any error rolls all of it back."""
@@ -94,7 +110,7 @@ def _order_place(
             coupon_id=coupon_id,
             now=now,
         )
-        effect_record(effect_id=order.pk)  # the request's Idempotency-Key, committed with it
+        effect_record_write(effect_record, effect_id=order.pk)  # committed with the order
         return order
 
 
@@ -143,10 +159,17 @@ def raise_if_not_applied(judged: ports.CartJudgement) -> None:
             )
 
 
-def order_cancel(*, user_id: int, order_id: int, audit: StaffAudit = NOT_STAFF) -> Order:
+def order_cancel(
+    *,
+    user_id: int,
+    order_id: int,
+    audit: StaffAudit = NOT_STAFF,
+    effect_record: EffectRecord | None = None,
+) -> Order:
     """Cancel the user's pending order: status, stock return and coupon return commit together
-    or not at all. Staff cancel it for the user with an `audit` (orders.cancel_order,
-    recorded); the shopper's own cancel passes none. Runs in its own transaction."""
+    or not at all, with the order's id in `effect_record`. Staff cancel it for the user with
+    an `audit` (orders.cancel_order, recorded); the shopper's own cancel passes none. Runs in
+    its own transaction."""
     audit.check()
     with transaction.atomic():
         customer_lock(user_id=user_id)
@@ -155,7 +178,7 @@ def order_cancel(*, user_id: int, order_id: int, audit: StaffAudit = NOT_STAFF) 
             if not Order.objects.filter(pk=order_id, user_id=user_id).exists():
                 raise OrderNotFound()
             raise OrderInvalidState(_("Only an order awaiting payment can be cancelled."))
-        effect_record(effect_id=order.pk)
+        effect_record_write(effect_record, effect_id=order.pk)
         audit.record(
             order,
             {
@@ -181,7 +204,9 @@ def order_expire(*, order_id: int, user_id: int | None = None) -> bool:
         return _cancel_pending(expired) is not None
 
 
-def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
+def order_pay(
+    *, user_id: int, order_id: int, amount: int, effect_record: EffectRecord | None = None
+) -> Order:
     """Record the payment of a pending order (pending_payment -> paid); `amount` must equal
     pay_amount; an order whose coupon is for a first paid order only is refused once the user
     has paid for another (CouponNotEligible), and one whose coupon was taken back since
@@ -215,7 +240,7 @@ def order_pay(*, user_id: int, order_id: int, amount: int) -> Order:
         order.updated_at = now
         order.save(update_fields=["status", "paid_at", "updated_at"])
         ports.order_paid(order_id=order.pk, user_id=user_id, pay_amount=order.pay_amount)
-        effect_record(effect_id=order.pk)
+        effect_record_write(effect_record, effect_id=order.pk)
     return order
 
 

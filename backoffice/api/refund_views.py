@@ -45,7 +45,7 @@ class AdminOrderRefundView(GenericAPIView):
     )
     @api_errors(OrderNotFound, OrderInvalid, OrderInvalidState)
     @idempotent(effect_answer=refund_effect_answer)
-    def post(self, request, order_id: int):
+    def post(self, request, order_id: int, *, effect_record):
         if not Order.objects.filter(pk=order_id).exists():
             raise OrderNotFound()
         payload = RefundInputSerializer(data=request.data)
@@ -57,6 +57,7 @@ class AdminOrderRefundView(GenericAPIView):
             lines=None if lines is None else _units_by_line(lines),
             refunded_by_id=request.user.pk,
             audit=staff_audit(request.user, StaffAction.ORDER_REFUND),
+            effect_record=effect_record,
         )
         answer = RefundAnswerSerializer({"order": outcome.order, "refund": outcome.refund})
         created = outcome.refund is not None

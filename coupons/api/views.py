@@ -7,18 +7,12 @@ from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
-from accounts.authentication import token_check_in_database, token_checked_by_the_write
 from api.idempotency import idempotent
 from api.schema import api_errors
 from api.throttles import RedeemIPThrottle, RedeemThrottle
 from core import clock
-from core.domain_errors import DomainError
 from coupons import issuing, selectors, shopper_list
-from coupons.api.claim_authentication import (
-    SCREENED_ATTRIBUTE,
-    TOKEN_CHECK_ATTRIBUTE,
-    ClaimScreeningAuthentication,
-)
+from coupons.api.claim_authentication import ClaimAuthentication
 from coupons.api.serializers import (
     MineQuerySerializer,
     RedeemInputSerializer,
@@ -79,8 +73,8 @@ class CouponClaimView(GenericAPIView):
     decides, so a claim is never over-issued. Safe to retry with an Idempotency-Key."""
 
     serializer_class = UserCouponSerializer
-    # The user's facts are read in the screen's round trip (claim_authentication.py).
-    authentication_classes = [ClaimScreeningAuthentication]
+    # The token's user is checked by the claim, in its own round trips (claim_authentication.py).
+    authentication_classes = [ClaimAuthentication]
     # The claim throttle is counted in the claim's own Redis round trip (SPEC section 15),
     # per user and template: coupons.issuing.service raises ClaimThrottled.
     throttle_classes = []
@@ -105,19 +99,13 @@ class CouponClaimView(GenericAPIView):
         ClaimThrottled,
     )
     @idempotent(effect_answer=claimed_coupon_answer)
-    def post(self, request, template_id: int):
-        check = getattr(request, TOKEN_CHECK_ATTRIBUTE, None)  # left to the decision
-        with token_checked_by_the_write(check):
-            try:
-                coupon = issuing.coupon_claim(
-                    template_id=template_id,
-                    user_id=request.user.pk,
-                    screened=getattr(request, SCREENED_ATTRIBUTE, None),  # asked with the facts
-                )
-            except DomainError:
-                if check is not None:  # a refusal is told only to a token its user honours
-                    token_check_in_database(check)
-                raise
+    def post(self, request, template_id: int, *, effect_record):
+        coupon = issuing.coupon_claim(
+            template_id=template_id,
+            user_id=request.user.pk,
+            bearer=request.auth,  # a TokenBearer, or None when authenticated in full
+            effect_record=effect_record,
+        )
         data = user_coupon_data(coupon, now=clock.now())
         return Response(data, status=status.HTTP_201_CREATED)
 
@@ -147,10 +135,14 @@ class CouponRedeemView(GenericAPIView):
         ClaimLimitReached,
     )
     @idempotent(effect_answer=claimed_coupon_answer)
-    def post(self, request):
+    def post(self, request, *, effect_record):
         payload = RedeemInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        coupon = issuing.coupon_redeem(code=payload.validated_data["code"], user_id=request.user.pk)
+        coupon = issuing.coupon_redeem(
+            code=payload.validated_data["code"],
+            user_id=request.user.pk,
+            effect_record=effect_record,
+        )
         data = user_coupon_data(coupon, now=clock.now())
         return Response(data, status=status.HTTP_201_CREATED)
 

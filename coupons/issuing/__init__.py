@@ -27,21 +27,16 @@ from coupons.issuing.reconcile import (
     coupon_counters_reconcile,
 )
 from coupons.issuing.service import (
-    ClaimScreen,
-    claim_screen,
     coupon_claim,
     coupon_issue,
     coupon_redeem,
 )
 from coupons.issuing.terms_cache import next_version, terms_change, terms_publish_new
-from coupons.issuing.transaction import decided_in_the_server
 
 __all__ = [
     "REDIS_FAILURES",
     "AlreadyGranted",
-    "ClaimScreen",
     "GrantNote",
-    "claim_screen",
     "coupon_claim",
     "coupon_counter",
     "coupon_counters_follow_the_database",
@@ -50,7 +45,6 @@ __all__ = [
     "coupon_counters_reconcile",
     "coupon_issue",
     "coupon_redeem",
-    "decided_in_the_server",
     "next_version",
     "terms_change",
     "terms_publish_new",

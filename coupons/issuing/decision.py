@@ -8,12 +8,12 @@ from django.db import IntegrityError, OperationalError, connection
 
 from accounts.authentication import (
     USER_NOT_FOUND,
-    deferred_token_check,
+    TokenCheck,
     token_check_in_database,
     token_refused,
 )
 from api.errors import RequestInProgress
-from api.idempotency import effect_record, effect_record_id
+from api.idempotency import EffectRecord, effect_record_write
 from core import clock
 from coupons.customers import customer_history
 from coupons.issuing.claim_sql import (
@@ -40,6 +40,19 @@ class IssueOutcome:
     slot_taken: bool = False
     code_used: bool = False
     claimed_count: int | None = None  # with a coupon: the template's count after it
+
+
+@dataclass(frozen=True)
+class DecisionContext:
+    """What the request asks of the decision's transaction besides the coupon: the check of a
+    user Redis did not hold, made by the same call (decision 1016), and the Idempotency-Key
+    record the coupon's id commits with (decision 1000). Passed down from the door."""
+
+    token_check: TokenCheck | None = None
+    effect_record: EffectRecord | None = None
+
+
+NO_CONTEXT = DecisionContext()
 
 
 @dataclass(frozen=True)
@@ -88,14 +101,15 @@ def decide(
     source: str,
     grant: GrantNote | None,
     single_use_code_id: int | None = None,
+    context: DecisionContext = NO_CONTEXT,
 ) -> IssueOutcome:
     """One decision transaction: the single-use code taken (if any), the audience looked up
     (if the template asks), then the guarded UPDATE takes the row lock, the insert and the
-    commit follow (on MySQL in one call, so no Python runs while the lock is held). Nothing
-    is written unless all succeed."""
+    commit follow (on MySQL in one call, so no Python runs while the lock is held), with what
+    the `context` asks. Nothing is written unless all succeed."""
     adapt = connection.ops.adapt_datetimefield_value
-    # Left by the claim's authentication when Redis did not hold the user (decision 1016).
-    token_check = deferred_token_check(user_id)
+    token_check = context.token_check
+    effect_record = context.effect_record
     try:
         with decision_transaction() as decision, decision.connection.cursor() as cursor:
             if token_check is not None and not decision.ends_in_server:
@@ -136,7 +150,9 @@ def decide(
                     count,
                     coupon_insert(template, count, user_id=user_id, grant=grant, source=source),
                     adapt,
-                    idempotency_record_id=effect_record_id(),
+                    idempotency_record_id=None
+                    if effect_record is None
+                    else effect_record.record_id,
                     token_check=token_check,
                 )
                 decision.ended_in_server()
@@ -163,7 +179,9 @@ def decide(
                     decision.roll_back()
                     return IssueOutcome()
                 coupon_id = cursor.lastrowid
-                effect_record(effect_id=coupon_id, using=decision.connection.alias)
+                effect_record_write(
+                    effect_record, effect_id=coupon_id, using=decision.connection.alias
+                )
             window = template.use_window_at(now)
     except IntegrityError as error:
         if GRANT_REASON_KEY in str(error):

@@ -9,6 +9,8 @@ from typing import TypedDict
 from django.conf import settings
 from django.utils.translation import gettext as _
 
+from accounts.authentication import TokenBearer, token_check_in_database
+from api.idempotency import EffectRecord
 from api.throttles import Rate
 from core import clock
 from core.domain_errors import DomainError
@@ -20,7 +22,7 @@ from coupons.errors import (
     TemplateNotFound,
 )
 from coupons.issuing.counter_setup import coupon_counter
-from coupons.issuing.decision import GrantNote
+from coupons.issuing.decision import DecisionContext, GrantNote
 from coupons.issuing.screen_answers import (
     CouponMayHaveRoom,
     CouponNotClaimableById,
@@ -31,6 +33,7 @@ from coupons.issuing.screen_answers import (
     ScreenResult,
 )
 from coupons.issuing.steps import issue_after_screen, rejection_of
+from coupons.issuing.transaction import decided_in_the_server
 from coupons.models import (
     CouponTemplate,
     UserCoupon,
@@ -95,16 +98,39 @@ def claim_screen(
 
 
 def coupon_claim(
-    *, template_id: int, user_id: int, screened: ClaimScreen | None = None
+    *,
+    template_id: int,
+    user_id: int,
+    bearer: TokenBearer | None = None,
+    effect_record: EffectRecord | None = None,
 ) -> UserCoupon:
-    """A shopper claims one coupon of a public template by its id (SPEC sections 4 and 15).
-    Screened in Redis first, in one round trip (`screened`: asked already, by `claim_screen`):
-    over the claim rate (ClaimThrottled), or refused on facts the database confirmed, with no
-    database statement. Otherwise the database decides as in `coupon_issue`. A hidden
-    template is "not found", exactly like a missing one. Runs its own transactions. Counted
-    for /metrics by outcome."""
-    if screened is None:
-        screened = claim_screen(template_id=template_id, user_id=user_id)
+    """A shopper claims one coupon of a public template by its id (SPEC sections 4 and 15),
+    in this order:
+
+    1. The screen, one Redis round trip: the claim counted against the claim rate and
+       refused on facts the database confirmed. A `bearer` (a token whose user is not checked
+       yet) has its user's facts read in the same round trip.
+    2. The bearer's check (401 unless its token is honoured): on those facts; for a user
+       Redis does not hold, left to the decision's call when the claim goes on to it (decision
+       1016), else read now.
+    3. A refusal (ClaimThrottled, a hidden template's TemplateNotFound, the screen's), with no
+       database statement; or the database decides as in `coupon_issue`, writing the coupon's
+       id into `effect_record` (the request's Idempotency-Key) in the same transaction.
+
+    A refusal is told only to a token whose user honours it. Runs its own transactions.
+    Counted for /metrics by outcome."""
+    screened = claim_screen(
+        template_id=template_id,
+        user_id=user_id,
+        ride_along=None if bearer is None else bearer.facts_read(),
+    )
+    token_check = None
+    if bearer is not None:
+        token_check = bearer.check(
+            screened.along_reply,
+            asked=screened.along_sent,
+            the_write_may_check=screened.may_have_room and decided_in_the_server(),
+        )
     claim_screen_answers_total.labels(screen_answer_name(screened.result)).inc()
     decided_by = "redis"
     try:
@@ -121,9 +147,12 @@ def coupon_claim(
             source=UserCoupon.Source.CLAIM,
             counter=coupon_counter(),
             screened=screened.result,
+            context=DecisionContext(token_check=token_check, effect_record=effect_record),
         )
     except DomainError as refusal:
         claims_total.labels(refusal.code, decided_by).inc()
+        if token_check is not None:  # the decision did not read the user: read it now
+            token_check_in_database(token_check)
         raise
     claims_total.labels("won", decided_by).inc()
     return coupon
@@ -146,12 +175,15 @@ SCREEN_ANSWER_OF: dict[type, ScreenAnswer] = {
 }
 
 
-def coupon_redeem(*, code: str, user_id: int) -> UserCoupon:
+def coupon_redeem(
+    *, code: str, user_id: int, effect_record: EffectRecord | None = None
+) -> UserCoupon:
     """A shopper claims the template that has this code, public or hidden, through the same
     issuing core as a claim (SPEC section 11). Codes compare without regard to case; an
     unknown code is TemplateNotFound. A single-use code (SPEC section 18) issues its template
     once: to the first redemption that the rule lets through; after it, CodeUsed. Runs its
-    own transactions (see `coupon_issue`)."""
+    own transactions (see `coupon_issue`); the coupon's id commits into `effect_record`."""
+    context = DecisionContext(effect_record=effect_record)
     single_use = (
         SingleUseCode.objects.filter(code=code.upper())
         .values_list("pk", "template_id", "used_at")
@@ -161,18 +193,28 @@ def coupon_redeem(*, code: str, user_id: int) -> UserCoupon:
         code_id, template_id, used_at = single_use
         if used_at is not None:  # safe without a lock: a used code is never freed
             raise CodeUsed()
-        return coupon_issue(
+        return issue_after_screen(
             template_id=template_id,
             user_id=user_id,
             source=UserCoupon.Source.CODE,
             single_use_code_id=code_id,
+            counter=coupon_counter(),
+            screened=None,
+            context=context,
         )
     shared = (
         CouponTemplate.objects.filter(code_key=code.upper()).values_list("pk", flat=True).first()
     )
     if shared is None:
         raise TemplateNotFound(_("No coupon has this code."))
-    return coupon_issue(template_id=shared, user_id=user_id, source=UserCoupon.Source.CODE)
+    return issue_after_screen(
+        template_id=shared,
+        user_id=user_id,
+        source=UserCoupon.Source.CODE,
+        counter=coupon_counter(),
+        screened=None,
+        context=context,
+    )
 
 
 def coupon_issue(

@@ -30,7 +30,7 @@ from coupons.issuing.claim_sql import (
     claim_facts,
 )
 from coupons.issuing.counter_setup import Counter
-from coupons.issuing.decision import GrantNote, decide
+from coupons.issuing.decision import NO_CONTEXT, DecisionContext, GrantNote, decide
 from coupons.issuing.screen_answers import (
     CouponMayHaveRoom,
     CouponRefused,
@@ -80,9 +80,11 @@ def issue_after_screen(
     before_window_opens: bool = False,
     grant: GrantNote | None = None,
     single_use_code_id: int | None = None,
+    context: DecisionContext = NO_CONTEXT,
 ) -> UserCoupon:
     """`coupon_issue` after the claim's Redis screen (None: none, or Redis unavailable), in its
-    steps: read, check the reach and the budget, refuse early on committed facts, decide."""
+    steps: read, check the reach and the budget, refuse early on committed facts, decide (with
+    what the request's `context` asks of the decision)."""
     if UserCoupon.issued_for_a_reason(source) != (grant is not None):
         raise ValueError("a grant or an event's issue, and only these, carries a GrantNote")
     if single_use_code_id is not None and source != UserCoupon.Source.CODE:
@@ -125,6 +127,7 @@ def issue_after_screen(
             grant=grant,
             single_use_code_id=single_use_code_id,
             reachable_with_codes=reachable_with_codes,
+            context=context,
         )
     except DatabaseError:
         resync_from_database(counter, template_id=template_id, user_id=user_id)
@@ -185,6 +188,7 @@ def _decide_until_settled(
     grant: GrantNote | None,
     single_use_code_id: int | None,
     reachable_with_codes: bool,
+    context: DecisionContext,
 ) -> UserCoupon:
     """The decision, retried with the next slot when a concurrent claim of the same user took
     this one; each retry follows a coupon the user really received, so it ends."""
@@ -199,6 +203,7 @@ def _decide_until_settled(
             source=source,
             grant=grant,
             single_use_code_id=single_use_code_id,
+            context=context,
         )
         if outcome.coupon is not None:
             # What the database now holds: the count the UPDATE left, and at least `slot`

@@ -30,11 +30,11 @@ CODES_PER_INSERT = 5_000
 # A batch that meets an existing code is made again; at 2**59 possible codes a second
 # collision in one batch means something other than chance.
 MAX_ATTEMPTS_PER_BATCH = 5
-# A creation finding another creation or import of the same template under way answers 409
-# codes_busy at once: waiting for it (60 s, as it did) outlasted the database client's read
-# timeout (8 s), so the second request lost its connection, answered 503 and opened its
-# worker's breaker for the shoppers' claims.
-CREATION_LOCK_WAIT_SECONDS = 0
+# A creation or import finding another one of the same template under way waits this long for
+# it, then answers 409 codes_busy: less than the database client's read timeout (8 s,
+# config/settings/base.py), which a 60 s wait outlasted: the second request lost its
+# connection, answered 503 and opened its worker's breaker for the shoppers' claims.
+CREATION_LOCK_WAIT_SECONDS = 5
 _CODE_SPACE = len(SINGLE_USE_CODE_ALPHABET) ** SINGLE_USE_CODE_LENGTH
 
 
@@ -165,8 +165,8 @@ def codes_only_set(template: CouponTemplate) -> None:
 @contextmanager
 def one_creation_at_a_time(template_id: int) -> Iterator[None]:
     """A named lock per template (MariaDB's GET_LOCK, held by this connection's session):
-    one creation or import of a template's codes at a time (CodesCreationBusy, 409, for a
-    second one at once), claims never see it.
+    one creation or import of a template's codes at a time (a second one waits its turn up to
+    CREATION_LOCK_WAIT_SECONDS, then CodesCreationBusy, 409), claims never see it.
     SQLite (local runs) has one writer at a time anyway."""
     if connection.vendor != "mysql":
         yield

@@ -91,7 +91,7 @@ class OrderListView(GenericAPIView):
         TooManyUnpaidOrders,
     )
     @idempotent(effect_answer=order_effect_answer(status.HTTP_201_CREATED))
-    def post(self, request):
+    def post(self, request, *, effect_record):
         """Check out: lines of products (stock is taken now) and optionally one of my unused
         coupons, which must apply to the lines in its scope and meet its threshold. The order
         awaits payment until `expire_at`, after which it is cancelled (stock and coupon back).
@@ -99,7 +99,9 @@ class OrderListView(GenericAPIView):
         coupon is for my first paid order only: 409 `not_eligible` once I have paid for one."""
         payload = CheckoutInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        order = services.order_checkout(user_id=request.user.pk, **payload.validated_data)
+        order = services.order_checkout(
+            user_id=request.user.pk, effect_record=effect_record, **payload.validated_data
+        )
         return order_response(request.user.pk, order.pk, status.HTTP_201_CREATED)
 
 
@@ -121,10 +123,12 @@ class OrderCancelView(GenericAPIView):
     )
     @api_errors(OrderNotFound, OrderInvalidState, CouponRollbackFailed)
     @idempotent(effect_answer=order_effect_answer(status.HTTP_200_OK))
-    def post(self, request, order_id: int):
+    def post(self, request, order_id: int, *, effect_record):
         """Cancel an order awaiting payment: its stock and coupon are given back. Any other
         state is 409 `invalid_state`."""
-        services.order_cancel(user_id=request.user.pk, order_id=order_id)
+        services.order_cancel(
+            user_id=request.user.pk, order_id=order_id, effect_record=effect_record
+        )
         return order_response(request.user.pk, order_id)
 
 
@@ -134,16 +138,22 @@ class OrderPayView(GenericAPIView):
     @extend_schema(
         summary=gettext_lazy("Pay an order"), request=PayInputSerializer, responses=OrderSerializer
     )
-    @api_errors(OrderNotFound, OrderInvalidState, AmountMismatch, CouponNotEligible)
+    @api_errors(OrderNotFound, OrderInvalidState, AmountMismatch, CouponNotEligible, CouponExpired)
     @idempotent(effect_answer=order_effect_answer(status.HTTP_200_OK))
-    def post(self, request, order_id: int):
+    def post(self, request, order_id: int, *, effect_record):
         """Pay an order awaiting payment with exactly its `pay_amount` (cents): 409
         `amount_mismatch` otherwise, `invalid_state` once paid, cancelled or expired;
         `not_eligible` when its coupon is for a first paid order only and another order of
-        mine was paid first."""
+        mine was paid first; `coupon_expired` when its coupon was taken back since (the order
+        that earned it was refunded)."""
         payload = PayInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        services.order_pay(user_id=request.user.pk, order_id=order_id, **payload.validated_data)
+        services.order_pay(
+            user_id=request.user.pk,
+            order_id=order_id,
+            effect_record=effect_record,
+            **payload.validated_data,
+        )
         return order_response(request.user.pk, order_id)
 
 

@@ -336,10 +336,12 @@ def test_the_api_refuses_a_missing_file_and_an_unknown_template(staff_client):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_second_import_of_the_same_template_is_refused_at_once_with_409(staff_client):
-    """The first holds the template's lock (as a running import does, from its own session):
-    the second answers 409 codes_busy at once, never a 503 after the database client's read
-    timeout, and its worker's connection stays healthy for the shoppers' claims."""
+def test_a_second_import_of_the_same_template_waits_its_turn_then_is_refused_with_409(
+    staff_client,
+):
+    """The first holds the template's lock (as a running import does, from its own session)
+    past the second's wait: the second answers 409 codes_busy, never a 503 after the database
+    client's read timeout, and its worker's connection stays healthy for the next request."""
     import MySQLdb
     from django.db import connection
 
