@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 WORKERS ?= 2
 
-.PHONY: run test check bench lint format demo messages cluster cluster-stop drill restore-drill
+.PHONY: run port-free test check bench lint format demo messages cluster cluster-stop drill restore-drill
 
 # Translations: the .po files are the source, the .mo files are built (msgfmt, from Debian's
 # gettext, which scripts/ensure-build-deps installs) and not committed.
@@ -35,12 +35,16 @@ messages: $(MO_FILES)
 
 ## run: serve the app under gunicorn on 127.0.0.1:$(PORT) (SQLite under var/ unless DATABASE_URL),
 ## with the scheduler (order expiry) beside it
-run: $(VENV)/.runtime-installed $(MO_FILES)
+run: port-free $(VENV)/.runtime-installed $(MO_FILES)
 	$(BIN)/python manage.py migrate --noinput -v0
 	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/python manage.py seed_demo_products
 	PORT=$(PORT) $(BIN)/python manage.py seed_demo
 	exec scripts/serve $(PORT) $(WORKERS)
+
+# Before any setup, so that a taken port is said at once (prerequisites run left to right).
+port-free:
+	scripts/port-free $(PORT)
 
 ## test: the whole suite against MariaDB (DATABASE_URL) and Redis (REDIS_URL)
 test: $(VENV)/.dev-installed $(MO_FILES)

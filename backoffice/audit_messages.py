@@ -254,6 +254,8 @@ def _current(entry: LogEntry, field: str) -> Any:
 def _shown(value: Any) -> str:
     if value is None or value == "" or value == []:
         return "–"
+    if isinstance(value, bool):  # is_staff, a one-unit coupon: words, not "True"
+        return _("yes") if value else _("no")
     if isinstance(value, list):
         return ", ".join(map(str, value))
     return str(value)

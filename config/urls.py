@@ -9,6 +9,7 @@ from accounts.views import LogoutView, TokenObtainView, TokenRefreshRotatingView
 from api.bare import bare
 from api.converters import IdConverter
 from backoffice.coupon_admin.dashboard import dashboard_view
+from ops.favicon import favicon
 from ops.health import healthz, livez
 from ops.vitals import metrics
 
@@ -23,6 +24,7 @@ urlpatterns = [
     path("readyz", healthz, name="readyz"),
     path("livez", livez, name="livez"),
     path("metrics", metrics, name="metrics"),  # Bearer METRICS_TOKEN only (ops/vitals.py)
+    path("favicon.ico", favicon),  # ops/favicon.py
     path("admin/login/", throttled_admin_login),  # before admin.site.urls: found first
     # The admin's home tab (SIMPLEUI_HOME_PAGE).
     path("admin/dashboard/", admin.site.admin_view(dashboard_view), name="admin-dashboard"),

@@ -29,6 +29,19 @@ def reason_kept_for_events(reason: str) -> bool:
     return "".join(reason_normalised(reason).split()).startswith(EVENT_REASON_PREFIX)
 
 
+def event_reason_read(reason: str | None) -> tuple[str, int | None] | None:
+    """What an event's reason names (coupons/auto_issue/jobs.py event_reason): ("signup",
+    None) or ("order", the order's id); None for any other reason (a staff member's)."""
+    if reason is None or not reason.startswith(EVENT_REASON_PREFIX):
+        return None
+    kind, _space, number = reason.removeprefix(EVENT_REASON_PREFIX).partition(" ")
+    if kind == "signup" and not number:
+        return ("signup", None)
+    if kind == "order" and number.isdigit():
+        return ("order", int(number))
+    return None
+
+
 def reason_key(reason: str) -> str:
     """SHA-256 of the normalised reason, hex: fixed width for the index, and compared byte
     for byte by any collation."""

@@ -6,6 +6,7 @@ from datetime import datetime
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from coupons.coupon_status import CouponStatus, coupon_status_q
@@ -131,7 +132,8 @@ class UserCoupon(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.template_id}/{self.user_id}#{self.pk}"
+        # An inline row's label and the audit's name for it: words, not "10/4#18".
+        return gettext("coupon #%(id)s") % {"id": self.pk}
 
     def save(self, *args, **kwargs) -> None:
         # The issuing core inserts with SQL of its own and sets the key there too.

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, QuerySet, Sum
+from django.db.models import QuerySet, Sum
 from django.utils.translation import gettext as _
 
 from api.idempotency import EffectRecord, effect_record_write
@@ -26,13 +26,12 @@ from orders.errors import (
     CouponNotApplicable,
     OrderInvalidState,
     OrderNotFound,
-    OutOfStock,
-    ProductNotFound,
     ThresholdNotMet,
     TooManyUnpaidOrders,
 )
 from orders.lines import OrderLine, ProductQuantity, cart_lines, order_lines_validate
 from orders.models import Order, OrderItem, Product
+from orders.stock import stock_return, stock_take
 
 
 def order_checkout(
@@ -89,7 +88,7 @@ def _order_place(
     with transaction.atomic():
         now = clock.now()
         _unpaid_room_check(user_id=user_id, lines=lines)
-        products = _stock_take(lines)
+        products = stock_take(lines)
         cart = cart_lines(lines, products)
         total = sum(line.amount for line in cart)
         line_discounts = [0] * len(cart)
@@ -242,27 +241,6 @@ def order_pay(
         ports.order_paid(order_id=order.pk, user_id=user_id, pay_amount=order.pay_amount)
         effect_record_write(effect_record, effect_id=order.pk)
     return order
-
-
-def _stock_take(lines: list[ProductQuantity]) -> dict[int, Product]:
-    """Take stock for each line with a guarded UPDATE (never below zero), in ascending product
-    id order, and return the products as the locked rows now stand. Inside a transaction."""
-    for line in lines:
-        taken = Product.objects.filter(pk=line.product_id, stock__gte=line.quantity).update(
-            stock=F("stock") - line.quantity
-        )
-        if not taken:
-            if not Product.objects.filter(pk=line.product_id).exists():
-                raise ProductNotFound(_("Product %(id)s not found.") % {"id": line.product_id})
-            raise OutOfStock(_("Not enough stock for product %(id)s.") % {"id": line.product_id})
-    # The UPDATEs hold these rows' locks, so the prices read here are the ones charged.
-    return Product.objects.in_bulk([line.product_id for line in lines])
-
-
-def stock_return(order: Order) -> None:
-    """Put back the stock of every line, in ascending product id order. Inside a transaction."""
-    for item in sorted(order.items.all(), key=lambda item: item.product_id):
-        Product.objects.filter(pk=item.product_id).update(stock=F("stock") + item.quantity)
 
 
 def _order_create(

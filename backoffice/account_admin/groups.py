@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from backoffice.account_admin.staff_access import StaffGroupGuard
+from backoffice.audit_admin import StaffHistoryAdmin
 
 # Plumbing whose permissions nobody grants by hand (token_blacklist keeps the refresh tokens,
 # accounts the token generations). "core" is the api package's idempotency records (its
@@ -84,5 +85,5 @@ if admin.site.is_registered(Group):
 
 
 @admin.register(Group)
-class GroupWithLabelsAdmin(StaffGroupGuard, PermissionLabelsMixin, GroupAdmin):
+class GroupWithLabelsAdmin(StaffHistoryAdmin, StaffGroupGuard, PermissionLabelsMixin, GroupAdmin):
     pass

@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy
 from backoffice.account_admin.groups import PermissionLabelsMixin
 from backoffice.account_admin.staff_access import StaffAccountGuard
 from backoffice.action_buttons import ButtonLook, looks
+from backoffice.audit_admin import StaffHistoryAdmin
 from backoffice.coupon_admin import grants
 from backoffice.coupon_admin.user_coupons import UserCouponInline
 from coupons.models import GRANT_REASON_MAX_LENGTH, CouponTemplate
@@ -93,7 +94,7 @@ if admin.site.is_registered(User):
 
 
 @admin.register(User)
-class UserWithCouponsAdmin(StaffAccountGuard, PermissionLabelsMixin, UserAdmin):
+class UserWithCouponsAdmin(StaffHistoryAdmin, StaffAccountGuard, PermissionLabelsMixin, UserAdmin):
     inlines = [*UserAdmin.inlines, UserCouponInline]
     change_password_form = PasswordChangeInAdminLanguageForm
     actions = [grant_coupon_to_users]

@@ -6,10 +6,11 @@ from collections.abc import Iterable
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, pgettext_lazy
 
 from core.money import format_money
 from coupons.catalog import scope_catalog
+from coupons.grant_reasons import event_reason_read
 from coupons.models import CouponTemplate
 
 RECENT_ROWS = 10
@@ -29,13 +30,27 @@ TYPE_LABELS = {
 }
 
 
+# "active" in a context of its own: Django's User.is_active is labelled "active" too, and took
+# this label (进行中, "under way") on the user form.
 STATE_LABELS = {
     "not_started": gettext_lazy("not started"),
-    "active": gettext_lazy("active"),
+    "active": pgettext_lazy("coupon template state", "active"),
     "sold_out": gettext_lazy("sold out"),
     "ended": gettext_lazy("ended"),
     "paused": gettext_lazy("paused"),
 }
+
+
+def reason_text(reason: str | None) -> str:
+    """A coupon's reason as an operator reads it: an event's in words ("sign-up coupon",
+    "earned by paid order 6"), a staff member's as typed, "–" for none."""
+    event = event_reason_read(reason)
+    if event is None:
+        return reason or "–"
+    kind, order_id = event
+    if kind == "signup":
+        return _("sign-up coupon")
+    return _("earned by paid order %(order)s") % {"order": order_id}
 
 
 def zhe(percent_off: int) -> str:

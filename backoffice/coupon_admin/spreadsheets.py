@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from import_export import fields, resources
+from import_export import fields, resources, widgets
 from import_export.formats.base_formats import CSV, XLSX, TablibFormat
 
 from backoffice import reports
@@ -32,13 +32,23 @@ class TranslatedHeaders(resources.ModelResource):
         return [str(header) for header in super().get_export_headers(selected_fields)]
 
 
+def number() -> widgets.IntegerWidget:
+    """A count or an id written as a number, which a spreadsheet sums (the default widget
+    wrote it as text)."""
+    return widgets.IntegerWidget(coerce_to_string=False)
+
+
 class TemplateListResource(TranslatedHeaders):
-    id = fields.Field(attribute="id", column_name="ID")
+    id = fields.Field(attribute="id", column_name="ID", widget=number())
     name = fields.Field(attribute="name", column_name=gettext_lazy("name"))
     terms = fields.Field(column_name=gettext_lazy("terms"))
-    total = fields.Field(attribute="total", column_name=gettext_lazy("issue total"))
-    claimed = fields.Field(attribute="claimed_count", column_name=gettext_lazy("claimed"))
-    used = fields.Field(attribute="used_count", column_name=gettext_lazy("used"))
+    total = fields.Field(
+        attribute="total", column_name=gettext_lazy("issue total"), widget=number()
+    )
+    claimed = fields.Field(
+        attribute="claimed_count", column_name=gettext_lazy("claimed"), widget=number()
+    )
+    used = fields.Field(attribute="used_count", column_name=gettext_lazy("used"), widget=number())
     valid_from = fields.Field(column_name=gettext_lazy("valid from"))
     valid_until = fields.Field(column_name=gettext_lazy("valid until"))
     codes_only = fields.Field(column_name=gettext_lazy("codes only"))
@@ -69,7 +79,9 @@ class TemplateListResource(TranslatedHeaders):
 
 
 class SingleUseCodeResource(TranslatedHeaders):
-    template_id = fields.Field(attribute="template_id", column_name=gettext_lazy("template id"))
+    template_id = fields.Field(
+        attribute="template_id", column_name=gettext_lazy("template id"), widget=number()
+    )
     template = fields.Field(attribute="template__name", column_name=gettext_lazy("template"))
     code = fields.Field(attribute="code", column_name=gettext_lazy("code"))
     used_by = fields.Field(column_name=gettext_lazy("used by"))

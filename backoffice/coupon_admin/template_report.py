@@ -15,6 +15,7 @@ from backoffice.coupon_admin.display import (
     RECENT_ROWS,
     local_datetime,
     rate_text,
+    reason_text,
 )
 from core import clock
 from core.csv_cells import csv_row
@@ -147,7 +148,7 @@ def _csv_lines(template: CouponTemplate, *, now) -> Iterator[str]:
                         csv_time(coupon.valid_until),
                         csv_time(coupon.used_at),
                         order_of.get(coupon.pk, ""),
-                        coupon.grant_reason or "",
+                        reason_text(coupon.grant_reason) if coupon.grant_reason else "",
                         granter.get_username() if granter is not None else "",
                     ]
                 )

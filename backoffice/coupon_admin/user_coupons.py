@@ -6,7 +6,12 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy
 
 from backoffice import reports
-from backoffice.coupon_admin.display import COUPON_STATUS_LABELS, RECENT_ROWS, local_datetime
+from backoffice.coupon_admin.display import (
+    COUPON_STATUS_LABELS,
+    RECENT_ROWS,
+    local_datetime,
+    reason_text,
+)
 from backoffice.coupon_admin.filters import DerivedStatusFilter
 from core import clock
 from coupons import selectors
@@ -49,7 +54,7 @@ class UserCouponAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "claimed_at",
         "used",
         "order_link",
-        "grant_reason",
+        "reason",
         "granter",
     )
     fields = readonly_fields
@@ -68,6 +73,10 @@ class UserCouponAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description=gettext_lazy("status"))
     def coupon_status(self, coupon: UserCoupon) -> str:
         return str(COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=clock.now())])
+
+    @admin.display(description=gettext_lazy("grant reason"))
+    def reason(self, coupon: UserCoupon) -> str:
+        return reason_text(coupon.grant_reason)
 
     @admin.display(description=gettext_lazy("granted by"))
     def granter(self, coupon: UserCoupon) -> str:
@@ -111,7 +120,7 @@ class UserCouponInline(ReadOnlyAdminMixin, admin.TabularInline):
         "template",
         "coupon_status",
         "source",
-        "grant_reason",
+        "reason",
         "claimed_at",
     )
     fields = readonly_fields
@@ -146,6 +155,10 @@ class UserCouponInline(ReadOnlyAdminMixin, admin.TabularInline):
     @admin.display(description=gettext_lazy("status"))
     def coupon_status(self, coupon: UserCoupon) -> str:
         return str(COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=clock.now())])
+
+    @admin.display(description=gettext_lazy("grant reason"))
+    def reason(self, coupon: UserCoupon) -> str:
+        return reason_text(coupon.grant_reason)
 
     @admin.display(description=gettext_lazy("claimed at"))
     def claimed_at(self, coupon: UserCoupon) -> str:

@@ -5,6 +5,7 @@ retried issue give no second coupon."""
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from coupons.fields import MillisecondDateTimeField
@@ -72,4 +73,10 @@ class AutoIssueTask(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.event}:{self.template_id}/{self.user_id}"
+        # The admin's page title and links: words, not "paid_order:10/2".
+        if not self.order_id:
+            return str(self.get_event_display())
+        return gettext("%(event)s, order %(order)s") % {
+            "event": self.get_event_display(),
+            "order": self.order_id,
+        }

@@ -4,15 +4,11 @@ nothing. A preview runs the same checks and says what each row would do; the imp
 every row is good and the codes fit the remaining total, inserts them as generated codes are
 inserted (coupons/services/codes.py)."""
 
-import csv
-import io
 import re
-import zipfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
-import openpyxl
 import tablib
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -37,20 +33,17 @@ from coupons.single_use_codes import (
     SINGLE_USE_CODE_MIN_LENGTH,
     SingleUseCode,
 )
+from coupons.spreadsheet_rows import (
+    CELL_MAX_CHARACTERS,
+    SpreadsheetTooLarge,
+    csv_rows,
+    xlsx_rows,
+)
 
 # The column that holds the codes, as its header may name it.
 CODE_HEADERS = ("code", "codes", "券码", "优惠码", "兑换码")
 # A refusal lists this many rows' problems, then how many more there are.
 PROBLEMS_SHOWN = 50
-# What a file may expand to. An .xlsx is a zip: a 1.6 KB one claimed 2,000 x 16,384 cells, a
-# 196 KB one unzipped to 200 M characters of shared strings, a 176 KB one held 20 M blank
-# rows. So its parts are bounded before it is read (the sizes its zip declares, which the
-# unzipping never reads past), and its rows and cells while it is streamed.
-XLSX_MAX_UNZIPPED_BYTES = 32 * 1024 * 1024
-XLSX_MAX_SHARED_STRINGS_BYTES = 8 * 1024 * 1024
-XLSX_MAX_ROWS = 2 * MAX_SINGLE_USE_CODES_PER_REQUEST  # blank ones too
-XLSX_MAX_CELLS = 10 * MAX_SINGLE_USE_CODES_PER_REQUEST
-CELL_MAX_CHARACTERS = 1_000
 _CODE = re.compile(ANY_SINGLE_USE_CODE)
 
 
@@ -96,7 +89,7 @@ class CodesCheck:
 def merchant_codes_read(*, name: str, content: bytes) -> tablib.Dataset:
     """The file's rows as `line` (the file's line or the sheet's row) and `code`; blank rows
     are left out, so every row named later is the one the merchant sees. The file is streamed
-    and what it expands to is bounded (see XLSX_MAX_UNZIPPED_BYTES). CodesFileInvalid naming
+    and what it expands to is bounded (coupons/spreadsheet_rows.py). CodesFileInvalid naming
     `file` for another format, a file too large (as sent or unzipped), one that cannot be
     read, one whose first row does not name the codes' column, and at the first row past a
     bound (too many rows, cells or codes, or a cell too long)."""
@@ -109,9 +102,11 @@ def merchant_codes_read(*, name: str, content: bytes) -> tablib.Dataset:
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         raise CodesFileInvalid(fields={"file": [_("At most %(bytes)d bytes.") % {"bytes": limit}]})
     try:
-        return _codes_of(_csv_rows(content) if extension == "csv" else _xlsx_rows(content))
+        return _codes_of(csv_rows(content) if extension == "csv" else xlsx_rows(content))
     except CodesFileInvalid:
         raise
+    except SpreadsheetTooLarge as refused:
+        _refuse(str(refused))
     except Exception as error:  # any reader's error: the file is not what its name says
         message = _("The file cannot be read as %(format)s.") % {"format": extension}
         raise CodesFileInvalid(fields={"file": [message]}) from error
@@ -143,52 +138,6 @@ def _codes_of(rows: Iterable[Sequence]) -> tablib.Dataset:
 
 def _refuse(message: str) -> NoReturn:
     raise CodesFileInvalid(fields={"file": [message]})
-
-
-def _mib(size: int) -> int:
-    return -(-size // 2**20)
-
-
-def _csv_rows(content: bytes) -> list[list]:
-    """A CSV's rows, every one read here (a malformed line raises now, not later); UTF-8
-    (with or without Excel's BOM) or, as Excel saves it in China, GB18030; any line ends."""
-    try:
-        text = content.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = content.decode("gb18030")
-    return list(csv.reader(io.StringIO(text, newline="")))
-
-
-def _xlsx_rows(content: bytes) -> Iterator[tuple]:
-    """The first sheet's rows, streamed (openpyxl's read-only mode, the sheet's own claim of
-    its size ignored), within the bounds above."""
-    parts = zipfile.ZipFile(io.BytesIO(content)).infolist()
-    unzipped = sum(part.file_size for part in parts)
-    shared_strings = sum(p.file_size for p in parts if p.filename.endswith("sharedStrings.xml"))
-    if unzipped > XLSX_MAX_UNZIPPED_BYTES:
-        message = _("The file unzips to %(size)d MiB; at most %(most)d MiB.")
-        _refuse(message % {"size": _mib(unzipped), "most": _mib(XLSX_MAX_UNZIPPED_BYTES)})
-    if shared_strings > XLSX_MAX_SHARED_STRINGS_BYTES:
-        message = _("The file's text takes %(size)d MiB; at most %(most)d MiB.")
-        _refuse(
-            message % {"size": _mib(shared_strings), "most": _mib(XLSX_MAX_SHARED_STRINGS_BYTES)}
-        )
-    workbook = openpyxl.load_workbook(io.BytesIO(content), read_only=True, data_only=True)
-    try:
-        sheet = workbook.worksheets[0]
-        sheet.reset_dimensions()  # its <dimension> may claim A1:XFD1048576
-        cells = 0
-        for line, row in enumerate(sheet.iter_rows(values_only=True), 1):
-            if line > XLSX_MAX_ROWS:
-                message = _("Row %(line)d: a sheet has at most %(count)d rows, blank ones too.")
-                _refuse(message % {"line": line, "count": XLSX_MAX_ROWS})
-            cells += len(row)
-            if cells > XLSX_MAX_CELLS:
-                message = _("Row %(line)d: a sheet has at most %(count)d cells.")
-                _refuse(message % {"line": line, "count": XLSX_MAX_CELLS})
-            yield row
-    finally:
-        workbook.close()
 
 
 def merchant_codes_check(*, template_id: int, dataset: tablib.Dataset) -> CodesCheck:

@@ -10,6 +10,7 @@ import logging.config
 import re
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.http import HttpResponse
@@ -27,6 +28,7 @@ from tests.support.factories import UserFactory
 from tests.support.helpers import claim_url
 
 TOKEN = "metrics-token-of-the-test"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def scrape(settings) -> dict[tuple[str, tuple], float]:
@@ -230,3 +232,14 @@ def test_a_slow_database_is_not_down_until_it_has_said_nothing_for_the_grace(mon
     assert (slow.status_code, slow.json()) == (200, {"status": "ok"})
     assert took < 1
     assert (silent.status_code, silent.json()) == (503, {"status": "down"})
+
+
+@pytest.mark.django_db
+def test_the_favicon_every_browser_asks_for_is_found():
+    """Swagger UI and simpleui's frame have no <link rel="icon">: /favicon.ico was a 404 in
+    every page's console and log."""
+    icon = APIClient().get("/favicon.ico")
+
+    assert icon.status_code == 301
+    assert icon["Location"].endswith("ops/favicon.png")
+    assert (ROOT / "ops/static/ops/favicon.png").read_bytes().startswith(b"\x89PNG")
