@@ -114,6 +114,12 @@ def test_with_manage_staff_access_changes_are_made_and_audited_superuser_stays_a
         "groups": [[], ["support"]],
         "user_permissions": [[], ["refund_order"]],
     }
+    # The user's history words it as the log page does (it showed the raw JSON), in Chinese
+    history = client.get(f"{USERS}{shopper.pk}/history/", HTTP_ACCEPT_LANGUAGE="zh-hans")
+    page = history.content.decode()
+    assert history.status_code == 200
+    assert "staff_action" not in page and "False" not in page and "True" not in page
+    assert "否" in page and "是" in page
 
 
 @pytest.mark.django_db
