@@ -1,4 +1,6 @@
+import socket
 import uuid
+from urllib.parse import urlsplit
 
 import MySQLdb
 import pytest
@@ -20,8 +22,8 @@ from tests.support.helpers import use_counter_at
 
 
 def pytest_sessionstart(session):
-    """Fail the whole run, with the fix, when MariaDB or Redis is not there: no test may be
-    skipped for lack of a service."""
+    """Fail the whole run, with the fix, when MariaDB, Redis or RabbitMQ is not there: no test
+    may be skipped for lack of a service."""
     database = settings.DATABASES["default"]
     problems = []
     if database["ENGINE"] != settings.MYSQL_ENGINE:
@@ -47,6 +49,14 @@ def pytest_sessionstart(session):
         problems.append(
             f"Redis at {settings.REDIS_URL} is unreachable ({error}). Start it: redis-server "
             '--daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no'
+        )
+    broker = urlsplit(settings.CELERY_BROKER_URL)
+    try:
+        socket.create_connection((broker.hostname, broker.port or 5672), timeout=3).close()
+    except OSError as error:
+        problems.append(
+            f"RabbitMQ at {broker.hostname}:{broker.port or 5672} is unreachable ({error}). "
+            "Start it: rabbitmq-server -detached"
         )
     if problems:
         pytest.exit("\n".join(["The test suite needs real services:", *problems]), returncode=3)

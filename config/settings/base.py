@@ -272,31 +272,51 @@ if COUPON_COUNTER_RECONCILE_SECONDS <= 0 or COUPON_COUNTER_EPOCH_SECONDS <= 0:
     raise ImproperlyConfigured(
         "COUPON_COUNTER_RECONCILE_SECONDS and COUPON_COUNTER_EPOCH_SECONDS must be above 0."
     )
-# The periodic jobs `manage.py run_scheduler` runs: name -> dotted path of a callable taking
-# nothing and returning a line to print or None (ops imports no app), run each interval; or
-# (dotted path, seconds): at start and then at most that often.
 # XLSX exports (backoffice/coupon_admin/spreadsheets.py): a control character in a name is dropped
 # rather than failing the download (openpyxl refuses it).
 IMPORT_EXPORT_ESCAPE_ILLEGAL_CHARS_ON_EXPORT = True
 
+# The one-second watches `manage.py run_scheduler` runs, each on a thread of its own, apart from
+# the task queue so that no backlog of work ever delays them (decision 1024): name -> (dotted
+# path of a callable taking nothing and returning a line to print or None, seconds).
 SCHEDULED_JOBS: dict[str, str | tuple[str, float]] = {
-    "order expiry": "orders.jobs.expire_overdue_orders",
-    "expired tokens": ("accounts.jobs.flush_expired_tokens", 3600),
-    "idempotency records": ("api.jobs.purge_idempotency_records", 3600),
-    "coupon counters": (
-        "coupons.issuing.coupon_counters_reconcile",
-        COUPON_COUNTER_RECONCILE_SECONDS,
-    ),
-    # A database restored from a backup is recognised within this watch's period and Redis's
-    # facts are reset to it (coupons/counter_epoch.py).
+    # A database restored from a backup, or a Redis gone back in time, is recognised within
+    # this watch's period and Redis's facts are reset (coupons/counter_epoch.py, decision 1018).
     "counter epoch": (
         "coupons.issuing.coupon_counters_follow_the_database",
         COUPON_COUNTER_EPOCH_SECONDS,
     ),
-    # Coupons earned by sign-ups and paid orders (coupons/auto_issue/), issued within seconds.
-    "automatic issues": ("coupons.auto_issue.jobs.auto_issue_due", 2),
     # Cached facts of users whose change Redis did not confirm (accounts/user_facts.py).
     "user facts to forget": ("accounts.user_facts.user_facts_forget_noted", 1),
+}
+
+# --- Background work: Celery on RabbitMQ (docs/decisions/1024-background-work-on-celery.md) ---
+
+# Durable queues on RabbitMQ; a task is acknowledged only once it ran (a worker killed midway
+# leaves it to another), one message prefetched at a time, so a long task holds no others.
+# Every task is safe to run twice; the database is the truth (an outbox row, a lease).
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672//")
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "coupons")
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True  # outcomes live in the database, not a result backend
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # the project's logging (JSON lines, request ids)
+# Periodic work, sent by celery beat; each message expires after its period, so a backlog
+# left while no worker ran is not run many times over.
+CELERY_BEAT_SCHEDULE = {
+    name: {"task": task, "schedule": seconds, "options": {"expires": seconds}}
+    for name, task, seconds in [
+        # Unpaid orders past their deadline, cancelled within about 20 s of it.
+        ("order expiry", "orders.expire_overdue_orders", 20.0),
+        ("expired tokens", "accounts.flush_expired_tokens", 3600.0),
+        ("idempotency records", "api.purge_idempotency_records", 3600.0),
+        ("coupon counters", "coupons.counters_reconcile", COUPON_COUNTER_RECONCILE_SECONDS),
+        # Coupons earned by sign-ups and paid orders: the outbox's due rows, each sent once a
+        # lease to a worker that issues it (coupons/auto_issue/jobs.py).
+        ("automatic issues", "coupons.auto_issue_relay", 2.0),
+    ]
 }
 
 # --- Redis (advisory counters; docs/decisions/0004-redis-advisory-counters-with-versions.md) ---

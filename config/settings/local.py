@@ -26,3 +26,17 @@ if not COUPON_REDIS_PREFIX:
         port=os.environ.get("PORT", "8000"),
     )
     CACHES = {**CACHES, "default": {**CACHES["default"], "KEY_PREFIX": COUPON_REDIS_PREFIX}}
+
+# No broker in the environment: Celery's messages go through files under var/ (kombu's
+# filesystem transport), so `make run` needs no RabbitMQ on a fresh machine; its worker and
+# beat run in one process beside the server (scripts/serve). Set CELERY_BROKER_URL for RabbitMQ.
+if "CELERY_BROKER_URL" not in os.environ:
+    CELERY_QUEUE_DIR = VAR_DIR / "celery-queue"
+    CELERY_QUEUE_DIR.mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(CELERY_QUEUE_DIR),
+        "data_folder_out": str(CELERY_QUEUE_DIR),
+        "control_folder": str(CELERY_QUEUE_DIR / "control"),
+        "store_processed": False,
+    }

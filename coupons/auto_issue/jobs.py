@@ -1,7 +1,12 @@
-"""The scheduler's job (SCHEDULED_JOBS, every 2 s): issue the tasks that are due, each exactly
-once through the issuing core, with the event as the coupon's source and reason (one coupon
-per template, user and reason, so a task retried after a crash finds its coupon instead of
-issuing a second). What the template cannot issue (sold out, limit reached, ended, not a new
+"""The issuing of what events earned (the outbox, coupons/auto_issue/models.py), each task
+exactly once through the issuing core, with the event as the coupon's source and reason (one
+coupon per template, user and reason, so a task retried after a crash finds its coupon instead
+of issuing a second). Run by the task queue (coupons/tasks.py, decision 1024): the relay,
+every 2 s, takes each due task (a lease) and sends it to a worker, which issues it
+(`auto_issue_taken`); a message lost with the broker, or a worker killed midway, leaves the
+task to be taken again when its lease ends. `auto_issue_due` does both in one process.
+
+What the template cannot issue (sold out, limit reached, ended, not a new
 customer, no longer issued by that event) is refused for good; what may pass later (paused,
 budget spent, not open yet, a fault) is tried again with a growing wait, until the template's
 window has ended.
@@ -13,6 +18,7 @@ holds a task's lock while it waits for a template's or a user's, so it cannot de
 a payment or a refund, which take the user's row first."""
 
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -58,20 +64,41 @@ def event_reason(task: AutoIssueTask) -> str:
     return f"{EVENT_REASON_PREFIX}signup"
 
 
+def auto_issue_relay(
+    send: Callable[[int, int], object], *, limit: int = TASKS_PER_RUN
+) -> str | None:
+    """Take up to `limit` due tasks, oldest due first, and `send(task_id, attempt)` each to a
+    worker; a line for the log when any was sent. A task whose sending fails stays taken
+    until its lease ends, then the relay takes it again: nothing is lost with the broker."""
+    sent = 0
+    for task_id in _due(limit):
+        task = _take(task_id)
+        if task is None:
+            continue  # withdrawn, run or taken meanwhile
+        send(task.pk, task.attempts)
+        sent += 1
+    return f"automatic issues: {sent} sent" if sent else None
+
+
+def auto_issue_taken(task_id: int, attempt: int) -> str | None:
+    """A worker's part: issue the task taken for `attempt`. Nothing when it is no longer that
+    attempt's (settled, withdrawn, or taken again after its lease ended); a message delivered
+    twice (a worker killed before it acknowledged) issues nothing twice: the reason's key."""
+    task = AutoIssueTask.objects.filter(
+        pk=task_id, state=AutoIssueTask.State.PENDING, attempts=attempt
+    ).first()
+    return None if task is None else _issue(task)
+
+
 def auto_issue_due(*, limit: int = TASKS_PER_RUN) -> str | None:
-    """Issue up to `limit` due tasks, oldest due first; a line for the log when any ran. A
-    task that fails in an unforeseen way is logged and left for its next attempt."""
-    due = list(
-        AutoIssueTask.objects.filter(
-            state=AutoIssueTask.State.PENDING, next_attempt_at__lte=clock.now()
-        )
-        .order_by("next_attempt_at", "pk")
-        .values_list("pk", flat=True)[:limit]
-    )
+    """The relay and the issuing in this process: take and issue up to `limit` due tasks; a
+    line for the log when any ran. A task that fails in an unforeseen way is logged and left
+    for its next attempt."""
     outcomes: dict[str, int] = {}
-    for task_id in due:
+    for task_id in _due(limit):
         try:
-            state = _run(task_id)
+            task = _take(task_id)
+            state = None if task is None else _issue(task)
         except Exception:
             logger.exception("automatic issue %s failed", task_id)
             state = "failed"
@@ -82,10 +109,17 @@ def auto_issue_due(*, limit: int = TASKS_PER_RUN) -> str | None:
     return "automatic issues: " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
 
 
-def _run(task_id: int) -> str | None:
-    task = _take(task_id)
-    if task is None:
-        return None  # withdrawn, run or taken meanwhile
+def _due(limit: int) -> list[int]:
+    return list(
+        AutoIssueTask.objects.filter(
+            state=AutoIssueTask.State.PENDING, next_attempt_at__lte=clock.now()
+        )
+        .order_by("next_attempt_at", "pk")
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
+def _issue(task: AutoIssueTask) -> str:
     auto_issue, source = EVENTS[AutoIssueTask.Event(task.event)]
     if not CouponTemplate.objects.filter(pk=task.template_id, auto_issue=auto_issue).exists():
         return _settle(task, AutoIssueTask.State.REFUSED, error=NOT_BY_THIS_EVENT)

@@ -1,4 +1,4 @@
-"""The scheduler's token cleanup (accounts.jobs.flush_expired_tokens, SETTINGS SCHEDULED_JOBS):
+"""The token cleanup (accounts.tasks.flush_expired_tokens, CELERY_BEAT_SCHEDULE):
 refresh tokens past their expiry leave simplejwt's outstanding list with their blacklist
 entries; live ones stay, and a live blacklisted token stays refused."""
 
@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
 
-from accounts.jobs import flush_expired_tokens
+from accounts.tasks import flush_expired_tokens
 from core import clock
 from tests.support.factories import UserFactory
 

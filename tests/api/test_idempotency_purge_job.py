@@ -1,12 +1,12 @@
-"""The scheduler's idempotency cleanup (api.jobs.purge_idempotency_records, setting
-SCHEDULED_JOBS): records past IDEMPOTENCY_KEY_HOURS go, younger ones stay."""
+"""The idempotency cleanup (api.tasks.purge_idempotency_records, sent hourly by celery beat:
+CELERY_BEAT_SCHEDULE): records past IDEMPOTENCY_KEY_HOURS go, younger ones stay."""
 
 from datetime import timedelta
 
 import pytest
 
-from api.jobs import purge_idempotency_records
 from api.models import IdempotencyRecord
+from api.tasks import purge_idempotency_records
 from core import clock
 from tests.support.factories import UserFactory
 

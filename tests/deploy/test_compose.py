@@ -19,6 +19,7 @@ SAMPLE_SECRETS = {
     "SECRET_KEY": "sample-only-" + "0123456789" * 5,
     "MYSQL_PASSWORD": "sample-password",
     "MYSQL_ROOT_PASSWORD": "sample-root-password",
+    "RABBITMQ_PASSWORD": "sample-broker-password",
 }
 
 
@@ -67,11 +68,14 @@ def test_the_compose_file_is_valid_with_the_example_env(compose_project):
     services = compose(compose_project, "config", "--services").split()
     volumes = compose(compose_project, "config", "--volumes").split()
 
-    assert sorted(services) == ["app", "mariadb", "migrate", "nginx", "redis", "scheduler"]
-    assert volumes == ["mariadb-data"]
+    assert sorted(services) == [
+        *("app", "beat", "mariadb", "migrate", "nginx", "rabbitmq", "redis", "scheduler"),
+        "worker",
+    ]
+    assert sorted(volumes) == ["mariadb-data", "rabbitmq-data"]
 
 
-def test_compose_migrates_once_then_runs_app_scheduler_and_nginx(compose_project):
+def test_compose_migrates_once_then_runs_app_scheduler_workers_and_nginx(compose_project):
     resolved = compose(compose_project, "config")
 
     def service(name: str) -> str:
@@ -80,14 +84,21 @@ def test_compose_migrates_once_then_runs_app_scheduler_and_nginx(compose_project
         return match.group(1)
 
     migrate, app, scheduler, nginx = (service(n) for n in ("migrate", "app", "scheduler", "nginx"))
+    worker, beat = service("worker"), service("beat")
     assert "- migrate\n" in migrate and 'restart: "no"' in migrate
     assert "build:" in migrate and "build:" not in app and "build:" not in scheduler
-    for waiting in (app, scheduler):
+    for waiting in (app, scheduler, worker, beat):
         assert re.search(r"migrate:\n\s+condition: service_completed_successfully", waiting)
         assert "image: coupons-app:latest" in waiting
         assert "DJANGO_SETTINGS_MODULE: config.settings.production" in waiting
         assert "migrate\n" not in waiting.split("depends_on:")[0]  # nobody else migrates
     assert "- run_scheduler\n" in scheduler
+    # The queue's worker and its one beat, on RabbitMQ once it answers (decision 1024).
+    assert "- worker\n" in worker and "- beat\n" in beat
+    for queued in (worker, beat):
+        assert re.search(r"rabbitmq:\n\s+condition: service_healthy", queued)
+        assert "CELERY_BROKER_URL: amqp://coupons:sample-broker-password@rabbitmq:5672//" in queued
+    assert "- rabbitmq-data:/var/lib/rabbitmq:rw" in service("rabbitmq")
     template = ROOT / "deploy" / "nginx" / "coupons.conf.template"
     assert template.exists()
     assert (

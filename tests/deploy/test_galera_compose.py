@@ -20,8 +20,9 @@ SAMPLE_SECRETS = {
     "SECRET_KEY": "sample-only-" + "0123456789" * 5,
     "MYSQL_PASSWORD": "sample-password",
     "MYSQL_ROOT_PASSWORD": "sample-root-password",
+    "RABBITMQ_PASSWORD": "sample-broker-password",
 }
-APP_SERVICES = ("app", "scheduler", "migrate", "nginx", "redis")
+APP_SERVICES = ("app", "scheduler", "worker", "beat", "migrate", "nginx", "redis", "rabbitmq")
 
 
 @pytest.fixture

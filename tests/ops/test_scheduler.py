@@ -1,5 +1,6 @@
-"""run_scheduler: order expiry and the cleanups (expired tokens, idempotency records) run by
-themselves, and the process stops cleanly on SIGTERM."""
+"""run_scheduler: the one-second watches (the epoch, user facts to forget) run by themselves,
+each on its own thread, and the process stops cleanly on SIGTERM. The rest of the periodic work
+is Celery's (tests/config/test_task_queue.py)."""
 
 import os
 import signal
@@ -7,20 +8,14 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.db import DatabaseError
-from rest_framework_simplejwt.token_blacklist.models import OutstandingToken
 
-from api.models import IdempotencyRecord
-from core import clock
 from localservers.waiting import wait_until
 from ops.management.commands.run_scheduler import run_every
-from orders.models import Order
-from tests.support.factories import ProductFactory, UserFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,25 +49,9 @@ def test_the_loop_stops_at_once_when_asked():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_scheduler_process_runs_every_job_and_stops_on_sigterm():
-    from orders import services
+def test_the_scheduler_process_runs_the_watches_and_stops_on_sigterm():
+    from coupons.models import CounterEpoch
 
-    user, product = UserFactory(), ProductFactory(stock=5)
-    order = services.order_checkout(
-        user_id=user.pk, items=[{"product_id": product.pk, "quantity": 2}]
-    )
-    Order.objects.filter(pk=order.pk).update(expire_at=clock.now() - timedelta(seconds=1))
-    # The cleanups' leftovers: a refresh token past its expiry, a key record past its lifetime.
-    OutstandingToken.objects.create(
-        user=user, jti="expired", token="t", expires_at=clock.now() - timedelta(seconds=1)
-    )
-    IdempotencyRecord.objects.create(
-        user=user,
-        key_digest="0" * 64,
-        key="old",
-        request_digest="0" * 64,
-        created_at=clock.now() - timedelta(hours=settings.IDEMPOTENCY_KEY_HOURS, seconds=1),
-    )
     database = settings.DATABASES["default"]
     env = os.environ | {
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
@@ -80,7 +59,7 @@ def test_the_scheduler_process_runs_every_job_and_stops_on_sigterm():
         f"{database['NAME']}",
     }
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "run_scheduler", "--interval", "0.2"],
+        [sys.executable, "manage.py", "run_scheduler"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -89,27 +68,15 @@ def test_the_scheduler_process_runs_every_job_and_stops_on_sigterm():
     )
     try:
         wait_until(
-            lambda: Order.objects.get(pk=order.pk).status == Order.Status.CANCELLED,
+            lambda: CounterEpoch.objects.filter(epoch__gte=3).exists(),
             timeout=20,
-            what="the scheduler to cancel the overdue order",
+            what="the epoch watch to run each second",
         )
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=10)
     finally:
         process.kill()
 
-    assert Order.objects.get(pk=order.pk).status == Order.Status.CANCELLED
-    product.refresh_from_db()
-    assert product.stock == 5
     assert process.returncode == 0
-    assert (
-        "Scheduler started: order expiry every 0.2 s, expired tokens every 3600 s, "
-        "idempotency records every 3600 s, coupon counters every 60 s, counter epoch every 1 s, "
-        "automatic issues every 2 s, user facts to forget every 1 s." in output
-    )
-    assert "Expired 1 unpaid orders (skipped 0)." in output
-    assert not OutstandingToken.objects.exists()
-    assert "Flushed expired refresh tokens." in output
-    assert not IdempotencyRecord.objects.exists()
-    assert "Deleted 1 expired idempotency records." in output
+    assert "Scheduler started: counter epoch every 1 s, user facts to forget every 1 s." in output
     assert "Scheduler stopped after" in output

@@ -1,6 +1,6 @@
-"""scripts/serve (`make run`) runs gunicorn and the scheduler side by side (issue 21): SIGTERM
-stopped the scheduler and left gunicorn serving. Real processes: the script, its scheduler and
-gunicorn, on the test database and a Redis of the test's own."""
+"""scripts/serve (`make run`) runs gunicorn, the scheduler and a Celery worker side by side
+(issue 21: SIGTERM stopped the scheduler and left gunicorn serving). Real processes: the script,
+its scheduler, its worker and gunicorn, on the test database and a Redis of the test's own."""
 
 import os
 import signal
@@ -58,6 +58,7 @@ def served(tmp_path, own_redis):
         f"{database['PORT'] or 3306}/{database['NAME']}",
         "REDIS_URL": own_redis.url,
         "LOG_LEVEL": "WARNING",
+        "CELERY_QUEUE": f"serve-test-{port}",  # RabbitMQ is shared: a queue of its own
     }
     log = (tmp_path / "serve.log").open("wb")
     process = subprocess.Popen(
@@ -71,7 +72,7 @@ def served(tmp_path, own_redis):
     log.close()
     try:
         wait_until(lambda: answering(port), timeout=60, what="gunicorn to listen")
-        wait_until(lambda: len(children_of(process.pid)) == 2, timeout=30, what="both children")
+        wait_until(lambda: len(children_of(process.pid)) == 3, timeout=30, what="all children")
         yield process, port, children_of(process.pid)
     finally:
         try:
@@ -83,13 +84,13 @@ def served(tmp_path, own_redis):
 
 def stopped_together(process, port, children, *, exit_code: int) -> None:
     assert process.wait(timeout=60) == exit_code
-    wait_until(lambda: not any(map(alive, children)), timeout=30, what="both children to stop")
+    wait_until(lambda: not any(map(alive, children)), timeout=30, what="every child to stop")
     assert not answering(port)
 
 
 @pytest.mark.servers
 @pytest.mark.django_db(transaction=True)  # the test database the app runs on
-def test_sigterm_stops_gunicorn_and_the_scheduler_together(served):
+def test_sigterm_stops_gunicorn_the_scheduler_and_the_worker_together(served):
     process, port, children = served
 
     process.send_signal(signal.SIGTERM)
@@ -105,6 +106,17 @@ def test_a_scheduler_that_dies_takes_the_server_down_with_it(served):
     [scheduler] = [pid for pid in children if b"run_scheduler" in cmdline(pid)]
 
     os.kill(scheduler, signal.SIGKILL)
+
+    stopped_together(process, port, children, exit_code=1)
+
+
+@pytest.mark.servers
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_that_dies_takes_the_server_down_with_it(served):
+    process, port, children = served
+    [worker] = [pid for pid in children if b"celery" in cmdline(pid)]
+
+    os.kill(worker, signal.SIGKILL)
 
     stopped_together(process, port, children, exit_code=1)
 

@@ -4,6 +4,7 @@ api imports no ops): the health's Redis, the database-fault reporter, the schedu
 import threading
 
 import pytest
+from django.conf import settings
 from django.db import OperationalError
 
 from api.exceptions import api_exception_handler
@@ -125,23 +126,28 @@ def test_a_slow_job_never_delays_the_others():
     assert written == ["slow job done"]
 
 
-def test_order_expiry_runs_every_interval_the_cleanups_hourly_the_epoch_and_the_events_in_seconds():
-    from accounts.jobs import flush_expired_tokens
+def test_the_scheduler_keeps_the_one_second_watches_and_beat_sends_the_rest():
+    """The watches a backlog of queued work must never delay run on threads of their own
+    (decision 1024); everything else is a task celery beat sends, each expiring with its
+    period, by the name a worker knows it by."""
     from accounts.user_facts import user_facts_forget_noted
-    from api.jobs import purge_idempotency_records
-    from coupons.auto_issue.jobs import auto_issue_due
-    from coupons.issuing.reconcile import (
-        coupon_counters_follow_the_database,
-        coupon_counters_reconcile,
-    )
-    from orders.jobs import expire_overdue_orders
+    from config.celery import app
+    from coupons.issuing.reconcile import coupon_counters_follow_the_database
 
     assert {name: (job.run, job.every_seconds) for name, job in scheduled_jobs().items()} == {
-        "order expiry": (expire_overdue_orders, None),
-        "expired tokens": (flush_expired_tokens, 3600),
-        "idempotency records": (purge_idempotency_records, 3600),
-        "coupon counters": (coupon_counters_reconcile, 60),
         "counter epoch": (coupon_counters_follow_the_database, 1),
-        "automatic issues": (auto_issue_due, 2),
         "user facts to forget": (user_facts_forget_noted, 1),
     }
+    app.loader.import_default_modules()  # each app's tasks.py, as a worker does
+    beat = {
+        name: (entry["task"], entry["schedule"], entry["options"]["expires"])
+        for name, entry in settings.CELERY_BEAT_SCHEDULE.items()
+    }
+    assert beat == {
+        "order expiry": ("orders.expire_overdue_orders", 20, 20),
+        "expired tokens": ("accounts.flush_expired_tokens", 3600, 3600),
+        "idempotency records": ("api.purge_idempotency_records", 3600, 3600),
+        "coupon counters": ("coupons.counters_reconcile", 60, 60),
+        "automatic issues": ("coupons.auto_issue_relay", 2, 2),
+    }
+    assert {task for task, _, _ in beat.values()} <= set(app.tasks)

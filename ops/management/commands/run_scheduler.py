@@ -1,11 +1,10 @@
-"""The periodic jobs of the service, in one small long-running process: every job the setting
-SCHEDULED_JOBS names, every --interval seconds (the expiry of unpaid orders, so an order is
-cancelled within a minute of its deadline without cron) or every so many seconds (the epoch
-watch each second, the cleanups each hour). Each job runs on a thread of its own, so a slow
-job (a reconcile of many templates, a large expiry) never delays the one-second watches. The
-jobs are dotted paths, so ops imports no app. `make run` and docker-compose start it beside
-gunicorn; SIGTERM or SIGINT stops it after the runs in progress
-(docs/decisions/0034-run-scheduler-over-celery.md)."""
+"""The one-second watches of the service, in one small long-running process: every job the
+setting SCHEDULED_JOBS names (the epoch watch, user facts to forget), each on a thread of its
+own, every so many seconds. They stay out of the task queue (decision 1024): a backlog of queued
+work, or a broker away, must never delay the watches that bound how long a copy in Redis may
+outlive the truth. The jobs are dotted paths, so ops imports no app. `make run` and
+docker-compose start it beside gunicorn and the Celery worker; SIGTERM or SIGINT stops it after
+the runs in progress."""
 
 import logging
 import signal

@@ -1,9 +1,11 @@
-"""The API plumbing's periodic job, run by `manage.py run_scheduler` (ops) as listed in the
-setting SCHEDULED_JOBS."""
+"""The API plumbing's background work, sent by celery beat (CELERY_BEAT_SCHEDULE)."""
+
+from celery import shared_task
 
 from api.idempotency import records_purge
 
 
+@shared_task(name="api.purge_idempotency_records")
 def purge_idempotency_records() -> str | None:
     """Delete the Idempotency-Key records older than IDEMPOTENCY_KEY_HOURS, in batches."""
     deleted = records_purge()
