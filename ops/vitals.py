@@ -27,6 +27,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from api.exceptions import not_found
 from core.metrics import request_seconds, requests_total
 from ops.log_filters import request_id
+from ops.task_queue_vitals import TaskQueueCollector, app_collectors
 
 REQUEST_ID_HEADER = "X-Request-ID"
 # A proxy's id is taken as it is when it looks like one (nginx's $request_id is 32 hex digits);
@@ -127,6 +128,9 @@ def metrics_registry() -> CollectorRegistry:
     else:
         registry.register(_ProcessMetrics())
     registry.register(DatabaseClusterCollector())
+    registry.register(TaskQueueCollector())
+    for collector in app_collectors():
+        registry.register(collector)
     return registry
 
 

@@ -259,6 +259,8 @@ METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 # reports a database outage to the first; /healthz pings the Redis the second returns.
 DATABASE_FAULT_REPORTER = "ops.database_faults.report_database_unavailable"
 HEALTH_REDIS = "coupons.issuing.coupon_counter"
+# Collectors of the apps' own vitals that /metrics gathers at each scrape (ops/vitals.py).
+METRICS_COLLECTORS = ("coupons.auto_issue.vitals.AutoIssueCollector",)
 # The stored procedures the app calls (MySQL): /healthz is `down`, naming them to staff, while
 # one is missing (a dump restored without --routines); `manage.py restore_procedures`.
 HEALTH_REQUIRED_PROCEDURES = ("coupon_decide",)
@@ -305,6 +307,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # the project's logging (JSON lines, request ids)
 # Periodic work, sent by celery beat; each message expires after its period, so a backlog
 # left while no worker ran is not run many times over.
+# A coupon an event earned is sent to a worker under this lease: past it, a task whose worker
+# died or whose message was lost (or never sent: a relay killed midway) is taken and sent again;
+# a second delivery of a task issues nothing twice (the reason's key, the attempt it carries).
+AUTO_ISSUE_LEASE_SECONDS = env_float("AUTO_ISSUE_LEASE_SECONDS", 60)
 CELERY_BEAT_SCHEDULE = {
     name: {"task": task, "schedule": seconds, "options": {"expires": seconds}}
     for name, task, seconds in [

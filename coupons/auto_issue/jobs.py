@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 
 from core import clock
@@ -40,9 +41,6 @@ logger = logging.getLogger(__name__)
 
 TASKS_PER_RUN = 500
 MAX_WAIT_SECONDS = 600
-# A taken task is left alone this long: past it a scheduler that died while issuing is
-# replaced (the reason's unique key keeps the retry from issuing twice).
-LEASE_SECONDS = 60
 FINAL = (ClaimSoldOut, ClaimLimitReached, ClaimNotEligible, TemplateNotFound)
 EVENTS = {
     AutoIssueTask.Event.SIGNUP: (CouponTemplate.AutoIssue.SIGNUP, UserCoupon.Source.SIGNUP),
@@ -124,6 +122,11 @@ def _issue(task: AutoIssueTask) -> str:
     if not CouponTemplate.objects.filter(pk=task.template_id, auto_issue=auto_issue).exists():
         return _settle(task, AutoIssueTask.State.REFUSED, error=NOT_BY_THIS_EVENT)
     reason = event_reason(task)
+    # Issued before a crash kept the task from saying so: found first, by the reason's unique
+    # key, since the rule would now refuse its second issue (the user's limit reached by it).
+    held = _coupon_with_reason(task, reason)
+    if held is not None:
+        return _settle_held(task, held, source)
     try:
         coupon = coupon_issue(
             template_id=task.template_id,
@@ -131,24 +134,33 @@ def _issue(task: AutoIssueTask) -> str:
             source=source,
             grant=GrantNote(granted_by_id=None, reason=reason),
         )
-        coupon_id: int | None = coupon.pk
-    except AlreadyGranted:  # issued before a crash kept the task from saying so
-        coupon_id = (
-            UserCoupon.objects.filter(
-                template_id=task.template_id,
-                user_id=task.user_id,
-                source=source,
-                grant_reason_key=reason_key(reason),
-            )
-            .values_list("pk", flat=True)
-            .first()
-        )
-        if coupon_id is None:  # the reason is held by a coupon no event issued (a grant)
-            return _settle(task, AutoIssueTask.State.REFUSED, error=REASON_HELD)
+    except AlreadyGranted:  # issued meanwhile by a second delivery of the same task
+        held = _coupon_with_reason(task, reason)
+        if held is None:
+            raise
+        return _settle_held(task, held, source)
     except FINAL as refused:
         return _settle(task, AutoIssueTask.State.REFUSED, error=refused.code)
     except Exception as error:  # paused, budget, not open yet, a fault: try again later
         return _later(task, error)
+    return _settle(task, AutoIssueTask.State.ISSUED, coupon_id=coupon.pk)
+
+
+def _coupon_with_reason(task: AutoIssueTask, reason: str) -> tuple[int, str] | None:
+    """The (id, source) of the user's coupon of the template with this reason, if any."""
+    return (
+        UserCoupon.objects.filter(
+            template_id=task.template_id, user_id=task.user_id, grant_reason_key=reason_key(reason)
+        )
+        .values_list("pk", "source")
+        .first()
+    )
+
+
+def _settle_held(task: AutoIssueTask, held: tuple[int, str], source: str) -> str:
+    coupon_id, held_source = held
+    if held_source != source:  # the reason is held by a coupon no event issued (a grant)
+        return _settle(task, AutoIssueTask.State.REFUSED, error=REASON_HELD)
     return _settle(task, AutoIssueTask.State.ISSUED, coupon_id=coupon_id)
 
 
@@ -165,7 +177,7 @@ def _take(task_id: int) -> AutoIssueTask | None:
         if task is None:
             return None
         task.attempts += 1
-        task.next_attempt_at = now + timedelta(seconds=LEASE_SECONDS)
+        task.next_attempt_at = now + timedelta(seconds=settings.AUTO_ISSUE_LEASE_SECONDS)
         AutoIssueTask.objects.filter(pk=task_id).update(
             attempts=task.attempts, next_attempt_at=task.next_attempt_at, updated_at=now
         )

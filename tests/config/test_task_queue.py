@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.conf import settings
+from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 
 from config.celery import app
@@ -20,10 +20,12 @@ from core import clock
 from coupons.auto_issue.jobs import auto_issue_relay, auto_issue_taken
 from coupons.auto_issue.models import AutoIssueTask
 from coupons.models import CouponTemplate, UserCoupon
+from localservers.ports import free_port
 from localservers.waiting import wait_until
 from orders import services
 from orders.models import Order
 from tests.support.factories import CouponTemplateFactory, ProductFactory, UserFactory
+from tests.support.metrics import scrape
 
 ROOT = Path(__file__).resolve().parents[2]
 SIGNUP = CouponTemplate.AutoIssue.SIGNUP
@@ -66,7 +68,9 @@ def test_a_message_delivered_twice_or_late_issues_nothing_twice():
 
 @pytest.mark.servers
 @pytest.mark.django_db(transaction=True)  # the worker reads what the test committed
-def test_a_worker_with_beat_issues_an_earned_coupon_once_and_runs_the_periodic_work(tmp_path):
+def test_a_worker_with_beat_issues_an_earned_coupon_once_and_runs_the_periodic_work(
+    tmp_path, settings
+):
     welcome = CouponTemplateFactory(auto_issue=SIGNUP, visibility="hidden", total=10)
     user = new_account("newcomer")
     buyer, product = UserFactory(), ProductFactory(stock=5)
@@ -75,7 +79,7 @@ def test_a_worker_with_beat_issues_an_earned_coupon_once_and_runs_the_periodic_w
     )
     Order.objects.filter(pk=order.pk).update(expire_at=clock.now() - timedelta(seconds=1))
     queue = f"test-{uuid.uuid4().hex[:12]}"  # RabbitMQ is shared: a queue of the test's own
-    database = settings.DATABASES["default"]
+    database = django_settings.DATABASES["default"]
     worker = subprocess.Popen(
         [
             sys.executable, "-m", "celery", "-A", "config", "worker", "-B",
@@ -106,6 +110,11 @@ def test_a_worker_with_beat_issues_an_earned_coupon_once_and_runs_the_periodic_w
             timeout=60,
             what="the worker to cancel the overdue order",
         )
+        settings.CELERY_TASK_DEFAULT_QUEUE = queue
+        served = scrape(settings)
+        assert served[("coupons_task_broker_up", ())] == 1
+        assert served[("coupons_task_queue_workers", (("queue", queue),))] >= 1
+        assert served[("coupons_auto_issue_pending", ())] == 0
         os.killpg(worker.pid, signal.SIGTERM)  # a warm shutdown: the task in hand finishes
         assert worker.wait(timeout=60) == 0
     finally:
@@ -119,3 +128,16 @@ def test_a_worker_with_beat_issues_an_earned_coupon_once_and_runs_the_periodic_w
     assert AutoIssueTask.objects.get(user=user).state == AutoIssueTask.State.ISSUED
     product.refresh_from_db()
     assert product.stock == 5
+
+
+@pytest.mark.django_db
+def test_a_broker_away_is_a_gauge_and_the_scrape_still_answers(settings):
+    """/metrics answers with the broker down (its gauge 0), within the broker's bound."""
+    settings.CELERY_BROKER_URL = f"amqp://guest:guest@127.0.0.1:{free_port()}//"
+
+    served = scrape(settings)
+
+    assert served[("coupons_task_broker_up", ())] == 0
+    assert ("coupons_task_queue_workers", (("queue", settings.CELERY_TASK_DEFAULT_QUEUE),)) not in (
+        served
+    )

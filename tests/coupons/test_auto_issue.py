@@ -333,3 +333,20 @@ def test_an_event_whose_reason_a_grant_holds_is_refused_not_issued_with_no_coupo
         "reason_held_by_a_grant",
         None,
     )
+
+
+@pytest.mark.django_db
+def test_a_task_whose_coupon_was_issued_before_a_crash_settles_issued_not_refused():
+    """Found by the worker drill: killed between the issue and the settle, the task was
+    retried and refused limit_reached, its coupon being the one that reached the limit."""
+    welcome = CouponTemplateFactory(auto_issue=SIGNUP, visibility="hidden", total=10)
+    user = get_user_model().objects.create_user("crashed", password="pass-word-123")
+    auto_issue_due()
+    (coupon,) = coupons_of(user, welcome)
+    AutoIssueTask.objects.update(state="pending", coupon_id=None, next_attempt_at=clock.now())
+
+    auto_issue_due()
+
+    task = AutoIssueTask.objects.get()
+    assert (task.state, task.coupon_id) == ("issued", coupon.pk)
+    assert coupons_of(user, welcome) == [coupon]

@@ -133,10 +133,16 @@ def test_make_run_says_its_port_is_taken_before_any_setup(tmp_path):
         holder.listen()
         port = holder.getsockname()[1]
         ran = subprocess.run(
-            ["make", "-n", "run", f"PORT={port}"], cwd=ROOT, capture_output=True, text=True
+            ["make", "--no-print-directory", "-n", "run", f"PORT={port}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
         )
         checked = subprocess.run(
-            ["make", "-s", "port-free", f"PORT={port}"], cwd=ROOT, capture_output=True, text=True
+            ["make", "--no-print-directory", "-s", "port-free", f"PORT={port}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
         )
 
     assert ran.stdout.splitlines()[0] == f"scripts/port-free {port}"  # before the setup

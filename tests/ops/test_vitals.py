@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from django.http import HttpResponse
 from django.test import RequestFactory
-from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
 from config.settings import base as base_settings
@@ -26,22 +25,9 @@ from ops.vitals import KNOWN_METHODS, RequestVitalsMiddleware
 from tests.support.clients import bearer_client
 from tests.support.factories import UserFactory
 from tests.support.helpers import claim_url
+from tests.support.metrics import TOKEN, scrape
 
-TOKEN = "metrics-token-of-the-test"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def scrape(settings) -> dict[tuple[str, tuple], float]:
-    """Every sample /metrics answers, by name and labels."""
-    settings.METRICS_TOKEN = TOKEN
-    response = APIClient().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
-    assert response.status_code == 200
-    assert response["Content-Type"].startswith("text/plain")
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(response.content.decode())
-        for sample in family.samples
-    }
 
 
 def value(samples, name: str, **labels) -> float:
