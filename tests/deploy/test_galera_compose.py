@@ -120,6 +120,7 @@ def test_haproxy_sends_writes_to_one_node_as_the_local_cluster_does(project, tmp
         assert "on-marked-up shutdown-backup-sessions" in servers[0]
         assert "option allbackups" not in config  # one backup at a time
         assert "on-marked-down shutdown-sessions" in config
+        assert " rise 20 " in servers[0]  # node 1 takes the writes back after 20 checks
     # The check knows wsrep state: the compose layout's external check, the local cluster's
     # HTTP check (localservers/galera/health.py; decision 1001).
     assert "galera-check" in production
@@ -140,3 +141,34 @@ def test_the_check_s_account_is_allowed_from_haproxy_s_address_only(project):
     galera = (GALERA / "galera.cnf").read_text()
     assert "wsrep_cluster_address = gcomm://galera1,galera2,galera3" in galera
     assert "wsrep_sst_method = mariabackup" in galera
+
+
+def test_a_rejoining_node_takes_its_copy_from_a_backup_not_the_writer(project):
+    """As the local cluster's my.cnf says (localservers/galera/configs.py): a donor is out of
+    HAProxy's rotation while it sends, so galera1 never asks galera2, the first backup."""
+    services = resolved(project, CLUSTER_FILE)["services"]
+    donors = {
+        node: next(arg for arg in services[node]["command"] if arg.startswith("--wsrep-sst-donor"))
+        for node in ("galera1", "galera2", "galera3")
+    }
+
+    assert donors == {
+        "galera1": "--wsrep-sst-donor=galera3,galera2,",
+        "galera2": "--wsrep-sst-donor=galera3,galera1,",
+        "galera3": "--wsrep-sst-donor=galera2,galera1,",
+    }
+
+
+def test_a_restarted_node_waits_past_the_survivors_eviction(project):
+    """Docker restarts a killed container at once; each node's start waits longer than the
+    survivors take to evict it (evs.inactive_timeout), as the local supervisor does."""
+    services = resolved(project, CLUSTER_FILE)["services"]
+    galera = (GALERA / "galera.cnf").read_text()
+    inactive = float(re.search(r"evs\.inactive_timeout=PT(\d+(?:\.\d+)?)S", galera).group(1))
+
+    for node in ("galera1", "galera2", "galera3"):
+        entrypoint = services[node]["entrypoint"]
+        wait = float(re.search(r"sleep (\d+(?:\.\d+)?);", entrypoint[2]).group(1))
+        assert wait > inactive
+        # "$$@" in the file: compose's escape for the shell's "$@" (config prints it escaped)
+        assert re.search(r'exec docker-entrypoint\.sh "\$\$?@"', entrypoint[2])
