@@ -155,7 +155,7 @@ def token_holds_sql(*, password: str, generation: str, digest: str, token_genera
 
 def check_token(token: Token, facts: UserFacts) -> None:
     """401 unless the user is active and the token of its current password and generation."""
-    if not facts.is_active:
+    if not facts.is_active:  # said first, whatever the token carries
         token_refused(USER_INACTIVE)
     refusal = token_refusal(facts, token_claims(token))
     if refusal is not None:
@@ -199,7 +199,9 @@ class TokenBearer:
         """The read of the user's facts, to ride along a round trip to the cache's Redis."""
         return user_facts_read_call(self.user_id)
 
-    def check(self, reply: list | None, *, asked: bool, the_write_may_check: bool):
+    def check(
+        self, reply: list | None, *, asked: bool, the_write_may_check: bool
+    ) -> "TokenCheck | None":
         """401 unless the token is honoured, judged on what Redis answered the facts read
         (`reply`; None: Redis did not answer; `asked` False: it was not sent, so Redis is
         asked now). When Redis lacks the facts and `the_write_may_check`, nothing is read
