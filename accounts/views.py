@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -35,6 +36,8 @@ class NoStore:
         return response
 
 
+# How long an access token lasts, as the schema says it (settings.SIMPLE_JWT).
+ACCESS_TOKEN_MINUTES = int(settings.SIMPLE_JWT["ACCESS_TOKEN_LIFETIME"].total_seconds() // 60)
 # What the schema shows for tokens: their start and end, as a client sees them (an example
 # has no real signature to give; the shape is what the live-answer test checks).
 ACCESS_EXAMPLE = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0b2tlbl90eXBlIjoiYWNjZXNzIn0.c2lnbmF0dXJl"
@@ -54,7 +57,8 @@ REFRESH_REQUEST_EXAMPLE = OpenApiExample(
 @extend_schema_view(
     post=extend_schema(
         summary=gettext_lazy("Log in: a token pair"),
-        description="A username and password for an access token (5 minutes) and a refresh "
+        description="A username and password for an access token "
+        f"({ACCESS_TOKEN_MINUTES} minutes) and a refresh "
         "token. Failed logins are throttled per username and address, per username and per "
         "address; a successful login is not counted.",
         examples=[

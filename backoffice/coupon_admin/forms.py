@@ -289,10 +289,16 @@ class CouponTemplateForm(forms.ModelForm):
             "value",
             _(
                 "%(percent)s%% off is %(zhe)s折, the price cut by more than half. For "
-                "%(percent)s折 type %(off)s; to give %(percent)s%% off, tick “more than half "
+                "%(meant)s折 type %(off)s; to give %(percent)s%% off, tick “more than half "
                 "off, on purpose”."
             )
-            % {"percent": percent, "zhe": zhe(percent), "off": 100 - percent},
+            # 90 typed for 9折 (a tenth off) says "for 9折 type 10", not "for 90折"
+            % {
+                "percent": percent,
+                "zhe": zhe(percent),
+                "meant": zhe(100 - percent),
+                "off": 100 - percent,
+            },
         )
 
     def _posted_scope_picks(self, current: CouponTemplate) -> list[int] | None:

@@ -225,6 +225,7 @@ class OrderAdmin(RefundPagesAdmin, StaffHistoryAdmin, ReadOnlyAdmin):
         "coupon_link",
         "discount",
         "pay",
+        "refunded",
         "created_at",
     ]
     list_filter = ["status", "order_type", CouponTemplateFilter]
@@ -260,8 +261,9 @@ class OrderAdmin(RefundPagesAdmin, StaffHistoryAdmin, ReadOnlyAdmin):
         go back in the order's transaction. Only orders awaiting payment can be cancelled."""
         if not self.has_cancel_permission(request):
             raise PermissionDenied
-        cancelled, refused = [], []
-        for order in queryset.only("pk", "user_id").order_by("pk")[: self.list_per_page]:
+        cancelled, refused, coupons_back = [], [], 0
+        chosen = queryset.only("pk", "user_id", "coupon_id").order_by("pk")[: self.list_per_page]
+        for order in chosen:
             try:
                 services.order_cancel(
                     user_id=order.user_id,
@@ -272,15 +274,18 @@ class OrderAdmin(RefundPagesAdmin, StaffHistoryAdmin, ReadOnlyAdmin):
                 refused.append(order.pk)
             else:
                 cancelled.append(order.pk)  # recorded in its history by the service
+                coupons_back += order.coupon_id is not None
         if cancelled:
+            # Says the coupons that came back, not one per order (it said so with none).
             self.message_user(
                 request,
                 ngettext(
-                    "Cancelled %(count)d order: stock and coupon returned.",
-                    "Cancelled %(count)d orders: stock and coupons returned.",
+                    "Cancelled %(count)d order: its stock returned; coupons returned: %(coupons)d.",
+                    "Cancelled %(count)d orders: their stock returned; coupons returned: "
+                    "%(coupons)d.",
                     len(cancelled),
                 )
-                % {"count": len(cancelled)},
+                % {"count": len(cancelled), "coupons": coupons_back},
                 messages.SUCCESS,
             )
         if refused:

@@ -204,6 +204,11 @@ def test_85_typed_for_85zhe_is_refused_until_confirmed(admin_site):
     ]
     assert (meant.status_code, usual.status_code) == (302, 302)
     assert sorted(CouponTemplate.objects.values_list("value", flat=True)) == [15, 85]
+    # 90 typed for 9折: the hint names 9折, not "90折" (issue 42, item 10)
+    ninety = admin_site.post(f"{LIST_URL}add/", form_data(value="90", **percent), **ZH)
+    assert ninety.context["adminform"].form.errors["value"] == [
+        "减 90% 即 1折，价格减去一半以上。要打 9折请填 10；确要减 90%，请勾选“确认减去一半以上”。"
+    ]
 
 
 def test_the_scope_of_a_template_nobody_claimed_can_be_changed(admin_site):

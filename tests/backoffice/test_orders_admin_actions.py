@@ -46,7 +46,7 @@ def test_staff_cancel_an_order_and_stock_and_coupon_come_back(admin_site, user, 
     assert UserCoupon.objects.get(pk=coupon.pk).status == UserCoupon.Status.UNUSED
     messages = [str(message) for message in response.context["messages"]]
     assert messages == [
-        "Cancelled 1 order: stock and coupon returned.",
+        "Cancelled 1 order: its stock returned; coupons returned: 1.",
         f"Not cancelled (only an order awaiting payment can be): #{paid.pk}.",
     ]
     assert Order.objects.get(pk=paid.pk).status == Order.Status.PAID
@@ -128,3 +128,19 @@ def test_an_order_s_title_and_status_are_translated(admin_site, user, now):
     page = admin_site.get(f"{ORDERS_URL}{order.pk}/change/", HTTP_ACCEPT_LANGUAGE="zh-hans")
 
     assert f"订单 #{order.pk}（待支付）" in page.content.decode()
+
+
+def test_cancelling_an_order_without_a_coupon_says_no_coupon_came_back(admin_site, user, now):
+    """It said "stock and coupon returned" for an order that had none (issue 42, item 7)."""
+    order = services.order_checkout(
+        user_id=user.pk, items=[{"product_id": ProductFactory(stock=3).pk, "quantity": 1}]
+    )
+
+    response = admin_site.post(
+        ORDERS_URL, {"action": "cancel_orders", "_selected_action": [order.pk]}, follow=True
+    )
+
+    messages = [str(message) for message in response.context["messages"]]
+    assert messages == ["Cancelled 1 order: its stock returned; coupons returned: 0."]
+    # the list shows what was refunded of each order (a column it lacked)
+    assert "refunded amount" in admin_site.get(ORDERS_URL).content.decode().lower()

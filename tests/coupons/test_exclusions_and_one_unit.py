@@ -200,7 +200,7 @@ def test_the_admin_publishes_exclusions_picked_by_name_and_one_unit_only(admin_s
         ),
     )
 
-    assert "排除的分类" in page and "仅限一件" in page and "礼品卡" in page
+    assert "排除的类目" in page and "仅限一件" in page and "礼品卡" in page
     assert response.status_code == 302
     template = CouponTemplate.objects.get(name="Admin exclusions")
     assert template.excluded_category_ids == [shop["gift_cards"].pk]

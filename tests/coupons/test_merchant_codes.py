@@ -251,6 +251,8 @@ def test_the_admin_preview_names_each_bad_row_and_offers_no_confirmation(client)
 
     page = preview.content.decode()
     assert "Row 3 (BAD): A code has 8 to 21 characters." in page
+    # all or nothing: its good row is not called importable above "nothing was imported"
+    assert "1 row is good." in page and "can be imported" not in page
     assert "confirm" not in preview.context
     assert codes_of(template) == set()
 
