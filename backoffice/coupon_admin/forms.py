@@ -285,21 +285,14 @@ class CouponTemplateForm(forms.ModelForm):
             return
         if cleaned.get("confirm_deep_discount"):
             return
-        self.add_error(
-            "value",
-            _(
-                "%(percent)s%% off is %(zhe)s折, the price cut by more than half. For "
-                "%(meant)s折 type %(off)s; to give %(percent)s%% off, tick “more than half "
-                "off, on purpose”."
-            )
-            # 90 typed for 9折 (a tenth off) says "for 9折 type 10", not "for 90折"
-            % {
-                "percent": percent,
-                "zhe": zhe(percent),
-                "meant": zhe(100 - percent),
-                "off": 100 - percent,
-            },
+        off = 100 - percent  # 90 typed for 9折 (a tenth off): "for 9折 type 10", not "90折"
+        amounts = {"percent": percent, "zhe": zhe(percent), "meant": zhe(off), "off": off}
+        message = _(
+            "%(percent)s%% off is %(zhe)s折, the price cut by more than half. For "
+            "%(meant)s折 type %(off)s; to give %(percent)s%% off, tick “more than half "
+            "off, on purpose”."
         )
+        self.add_error("value", message % amounts)
 
     def _posted_scope_picks(self, current: CouponTemplate) -> list[int] | None:
         """The ids a page with the scope pickers posted for the template's scope kind; None when
