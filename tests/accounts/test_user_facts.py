@@ -18,7 +18,6 @@ from rest_framework.test import APIClient
 
 from accounts.authentication import facts_of, user_facts_load
 from accounts.models import TokenGeneration, UserFactsToForget
-from accounts.token_revocation import token_generation_advance
 from accounts.user_facts import (
     NOTES_SETTLE_SECONDS,
     UserFacts,
@@ -37,6 +36,7 @@ from tests.support.caches import cache_settings
 from tests.support.clients import bearer_client
 from tests.support.factories import UserFactory
 from tests.support.helpers import claim_url, statements_made_by
+from tests.support.user_changes import advance_generation, change_password, deactivate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PASSWORD = "pass-word-123"
@@ -97,16 +97,6 @@ def test_a_login_puts_the_facts_in_redis():
     assert statements_made_by(lambda: client.get("/api/auth/me")) == {}
 
 
-def deactivate(user) -> None:
-    user.is_active = False
-    user.save()
-
-
-def change_password(user) -> None:
-    user.set_password("another-pass-word-456")
-    user.save()
-
-
 def make_staff(user) -> None:
     user.is_staff = True
     user.save(update_fields=["is_staff"])
@@ -115,10 +105,6 @@ def make_staff(user) -> None:
 def rename(user) -> None:
     user.username = f"{user.username}-renamed"
     user.save()
-
-
-def advance_generation(user) -> None:
-    token_generation_advance(user_id=user.pk)
 
 
 @pytest.mark.parametrize(

@@ -7,34 +7,15 @@ no request answers 500 in between (decision 1018)."""
 import pytest
 from django_redis import get_redis_connection
 
-from accounts.token_revocation import token_generation_advance
 from api.throttles import backoff as throttle_backoff
 from coupons.issuing.reconcile import coupon_counters_follow_the_database as watch
 from coupons.models import UserCoupon
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, UserFactory
 from tests.support.helpers import claim_url, use_counter_at
+from tests.support.user_changes import advance_generation, change_password, deactivate, demote
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.servers]
-
-
-def deactivate(user) -> None:
-    user.is_active = False
-    user.save()
-
-
-def change_password(user) -> None:
-    user.set_password("another-pass-word-456")
-    user.save()
-
-
-def advance_generation(user) -> None:
-    token_generation_advance(user_id=user.pk)
-
-
-def demote(user) -> None:
-    user.is_superuser = False
-    user.save()
 
 
 def delete(user) -> None:

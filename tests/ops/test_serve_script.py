@@ -101,22 +101,12 @@ def test_sigterm_stops_gunicorn_the_scheduler_and_the_worker_together(served):
 
 @pytest.mark.servers
 @pytest.mark.django_db(transaction=True)
-def test_a_scheduler_that_dies_takes_the_server_down_with_it(served):
+@pytest.mark.parametrize("child", [b"run_scheduler", b"celery"], ids=["scheduler", "worker"])
+def test_a_scheduler_or_worker_that_dies_takes_the_server_down_with_it(served, child):
     process, port, children = served
-    [scheduler] = [pid for pid in children if b"run_scheduler" in cmdline(pid)]
+    [dying] = [pid for pid in children if child in cmdline(pid)]
 
-    os.kill(scheduler, signal.SIGKILL)
-
-    stopped_together(process, port, children, exit_code=1)
-
-
-@pytest.mark.servers
-@pytest.mark.django_db(transaction=True)
-def test_a_worker_that_dies_takes_the_server_down_with_it(served):
-    process, port, children = served
-    [worker] = [pid for pid in children if b"celery" in cmdline(pid)]
-
-    os.kill(worker, signal.SIGKILL)
+    os.kill(dying, signal.SIGKILL)
 
     stopped_together(process, port, children, exit_code=1)
 
