@@ -50,6 +50,7 @@ STATUS_BY_CODE = {
     "too_many_unpaid_orders": status.HTTP_409_CONFLICT,
     "request_in_progress": status.HTTP_409_CONFLICT,
     "codes_busy": status.HTTP_409_CONFLICT,
+    "job_busy": status.HTTP_409_CONFLICT,
     "idempotency_key_reused": status.HTTP_422_UNPROCESSABLE_ENTITY,
     "throttled": status.HTTP_429_TOO_MANY_REQUESTS,
 }

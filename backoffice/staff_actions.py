@@ -6,7 +6,7 @@ once (decisions 0600 and 1017). A service called without an audit (seed data, jo
 not a staff action: nothing is checked or recorded (core/staff_audit.py's NOT_STAFF)."""
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -128,10 +128,15 @@ class StaffActionAudit:
     """`actor` doing `action`, checked and recorded as the service that does it asks
     (core/staff_audit.py): each door builds one for each service call."""
 
-    def __init__(self, actor: Actor, action: StaffAction) -> None:
+    def __init__(self, actor: Actor, action: StaffAction, *, entry_ids: Sequence[int] = ()) -> None:
+        """`entry_ids`: the entries an earlier run of the same action wrote (a staff job's run
+        whose worker was killed), which this one brings up to date instead of adding others."""
         self.actor = actor
         self.action = action
-        self._entries: dict[tuple[int, str | None], LogEntry] = {}
+        self._entries: dict[tuple[int | None, str | None], LogEntry] = {
+            (entry.content_type_id, entry.object_id): entry
+            for entry in LogEntry.objects.filter(pk__in=entry_ids)
+        }
 
     def check(self) -> None:
         """Raise StaffActionRefused (403) unless the actor may do the action. Changes
@@ -168,6 +173,10 @@ class StaffActionAudit:
             action_flag=ACTION_FLAGS.get(self.action, CHANGE),
             change_message=message,
         )
+
+    def entry_ids(self) -> list[int]:
+        """The entries this audit wrote or continued."""
+        return sorted(entry.pk for entry in self._entries.values())
 
 
 def staff_audit(actor: Actor, action: StaffAction) -> StaffAudit:

@@ -92,6 +92,18 @@ def pytest_collection_modifyitems(items):
         )
 
 
+@pytest.fixture(autouse=True, scope="session")
+def tasks_run_where_they_are_sent():
+    """A task the app sends in this process (a staff job, once its transaction commits) runs
+    here at once, never reaching a broker that a worker of another run might read; the tests
+    of the worker and the queue start workers of their own, on queues of their own."""
+    from config.celery import app
+
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
+
+
 @pytest.fixture(autouse=True)
 def language_of_the_test_thread():
     """A request in another language leaves it active in the thread (Django's LocaleMiddleware

@@ -24,6 +24,7 @@ from backoffice.audit_messages import GRANT_OUTCOMES
 from backoffice.staff_actions import StaffAction, staff_audit, staff_may
 from core.domain_errors import DomainError
 from coupons import selectors
+from coupons.grant_reasons import EVENT_REASON_PREFIX, reason_kept_for_events
 from coupons.models import GRANT_REASON_MAX_LENGTH, CouponTemplate
 from coupons.services import grants
 
@@ -62,6 +63,26 @@ class GrantForm(forms.Form):
                 _("1 to %(count)d users, please.") % {"count": grants.MAX_GRANT_USERS}
             )
         return entries
+
+
+class GrantFileForm(forms.Form):
+    file = forms.FileField(
+        label=gettext_lazy("file of users"),
+        help_text=gettext_lazy(
+            "CSV (UTF-8 or as Excel saves it) or XLSX, at most 100,000 users. The first row "
+            "names the users' column: user or 用户; each row a user id (digits) or a username."
+        ),
+    )
+    reason = GrantForm.base_fields["reason"]
+
+    def clean_reason(self) -> str:
+        reason = self.cleaned_data["reason"].strip()
+        if reason_kept_for_events(reason):
+            raise forms.ValidationError(
+                _("A reason may not begin with “%(prefix)s”: it names coupons issued by events.")
+                % {"prefix": EVENT_REASON_PREFIX}
+            )
+        return reason
 
 
 def grant_from_form(

@@ -1,5 +1,6 @@
-"""A template's own admin pages beside its change page: the CSV of its coupons and "grant to
-users" (SPEC section 13, 17), generating single-use codes (count and prefix;
+"""A template's own admin pages beside its change page: the CSV of its coupons (a staff job,
+SPEC section 34), "grant to users" and "grant to the users of a file" (SPEC sections 13, 17,
+34), generating single-use codes (count and prefix;
 coupons.manage_codes, asked here and by the service, which records the action) and the record
 of its claims and uses (领取/使用记录), searchable by user and order number, a page at a time
 (SPEC section 23)."""
@@ -8,19 +9,20 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from backoffice import reports
 from backoffice.coupon_admin import grants
 from backoffice.coupon_admin.display import COUPON_STATUS_LABELS, local_datetime
-from backoffice.coupon_admin.template_report import csv_lines, in_language
 from backoffice.staff_actions import StaffAction, staff_audit, staff_may
+from backoffice.staff_jobs.errors import StaffJobBusy
+from backoffice.staff_jobs.models import StaffJob
+from backoffice.staff_jobs.starting import staff_job_start
 from core import clock
 from core.limits import is_id_text
 from coupons import selectors
@@ -124,14 +126,19 @@ class TemplatePagesAdmin(admin.ModelAdmin):
         site = self.admin_site
         return [
             path(
-                "<path:object_id>/coupons.csv",
-                site.admin_view(self.export_coupons_csv),
+                "<path:object_id>/records/export/",
+                site.admin_view(self.export_records_view),
                 name="coupons_coupontemplate_export",
             ),
             path(
                 "<path:object_id>/grant/",
                 site.admin_view(self.grant_view),
                 name="coupons_coupontemplate_grant",
+            ),
+            path(
+                "<path:object_id>/grant/file/",
+                site.admin_view(self.grant_file_view),
+                name="coupons_coupontemplate_grant_file",
             ),
             path(
                 "<path:object_id>/codes/",
@@ -179,20 +186,44 @@ class TemplatePagesAdmin(admin.ModelAdmin):
             return redirect("admin:coupons_coupontemplate_change", template.pk)
         return answer
 
-    def export_coupons_csv(self, request, object_id: str) -> StreamingHttpResponse:
-        """Every coupon of the template as CSV, streamed in keyset batches: memory and the first
-        byte do not wait for the whole template."""
+    def grant_file_view(self, request, object_id: str):
+        """A grant to the users a file lists, as a staff job: one of the template at a time."""
+        template = self.page_template(request, object_id)
+        if not self.has_grant_permission(request):
+            raise PermissionDenied
+        form = grants.GrantFileForm(request.POST or None, request.FILES or None)
+        if form.is_valid():
+            try:
+                job = staff_job_start(
+                    kind=StaffJob.Kind.GRANT_FILE,
+                    started_by=request.user,
+                    template=template,
+                    options={"reason": form.cleaned_data["reason"]},
+                    upload=form.cleaned_data["file"],
+                )
+            except StaffJobBusy as busy:
+                form.add_error(None, str(busy.detail))
+            else:
+                return redirect("admin:staff_jobs_staffjob_change", job.pk)
+        context = {
+            **self.page_context(request, template, _("Grant to the users of a file")),
+            "form": form,
+            "back_url": reverse("admin:coupons_coupontemplate_change", args=[template.pk]),
+        }
+        return TemplateResponse(request, "admin/coupons/coupontemplate/grant_file.html", context)
+
+    def export_records_view(self, request, object_id: str):
+        """Every coupon of the template as CSV (its claims and uses), written by a worker and
+        offered on the job's page; POST only, as it starts work."""
         template = self.page_template(request, object_id)
         if not self.has_export_permission(request):
             raise PermissionDenied
-        # A download has no service: it is recorded here, with how many coupons it holds.
-        export = staff_audit(request.user, StaffAction.COUPONS_EXPORT)
-        export.record(template, {"count": template.claimed_count})
-        # Streamed after the view returns: the lines keep the language of this request.
-        lines = in_language(csv_lines(template, now=clock.now()), translation.get_language())
-        response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="coupon-{template.pk}.csv"'
-        return response
+        if request.method != "POST":
+            return redirect("admin:coupons_coupontemplate_change", template.pk)
+        job = staff_job_start(
+            kind=StaffJob.Kind.RECORDS_EXPORT, started_by=request.user, template=template
+        )
+        return redirect("admin:staff_jobs_staffjob_change", job.pk)
 
     def has_manage_codes_permission(self, request) -> bool:
         return staff_may(request.user, StaffAction.CODES_CREATE)

@@ -4,7 +4,7 @@ import csv
 from collections.abc import Iterator
 
 from django.urls import reverse
-from django.utils import timezone, translation
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -89,11 +89,6 @@ CSV_HEADER = [
 # (张三 opened as 寮犱笁 without one); every other reader skips it.
 UTF8_BOM = "\ufeff"
 CSV_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # local time (TIME_ZONE), whole seconds: Excel parses it
-
-
-def in_language(lines: Iterator[str], language: str | None) -> Iterator[str]:
-    with translation.override(language):
-        yield from lines
 
 
 def csv_time(moment) -> str:

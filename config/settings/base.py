@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "accounts",
     "ops",
     "backoffice",
+    "backoffice.staff_jobs",
 ]
 
 MIDDLEWARE = [
@@ -322,8 +323,13 @@ CELERY_BEAT_SCHEDULE = {
         # Coupons earned by sign-ups and paid orders: the outbox's due rows, each sent once a
         # lease to a worker that issues it (coupons/auto_issue/jobs.py).
         ("automatic issues", "coupons.auto_issue_relay", 2.0),
+        # Staff jobs whose message may be lost, sent again (backoffice/staff_jobs/running.py).
+        ("staff jobs lost", "staff_jobs.resend_lost", 60.0),
     ]
 }
+# A staff job running but not heard from for this long is taken as lost with its worker (a
+# killed worker's job comes back at once, by the broker's redelivery; this is the fallback).
+STAFF_JOB_STALE_SECONDS = env_float("STAFF_JOB_STALE_SECONDS", 120)
 
 # --- Redis (advisory counters; docs/decisions/0004-redis-advisory-counters-with-versions.md) ---
 
@@ -521,6 +527,10 @@ COUPON_CURRENCY = os.environ.get("COUPON_CURRENCY", "CNY")
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+# Staff jobs' files (uploads and results: backoffice/staff_jobs/), served only through the
+# job's page, which asks who may see them; never under a public URL. Every app server and
+# worker must see the same folder (compose: one volume).
+MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},

@@ -1,6 +1,7 @@
 """The test suite: real MariaDB and real Redis, never SQLite (see tests/conftest.py)."""
 
 import os
+import tempfile
 import uuid
 
 os.environ.setdefault("DATABASE_URL", "mysql://root@127.0.0.1:3306/coupons")
@@ -11,6 +12,8 @@ os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 # live 15 minutes (a run's new user 1 would be refused by the old user 1's password digest).
 # Set in the environment, so that every process the run starts keeps the same one.
 os.environ.setdefault("COUPON_REDIS_PREFIX", f"run-{uuid.uuid4().hex[:8]}:")
+# Staff jobs' files, in a folder of the run's own, shared by the workers it starts.
+os.environ.setdefault("MEDIA_ROOT", tempfile.mkdtemp(prefix="coupons-test-media-"))
 
 from .base import *  # noqa: E402, F403
 

@@ -1,7 +1,8 @@
 """Grants (SPEC section 11): staff issue a template to chosen users through the issuing core."""
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -30,6 +31,8 @@ from coupons.rules import ClaimState, claim_state
 from coupons.terms import template_facts
 
 MAX_GRANT_USERS = 1000
+# A grant to the users of a file (a staff job, backoffice/staff_jobs/).
+MAX_FILE_GRANT_USERS = 100_000
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,18 @@ class GrantResult:
     paused: list[int]
     not_eligible: list[int]
 
+    def counts(self) -> dict[str, int]:
+        return {outcome: len(ids) for outcome, ids in vars(self).items() if ids}
+
+
+@dataclass(frozen=True)
+class GrantResumed:
+    """Where a grant stopped midway by its process goes on: the first `decided` users (of the
+    same list) were decided by the earlier run, with these counts per outcome."""
+
+    decided: int = 0
+    outcomes: Mapping[str, int] = field(default_factory=dict)
+
 
 def coupon_grant(
     *,
@@ -56,9 +71,10 @@ def coupon_grant(
     user_ids: Sequence[int],
     reason: str,
     granted_by_id: int | None,
-    on_progress: Callable[[int], None] | None = None,
+    on_batch: Callable[[int, GrantResult], None] | None = None,
     audit: StaffAudit = NOT_STAFF,
     max_users: int = MAX_GRANT_USERS,
+    resumed: GrantResumed = GrantResumed(),
 ) -> GrantResult:
     """Staff issue a template to chosen users (at most `max_users`: the API's and the admin's
     bound; the command passes its whole file), allowed before the claim window opens but
@@ -70,7 +86,10 @@ def coupon_grant(
     as for claims): the claim rule per user (coupons.rules.claim_state), the coupons inserted
     together, the count raised once, and the run's one audit entry written or brought up to
     date, so a run stopped midway leaves every batch's coupons with their entry. Runs its own
-    transactions; `on_progress(done)` is called after each batch. The door's `audit` asks
+    transactions; `on_batch(done, batch)` is called inside each batch's, with the users decided
+    so far and the batch's own outcomes, so a job's progress commits with what it counts; a
+    run `resumed` skips the users an earlier one decided and records the counts of both.
+    The door's `audit` asks
     coupons.grant_coupons; the run is recorded with its reason and counts per outcome. Redis
     learns the higher count at the next decision (its counts may only lag below the
     database's, which never refuses wrongly)."""
@@ -108,24 +127,28 @@ def coupon_grant(
 
     wanted = list(dict.fromkeys(user_ids))  # repeats dropped, order kept
     note = GrantNote(granted_by_id=granted_by_id, reason=reason)
-    result = GrantResult([], [], [], [], [], [], [], [])
+    result = _no_users()
     stopped: ClaimState | None = None
-    for start in range(0, len(wanted), GRANT_BATCH_SIZE):
-        batch = wanted[start : start + GRANT_BATCH_SIZE]
+    for start in range(resumed.decided, len(wanted), GRANT_BATCH_SIZE):
+        users = wanted[start : start + GRANT_BATCH_SIZE]
+        batch = _no_users()
         with transaction.atomic():
             if stopped is None:
-                stopped = _grant_batch(template_id, batch, note, result=result)
+                stopped = _grant_batch(template_id, users, note, result=batch)
             else:  # paused or ended in an earlier batch: nobody after it is granted
-                _outcome_list(result, stopped).extend(batch)
-            amounts = {
-                "users": len(wanted),
-                "reason": reason,
-                "outcomes": {outcome: len(ids) for outcome, ids in vars(result).items() if ids},
-            }
+                _outcome_list(batch, stopped).extend(users)
+            for outcome, ids in vars(batch).items():
+                getattr(result, outcome).extend(ids)
+            outcomes = Counter(resumed.outcomes) + Counter(result.counts())
+            amounts = {"users": len(wanted), "reason": reason, "outcomes": dict(outcomes)}
             audit.record(template, amounts)  # the run's one entry, brought up to date
-        if on_progress is not None:
-            on_progress(start + len(batch))
+            if on_batch is not None:
+                on_batch(start + len(users), batch)
     return result
+
+
+def _no_users() -> GrantResult:
+    return GrantResult([], [], [], [], [], [], [], [])
 
 
 # Users decided per transaction: large enough that a 100,000-user grant is a hundred short

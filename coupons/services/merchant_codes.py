@@ -4,20 +4,18 @@ nothing. A preview runs the same checks and says what each row would do; the imp
 every row is good and the codes fit the remaining total, inserts them as generated codes are
 inserted (coupons/services/codes.py)."""
 
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
 import tablib
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
-from import_export import resources
 
 from core.staff_audit import NOT_STAFF, StaffAudit
 from coupons.errors import CodesFileInvalid, TemplateNotFound
+from coupons.merchant_code_rows import MerchantCodeResource, code_of_cell
 from coupons.models import CouponTemplate
 from coupons.services.codes import (
     CODES_PER_INSERT,
@@ -26,13 +24,7 @@ from coupons.services.codes import (
     delete_unused,
     one_creation_at_a_time,
 )
-from coupons.single_use_codes import (
-    ANY_SINGLE_USE_CODE,
-    MAX_SINGLE_USE_CODES_PER_REQUEST,
-    SINGLE_USE_CODE_MAX_LENGTH,
-    SINGLE_USE_CODE_MIN_LENGTH,
-    SingleUseCode,
-)
+from coupons.single_use_codes import MAX_SINGLE_USE_CODES_PER_REQUEST, SingleUseCode
 from coupons.spreadsheet_rows import (
     CELL_MAX_CHARACTERS,
     SpreadsheetTooLarge,
@@ -44,7 +36,6 @@ from coupons.spreadsheet_rows import (
 CODE_HEADERS = ("code", "codes", "券码", "优惠码", "兑换码")
 # A refusal lists this many rows' problems, then how many more there are.
 PROBLEMS_SHOWN = 50
-_CODE = re.compile(ANY_SINGLE_USE_CODE)
 
 
 @dataclass(frozen=True)
@@ -155,6 +146,9 @@ def merchant_codes_import(
     file_name: str,
     audit: StaffAudit = NOT_STAFF,
     codes_only: bool = False,
+    inserted_before: int = 0,
+    on_inserted: Callable[[int], None] | None = None,
+    on_imported: Callable[[int], None] | None = None,
 ) -> int:
     """Add every code of `dataset` to the template as a single-use code and return how many;
     or, if any row is bad (not a code, twice in the file, a code that exists already, as a
@@ -166,9 +160,17 @@ def merchant_codes_import(
     As generated codes are (decision 0610): one import or creation of a template at a time,
     the codes inserted in short transactions (no claim waits for a whole file), then, under
     the template's row lock, the total checked again and the import recorded; on any failure
-    the codes this call inserted are deleted again."""
+    the codes this call inserted are deleted again.
+
+    Run as a staff job (backoffice/staff_jobs/): `on_inserted(count)` is called inside each
+    batch's transaction with the codes inserted so far, `on_imported(count)` inside the last
+    one, so a job's progress commits with what it counts; a run of the same import whose
+    process was killed after `inserted_before` codes (the first of the file, its own) has
+    them taken back first, under the lock, and the file imported whole again."""
     audit.check()
     with one_creation_at_a_time(template_id):
+        if inserted_before:
+            delete_unused(_file_codes(dataset)[:inserted_before])
         template = CouponTemplate.objects.filter(pk=template_id).first()
         if template is None:
             raise TemplateNotFound()
@@ -179,7 +181,7 @@ def merchant_codes_import(
         try:
             for start in range(0, len(codes), CODES_PER_INSERT):
                 batch = codes[start : start + CODES_PER_INSERT]
-                _insert(template_id, batch)
+                _insert(template_id, batch, inserted=len(inserted), on_inserted=on_inserted)
                 inserted += batch
             _imported(
                 template_id,
@@ -187,6 +189,7 @@ def merchant_codes_import(
                 file_name=file_name,
                 audit=audit,
                 codes_only=codes_only,
+                on_imported=on_imported,
             )
         except BaseException:
             delete_unused(inserted)
@@ -194,19 +197,38 @@ def merchant_codes_import(
     return len(codes)
 
 
-def _insert(template_id: int, codes: list[str]) -> None:
+def _file_codes(dataset: tablib.Dataset) -> list[str]:
+    """The file's codes in its order, each once: what an import of it inserts, in that order."""
+    return list(dict.fromkeys(code_of_cell(value) for value in dataset["code"]))
+
+
+def _insert(
+    template_id: int,
+    codes: list[str],
+    *,
+    inserted: int,
+    on_inserted: Callable[[int], None] | None,
+) -> None:
     try:
         with transaction.atomic():
             SingleUseCode.objects.bulk_create(
                 [SingleUseCode(template_id=template_id, code=code) for code in codes]
             )
+            if on_inserted is not None:
+                on_inserted(inserted + len(codes))
     except IntegrityError as error:  # a code taken since the check (another import, a draw)
         message = _("A code of the file was added elsewhere meanwhile; check the file again.")
         raise CodesFileInvalid(fields={"file": [message]}) from error
 
 
 def _imported(
-    template_id: int, *, count: int, file_name: str, audit: StaffAudit, codes_only: bool
+    template_id: int,
+    *,
+    count: int,
+    file_name: str,
+    audit: StaffAudit,
+    codes_only: bool,
+    on_imported: Callable[[int], None] | None,
 ) -> None:
     """The import's last, short transaction, under the template's row lock: the total again
     (claims may have come in meanwhile), codes-only if so chosen, the record."""
@@ -228,6 +250,8 @@ def _imported(
                 "codes_only": template.has_single_use_codes,
             },
         )
+        if on_imported is not None:
+            on_imported(count)
 
 
 def _checked(template: CouponTemplate, dataset: tablib.Dataset) -> tuple[CodesCheck, list[str]]:
@@ -244,7 +268,7 @@ def _checked(template: CouponTemplate, dataset: tablib.Dataset) -> tuple[CodesCh
     problems = [
         RowProblem(
             line=dataset[row.number - 1][0],
-            code=_normalized(dataset[row.number - 1][1]),
+            code=code_of_cell(dataset[row.number - 1][1]),
             problem="; ".join(
                 message for messages in row.error_dict.values() for message in messages
             ),
@@ -265,77 +289,3 @@ def _checked(template: CouponTemplate, dataset: tablib.Dataset) -> tuple[CodesCh
             "unused": unused,
         }
     return CodesCheck(good=good, problems=problems, over_remaining=over), resource.accepted
-
-
-def _normalized(value: object) -> str:
-    """A cell as a code: spreadsheets give numbers for codes made of digits."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return "" if value is None else str(value).strip().upper()
-
-
-class MerchantCodeResource(resources.ModelResource):
-    """One template's codes from a file's `code` column. Every code is checked against the
-    file and the database in one pass before the rows (one query per 5,000 codes), then each
-    row is refused with its own problem or accepted; nothing is written here."""
-
-    def __init__(self, *, template_id: int):
-        super().__init__()
-        self.template_id = template_id
-        self.first_line: dict[str, int] = {}
-        self.taken: set[str] = set()
-        self.accepted: list[str] = []  # the good rows' codes, in the file's order
-
-    class Meta:
-        model = SingleUseCode
-        fields = ("code",)
-        import_id_fields = ("code",)
-        force_init_instance = True  # every row is a new code; existing ones are refused
-        use_bulk = True
-        batch_size = CODES_PER_INSERT
-        skip_diff = True
-        clean_model_instances = False  # checked here, against the whole file at once
-
-    def before_import(self, dataset, **kwargs):
-        for line, value in zip(dataset["line"], dataset["code"], strict=True):
-            self.first_line.setdefault(_normalized(value), line)
-        wanted = [code for code in self.first_line if code]
-        for start in range(0, len(wanted), CODES_PER_INSERT):
-            chunk = wanted[start : start + CODES_PER_INSERT]
-            self.taken.update(
-                SingleUseCode.objects.filter(code__in=chunk).values_list("code", flat=True)
-            )
-            self.taken.update(
-                CouponTemplate.objects.filter(code_key__in=chunk).values_list("code_key", flat=True)
-            )
-
-    def before_import_row(self, row, **kwargs):
-        code = row["code"] = _normalized(row["code"])
-        problem = self._problem(code, row["line"])
-        if problem:
-            raise ValidationError({"code": problem})
-
-    def _problem(self, code: str, line: int) -> str:
-        if not code:
-            return _("No code.")
-        if not (SINGLE_USE_CODE_MIN_LENGTH <= len(code) <= SINGLE_USE_CODE_MAX_LENGTH):
-            return _("A code has %(low)d to %(high)d characters.") % {
-                "low": SINGLE_USE_CODE_MIN_LENGTH,
-                "high": SINGLE_USE_CODE_MAX_LENGTH,
-            }
-        if not _CODE.fullmatch(code):
-            return _("Letters A-Z, digits and dashes inside only.")
-        if self.first_line[code] != line:
-            return _("Also in row %(line)d.") % {"line": self.first_line[code]}
-        if code in self.taken:
-            return _("This code exists already.")
-        return ""
-
-    def import_instance(self, instance, row, **kwargs):
-        super().import_instance(instance, row, **kwargs)
-        instance.template_id = self.template_id
-
-    def bulk_create(self, using_transactions, dry_run, raise_errors, batch_size=None, result=None):
-        """Collect instead of insert: merchant_codes_import inserts in short transactions."""
-        self.accepted += [instance.code for instance in self.create_instances]
-        self.create_instances.clear()

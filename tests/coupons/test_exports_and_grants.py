@@ -14,8 +14,7 @@ from coupons.grant_reasons import reason_key
 from coupons.models import UserCoupon
 from coupons.services import grants
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
-
-EXPORT_URL = "/admin/coupons/coupontemplate/{}/coupons.csv"
+from tests.support.staff_jobs import records_csv
 
 
 def grants_url(template) -> str:
@@ -32,10 +31,10 @@ def test_the_coupon_export_escapes_cells_a_spreadsheet_would_run(admin_site):
         UserCouponFactory(template=template, user=UserFactory(username=name))
 
     # when
-    response = admin_site.get(EXPORT_URL.format(template.pk))
+    body = records_csv(admin_site, template.pk)
 
     # then
-    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig"))))
+    rows = list(csv.reader(io.StringIO(body.decode("utf-8-sig"))))
     username = rows[0].index("username")
     assert [row[username] for row in rows[1:]] == [
         '\'=HYPERLINK("http://x")',
@@ -60,10 +59,10 @@ def test_the_coupon_export_escapes_the_template_name_grant_reason_and_granter(ad
     )
 
     # when
-    response = admin_site.get(EXPORT_URL.format(template.pk))
+    body = records_csv(admin_site, template.pk)
 
     # then
-    header, row = csv.reader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig")))
+    header, row = csv.reader(io.StringIO(body.decode("utf-8-sig")))
     cells = dict(zip(header, row, strict=True))
     assert (cells["template"], cells["grant reason"], cells["granted by"]) == (
         "'=cmd|' /C calc'!A0",

@@ -18,7 +18,6 @@ from coupons.services.merchant_codes import (
     merchant_codes_read,
 )
 from coupons.single_use_codes import SingleUseCode
-from tests.support.admin_users import VIEW_ONLY, staff_with
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, UserFactory
 
@@ -212,70 +211,6 @@ def test_an_imported_code_redeems_once_and_can_make_the_template_codes_only():
     assert UserCoupon.objects.filter(template=template, source=UserCoupon.Source.CODE).count() == 1
     template.refresh_from_db()
     assert template.has_single_use_codes is True
-
-
-# --- The admin's page: upload, preview, confirm ---------------------------------------------
-
-IMPORT_PAGE = "/admin/coupons/coupontemplate/{}/codes/import/"
-
-
-def upload(client, template, content: bytes, name: str = "codes.csv", reach: str = "keep"):
-    file = SimpleUploadedFile(name, content)
-    return client.post(IMPORT_PAGE.format(template.pk), {"file": file, "reach": reach})
-
-
-def test_the_admin_previews_each_row_then_imports_on_confirmation(client):
-    manager = staff_with(*VIEW_ONLY, "coupons.manage_codes")
-    template = CouponTemplateFactory(total=10)
-    client.force_login(manager)
-
-    preview = upload(client, template, csv_file("ADMIN-00001", "ADMIN-00002"), reach="codes_only")
-    assert preview.status_code == 200
-    assert codes_of(template) == set()  # the preview imported nothing
-    assert "2 codes can be imported." in preview.content.decode()
-    confirm = preview.context["confirm"].initial
-    done = client.post(IMPORT_PAGE.format(template.pk), confirm)
-
-    assert done.status_code == 302
-    assert codes_of(template) == {"ADMIN-00001", "ADMIN-00002"}
-    template.refresh_from_db()
-    assert template.has_single_use_codes is True
-    assert LogEntry.objects.filter(user=manager).count() == 1
-
-
-def test_the_admin_preview_names_each_bad_row_and_offers_no_confirmation(client):
-    client.force_login(staff_with(*VIEW_ONLY, "coupons.manage_codes"))
-    template = CouponTemplateFactory(total=10)
-
-    preview = upload(client, template, csv_file("GOOD-000001", "bad"), name="商家券码.csv")
-
-    page = preview.content.decode()
-    assert "Row 3 (BAD): A code has 8 to 21 characters." in page
-    # all or nothing: its good row is not called importable above "nothing was imported"
-    assert "1 row is good." in page and "can be imported" not in page
-    assert "confirm" not in preview.context
-    assert codes_of(template) == set()
-
-
-def test_a_confirmation_is_only_for_who_uploaded(client):
-    template = CouponTemplateFactory(total=10)
-    client.force_login(staff_with(*VIEW_ONLY, "coupons.manage_codes"))
-    confirm = upload(client, template, csv_file("MINE-000001")).context["confirm"].initial
-    client.force_login(staff_with(*VIEW_ONLY, "coupons.manage_codes"))
-
-    answer = client.post(IMPORT_PAGE.format(template.pk), confirm)
-
-    assert answer.status_code == 302
-    assert codes_of(template) == set()
-
-
-def test_the_import_page_needs_manage_codes(client):
-    client.force_login(staff_with(*VIEW_ONLY))
-    template = CouponTemplateFactory(total=10)
-
-    assert client.get(IMPORT_PAGE.format(template.pk)).status_code == 403
-    assert upload(client, template, csv_file("NOPE-000001")).status_code == 403
-    assert codes_of(template) == set()
 
 
 # --- The admin API ----------------------------------------------------------------------------

@@ -158,7 +158,7 @@ def test_a_grant_racing_a_pause_issues_only_before_the_pause(monkeypatch):
             user_ids=users,
             reason="race",
             granted_by_id=None,
-            on_progress=lambda done: started.set() if done == 20 else None,
+            on_batch=lambda done, _batch: started.set() if done == 20 else None,
         )
 
     def pause_mid_grant():

@@ -74,7 +74,7 @@ class Command(BaseCommand):
                     user_ids=user_ids,
                     reason=reason,
                     granted_by_id=actor.pk,
-                    on_progress=lambda done: self.stdout.write(f"  {done}/{len(user_ids)}"),
+                    on_batch=lambda done, _batch: self.stdout.write(f"  {done}/{len(user_ids)}"),
                     audit=staff_audit(actor, StaffAction.COUPONS_GRANT),
                     max_users=len(user_ids),  # the whole file: one run, one audit entry
                 )
