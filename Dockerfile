@@ -29,7 +29,7 @@ COPY --from=builder --chown=app:app /src/locale/ locale/
 # here only lets the local settings load for this one command; it is not in the final config.
 RUN DJANGO_SETTINGS_MODULE=config.settings.local SECRET_KEY=collectstatic-only \
     python manage.py collectstatic --noinput -v0 \
-    && rm -f var/db.sqlite3 && chown -R app:app var
+    && rm -f var/db.sqlite3 && mkdir -p var/media && chown -R app:app var
 USER app
 ENV DJANGO_SETTINGS_MODULE=config.settings.production \
     PYTHONUNBUFFERED=1

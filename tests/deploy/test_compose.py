@@ -72,7 +72,7 @@ def test_the_compose_file_is_valid_with_the_example_env(compose_project):
         *("app", "beat", "mariadb", "migrate", "nginx", "rabbitmq", "redis", "scheduler"),
         "worker",
     ]
-    assert sorted(volumes) == ["mariadb-data", "rabbitmq-data"]
+    assert sorted(volumes) == ["mariadb-data", "rabbitmq-data", "staff-files"]
 
 
 def test_compose_migrates_once_then_runs_app_scheduler_workers_and_nginx(compose_project):
@@ -99,6 +99,9 @@ def test_compose_migrates_once_then_runs_app_scheduler_workers_and_nginx(compose
         assert re.search(r"rabbitmq:\n\s+condition: service_healthy", queued)
         assert "CELERY_BROKER_URL: amqp://coupons:sample-broker-password@rabbitmq:5672//" in queued
     assert "- rabbitmq-data:/var/lib/rabbitmq:rw" in service("rabbitmq")
+    # Staff jobs' files: uploaded to the app, written by a worker, downloaded from the app.
+    for sharing in (app, worker):
+        assert "- staff-files:/app/var/media:rw" in sharing
     template = ROOT / "deploy" / "nginx" / "coupons.conf.template"
     assert template.exists()
     assert (
