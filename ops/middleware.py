@@ -1,6 +1,7 @@
 """Middleware of our own: cheap guards that hold for every path, the Django admin included."""
 
 import ipaddress
+import re
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -16,19 +17,25 @@ PROBES = {"/healthz": healthz, "/readyz": healthz, "/livez": livez}
 
 
 class RequestBodyLimitMiddleware:
-    """413 `too_large` for a declared Content-Length over DATA_UPLOAD_MAX_MEMORY_SIZE, before
-    anything reads the body. Bodies without a Content-Length (chunked) are bounded where they
-    are read: the API's BoundedJSONParser and Django's request.body (handler400 -> 413)."""
+    """413 `too_large` for a declared Content-Length over DATA_UPLOAD_MAX_MEMORY_SIZE (over
+    STAFF_FILE_MAX_BYTES on the staff's file upload pages, STAFF_FILE_PATHS), before anything
+    reads the body. Bodies without a Content-Length (chunked) are bounded where they are read:
+    the API's BoundedJSONParser and Django's request.body (handler400 -> 413); a staff file by
+    the service that reads it."""
 
     def __init__(self, get_response):
         self.get_response = get_response
+        self.staff_file_paths = re.compile(settings.STAFF_FILE_PATHS)
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         try:
             declared = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             declared = 0
-        if declared > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if self.staff_file_paths.match(request.path_info):
+            limit = max(limit, settings.STAFF_FILE_MAX_BYTES)
+        if declared > limit:
             return request_too_large_response()
         return self.get_response(request)
 

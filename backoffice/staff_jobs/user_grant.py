@@ -7,6 +7,7 @@ killed goes on from there."""
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils.translation import gettext as _
 
@@ -45,7 +46,10 @@ def _cells(job: StaffJob) -> list:
     if extension not in ("csv", "xlsx"):
         raise _refuse(_("A .csv or .xlsx file is required."))
     with job.upload.open("rb") as upload:
-        content = upload.read()
+        content = upload.read(settings.STAFF_FILE_MAX_BYTES + 1)
+    if len(content) > settings.STAFF_FILE_MAX_BYTES:
+        limit = settings.STAFF_FILE_MAX_BYTES
+        raise _refuse(_("At most %(bytes)d bytes.") % {"bytes": limit})
     try:
         return list(csv_rows(content) if extension == "csv" else xlsx_rows(content))
     except SpreadsheetTooLarge as refused:

@@ -103,6 +103,11 @@ WSGI_APPLICATION = "config.wsgi.application"
 
 # Bodies over 1 MiB are 413 `too_large` (SPEC section 12), wherever they are read.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("REQUEST_BODY_MAX_BYTES", 1024 * 1024))
+# But for the staff's file uploads that a worker reads (SPEC section 34: 100,000 codes or
+# users in one CSV or XLSX): these admin pages take files up to STAFF_FILE_MAX_BYTES (nginx
+# has the same exception, deploy/nginx/coupons.conf.template).
+STAFF_FILE_MAX_BYTES = int(os.environ.get("STAFF_FILE_MAX_BYTES", 8 * 1024 * 1024))
+STAFF_FILE_PATHS = r"^/admin/coupons/coupontemplate/[0-9]+/(codes/import|grant/file)/$"
 
 TEMPLATES = [
     {

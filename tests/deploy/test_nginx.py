@@ -107,6 +107,31 @@ def test_nginx_refuses_a_body_over_1_mib_in_the_error_envelope(stack):
     assert json.loads(refused.value.read())["code"] == "too_large"
 
 
+def test_nginx_passes_a_staff_file_of_up_to_8_mib_to_its_upload_page_only(stack):
+    """The import and grant-from-file pages take files up to 8 MiB (SPEC section 34); the app
+    answers them (here: 403, the form's missing CSRF token), every other path 413."""
+
+    def status(path: str, size: int) -> int:
+        request = urllib.request.Request(
+            stack.nginx + path,
+            data=b"x" * size,
+            headers={"Content-Type": "text/plain"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status
+        except urllib.error.HTTPError as refused:
+            return refused.code
+
+    two_mib = 2 * 1024 * 1024
+    assert status("/admin/coupons/coupontemplate/7/codes/import/", two_mib) == 403  # the app's
+    assert status("/admin/coupons/coupontemplate/7/grant/file/", two_mib) == 403
+    assert status("/admin/coupons/coupontemplate/7/codes/import/", 8 * 1024 * 1024 + 1) == 413
+    assert status("/admin/coupons/coupontemplate/7/change/", two_mib) == 413
+    assert status("/api/admin/coupons/7/codes/import", two_mib) == 413
+
+
 def test_nginx_answers_503_unavailable_when_gunicorn_is_down():
     with nginx_serving(f"127.0.0.1:{free_port()}") as nginx:  # nothing listens there
         with pytest.raises(urllib.error.HTTPError) as refused:
