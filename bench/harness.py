@@ -49,6 +49,7 @@ FULL = Sizes(
     mine_per_template=10,  # 10 x 1,000 templates = 10,000 coupons for one user
     read_requests=300,
     hot_row_seconds=5.0,
+    staff_job_rows=100_000,
 )
 QUICK = Sizes(
     baseline_requests=1_000,
@@ -67,6 +68,7 @@ QUICK = Sizes(
     mine_per_template=10,
     read_requests=50,
     hot_row_seconds=1.0,
+    staff_job_rows=2_000,
 )
 
 

@@ -145,6 +145,22 @@ def render(document: RunDocument) -> str:
         headers += ["req/s", "queries", "queries, small data"]
         out += ["", table(headers, read_rows)]
 
+    if results.staff_jobs:
+        jobs = results.staff_jobs
+        job_rows = [
+            [row.name, f"{row.rows:,}", fmt(row.seconds, 2), row.state, f"{row.made:,}"]
+            for row in jobs.rows
+        ]
+        headers = [
+            f"staff jobs (codes XLSX {jobs.codes_file_bytes:,} B, users CSV"
+            f" {jobs.users_file_bytes:,} B)",
+            "rows",
+            "seconds",
+            "state",
+            "made",
+        ]
+        out += ["", table(headers, job_rows)]
+
     compared = results.comparison
     if compared:
         out += ["", server_comparison(document.server.server, results, compared)]

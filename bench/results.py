@@ -25,6 +25,7 @@ class Sizes:
     mine_per_template: int
     read_requests: int
     hot_row_seconds: float  # each storm of the database-alone row (scripts/measure_hot_row.py)
+    staff_job_rows: int  # codes imported and users granted from one file each (SPEC section 34)
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,26 @@ class Reads:
 
 
 @dataclass(frozen=True)
+class StaffJobRow:
+    name: str
+    rows: int  # the codes or users of the file
+    seconds: float  # the upload and the whole job
+    state: str
+    outcome: str
+    made: int  # codes imported or coupons granted, counted in the database afterwards
+
+
+@dataclass(frozen=True)
+class StaffJobs:
+    codes_file_bytes: int
+    users_file_bytes: int
+    rows: tuple[StaffJobRow, ...]
+
+    def row(self, name: str) -> StaffJobRow | None:
+        return next((row for row in self.rows if row.name == name), None)
+
+
+@dataclass(frozen=True)
 class ServerComparison:
     """The same rows again, in the same run, under the other app server (bench.processes):
     bare DRF, the baseline, the list, the selling phase, the storm and the sold-out claims."""
@@ -244,6 +265,7 @@ class Results:
     storm_redis_stopped: ClaimRow | None = None
     scale: tuple[ScaleRow, ...] = ()
     reads: Reads | None = None
+    staff_jobs: StaffJobs | None = None
     comparison: ServerComparison | None = None
 
 

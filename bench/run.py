@@ -42,6 +42,7 @@ SCENARIOS = (
     "redis_stopped",
     "scale",
     "reads",
+    "staff_jobs",
     "compare",
 )
 
@@ -58,6 +59,7 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
         selling,
         shopper_list,
         sold_out,
+        staff_jobs,
         storm,
     )
 
@@ -83,6 +85,7 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
     stopped_row = storm.run_with_redis_stopped(harness) if wants("redis_stopped") else None
     scale_rows = scale.run(harness) if wants("scale") else ()
     reads_result = reads.run(harness) if wants("reads") else None
+    staff_jobs_result = staff_jobs.run(harness) if wants("staff_jobs") else None
     # The connections that can decide at once: every request thread.
     deciding = (os.cpu_count() or 1) * (1 if args.server == "sync" else args.threads)
     hot = limits.hot_row(harness, connections=deciding) if wants("limits") else None
@@ -102,6 +105,7 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
         storm_redis_stopped=stopped_row,
         scale=scale_rows,
         reads=reads_result,
+        staff_jobs=staff_jobs_result,
         comparison=compared,
     )
 
