@@ -266,7 +266,10 @@ METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 DATABASE_FAULT_REPORTER = "ops.database_faults.report_database_unavailable"
 HEALTH_REDIS = "coupons.issuing.coupon_counter"
 # Collectors of the apps' own vitals that /metrics gathers at each scrape (ops/vitals.py).
-METRICS_COLLECTORS = ("coupons.auto_issue.vitals.AutoIssueCollector",)
+METRICS_COLLECTORS = (
+    "coupons.auto_issue.vitals.AutoIssueCollector",
+    "backoffice.staff_jobs.vitals.StaffJobsCollector",
+)
 # The stored procedures the app calls (MySQL): /healthz is `down`, naming them to staff, while
 # one is missing (a dump restored without --routines); `manage.py restore_procedures`.
 HEALTH_REQUIRED_PROCEDURES = ("coupon_decide",)

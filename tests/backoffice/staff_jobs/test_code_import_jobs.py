@@ -3,6 +3,8 @@ runs, whose page names each bad row or offers the import; the import runs as ano
 or nothing, one per template at a time (a second refused at once, 409), cancellable, and a
 run after a killed one leaves every code exactly once and one audit entry."""
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.admin.models import LogEntry
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -16,7 +18,7 @@ from coupons.services import merchant_codes
 from coupons.single_use_codes import SingleUseCode
 from tests.coupons.test_merchant_codes import codes_of, csv_file
 from tests.support.admin_users import VIEW_ONLY, staff_with
-from tests.support.factories import CouponTemplateFactory
+from tests.support.factories import CouponTemplateFactory, UserFactory
 from tests.support.staff_jobs import finished_job, job_started_by
 
 pytestmark = pytest.mark.django_db
@@ -190,3 +192,54 @@ def test_a_cancelled_import_leaves_no_code(client, manager, monkeypatch):
     job.refresh_from_db()
     assert (job.state, job.done, job.one_at_a_time) == ("cancelled", 0, None)
     assert codes_of(template) == set()
+
+
+def test_a_lost_job_is_sent_again_and_metrics_count_the_jobs_by_state(client, manager, settings):
+    from backoffice.staff_jobs.running import staff_jobs_lost
+    from backoffice.staff_jobs.vitals import StaffJobsCollector
+
+    template = CouponTemplateFactory(total=10)
+    waiting = job_started_by(upload(client, template, csv_file("WAIT-000001")))
+    running = job_started_by(upload(client, template, csv_file("RUN-0000001")))
+    long_ago = waiting.created_at - timedelta(minutes=10)
+    StaffJob.objects.filter(pk=waiting.pk).update(created_at=long_ago)
+    StaffJob.objects.filter(pk=running.pk).update(
+        state="running", attempts=1, heartbeat_at=long_ago
+    )
+    sent: list[int] = []
+
+    staff_jobs_lost(sent.append)
+    metrics = {
+        (sample.name, tuple(sample.labels.values())): sample.value
+        for family in StaffJobsCollector().collect()
+        for sample in family.samples
+    }
+
+    assert sorted(sent) == sorted([waiting.pk, running.pk])
+    assert metrics[("coupons_staff_jobs", ("waiting",))] == 1
+    assert metrics[("coupons_staff_jobs", ("lost",))] == 1
+    assert metrics[("coupons_staff_jobs", ("running",))] == 0
+    assert metrics[("coupons_staff_jobs_oldest_waiting_seconds", ())] >= 600
+    staff_job_run(running.pk)  # the message sent again takes the lost job
+    running.refresh_from_db()
+    assert (running.state, running.attempts) == ("succeeded", 2)
+
+
+def test_the_job_list_shows_each_staff_member_their_own_jobs_and_a_superuser_all(
+    client, manager
+):
+    template = CouponTemplateFactory(total=10)
+    mine = job_started_by(upload(client, template, csv_file("MINE-000001")))
+    other = staff_with(*VIEW_ONLY, "coupons.manage_codes")
+    client.force_login(other)
+    theirs = job_started_by(upload(client, template, csv_file("THEIR-00001")))
+
+    listed = client.get("/admin/staff_jobs/staffjob/")
+    page = client.get(JOB_PAGE.format(theirs.pk)).content.decode()
+
+    assert [job.pk for job in listed.context["cl"].result_list] == [theirs.pk]
+    assert 'http-equiv="refresh"' in page and 'id="cancel-job"' in page  # waiting
+    assert client.get(f"/admin/staff_jobs/staffjob/{mine.pk}/download/").status_code == 404
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    everyone = client.get("/admin/staff_jobs/staffjob/").context["cl"].result_list
+    assert {job.pk for job in everyone} == {mine.pk, theirs.pk}
