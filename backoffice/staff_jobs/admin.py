@@ -108,6 +108,7 @@ class StaffJobAdmin(admin.ModelAdmin):
             "refresh_seconds": None if job.finished else REFRESH_SECONDS,
             "may_import": job.kind == StaffJob.Kind.CODES_PREVIEW
             and job.state == StaffJob.State.SUCCEEDED
+            and job.template_id is not None
             and job.options.get("importable"),
         }
         return TemplateResponse(request, "admin/staff_jobs/staffjob/job.html", context)
