@@ -106,6 +106,24 @@ def staff_job_cancel(job: StaffJob) -> None:
     job.refresh_from_db()
 
 
+def staff_job_files_forget() -> str | None:
+    """Delete the files of jobs finished over STAFF_JOB_FILES_KEPT_DAYS ago (codes are bearer
+    secrets, exports hold users' names); each job's row stays, saying what was done. A file
+    two jobs share (a preview's and its import's) goes once neither needs it."""
+    kept_since = clock.now() - timedelta(days=settings.STAFF_JOB_FILES_KEPT_DAYS)
+    old = StaffJob.objects.filter(finished_at__lt=kept_since).exclude(upload="", result="")
+    recent = StaffJob.objects.exclude(pk__in=old.values("pk"))
+    needed = set(recent.values_list("upload", flat=True))
+    forgotten = 0
+    for job in old:
+        for field in (job.upload, job.result):
+            if field.name and field.name not in needed:
+                field.storage.delete(field.name)
+                forgotten += 1
+        StaffJob.objects.filter(pk=job.pk).update(upload="", result="")
+    return f"staff jobs' files deleted: {forgotten}" if forgotten else None
+
+
 def staff_jobs_lost(send: Callable[[int], object]) -> str | None:
     """Send again each job whose message may be lost: waiting, or running unheard of, for
     STALE_SECONDS (a broker that lost its queue, a send that failed). A second message for a

@@ -16,3 +16,8 @@ def staff_job_run(self, job_id: int) -> str:
 @shared_task(name="staff_jobs.resend_lost")
 def staff_jobs_resend_lost() -> str | None:
     return running.staff_jobs_lost(lambda job_id: staff_job_run.delay(job_id))
+
+
+@shared_task(name="staff_jobs.forget_files")
+def staff_job_files_forget() -> str | None:
+    return running.staff_job_files_forget()

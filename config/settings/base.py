@@ -333,11 +333,14 @@ CELERY_BEAT_SCHEDULE = {
         ("automatic issues", "coupons.auto_issue_relay", 2.0),
         # Staff jobs whose message may be lost, sent again (backoffice/staff_jobs/running.py).
         ("staff jobs lost", "staff_jobs.resend_lost", 60.0),
+        ("staff jobs' old files", "staff_jobs.forget_files", 3600.0),
     ]
 }
 # A staff job running but not heard from for this long is taken as lost with its worker (a
 # killed worker's job comes back at once, by the broker's redelivery; this is the fallback).
 STAFF_JOB_STALE_SECONDS = env_float("STAFF_JOB_STALE_SECONDS", 120)
+# A finished job's files (the file sent, the export) are deleted this many days after it ended.
+STAFF_JOB_FILES_KEPT_DAYS = env_float("STAFF_JOB_FILES_KEPT_DAYS", 7)
 
 # --- Redis (advisory counters; docs/decisions/0004-redis-advisory-counters-with-versions.md) ---
 

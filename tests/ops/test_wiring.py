@@ -150,5 +150,6 @@ def test_the_scheduler_keeps_the_one_second_watches_and_beat_sends_the_rest():
         "coupon counters": ("coupons.counters_reconcile", 60, 60),
         "automatic issues": ("coupons.auto_issue_relay", 2, 2),
         "staff jobs lost": ("staff_jobs.resend_lost", 60, 60),
+        "staff jobs' old files": ("staff_jobs.forget_files", 3600, 3600),
     }
     assert {task for task, _, _ in beat.values()} <= set(app.tasks)

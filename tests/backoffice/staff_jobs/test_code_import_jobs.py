@@ -225,9 +225,7 @@ def test_a_lost_job_is_sent_again_and_metrics_count_the_jobs_by_state(client, ma
     assert (running.state, running.attempts) == ("succeeded", 2)
 
 
-def test_the_job_list_shows_each_staff_member_their_own_jobs_and_a_superuser_all(
-    client, manager
-):
+def test_the_job_list_shows_each_staff_member_their_own_jobs_and_a_superuser_all(client, manager):
     template = CouponTemplateFactory(total=10)
     mine = job_started_by(upload(client, template, csv_file("MINE-000001")))
     other = staff_with(*VIEW_ONLY, "coupons.manage_codes")
@@ -243,3 +241,29 @@ def test_the_job_list_shows_each_staff_member_their_own_jobs_and_a_superuser_all
     client.force_login(UserFactory(is_staff=True, is_superuser=True))
     everyone = client.get("/admin/staff_jobs/staffjob/").context["cl"].result_list
     assert {job.pk for job in everyone} == {mine.pk, theirs.pk}
+
+
+def test_a_finished_job_s_files_are_deleted_after_the_days_kept_and_its_row_stays(
+    client, manager, settings
+):
+    from backoffice.staff_jobs.running import staff_job_files_forget
+
+    settings.STAFF_JOB_FILES_KEPT_DAYS = 7
+    template = CouponTemplateFactory(total=10)
+    preview = finished_job(upload(client, template, csv_file("OLD-0000001")))
+    imported = finished_job(confirm(client, preview))
+    storage = preview.upload.storage
+    StaffJob.objects.filter(pk=preview.pk).update(
+        finished_at=preview.finished_at - timedelta(days=8)
+    )
+
+    assert staff_job_files_forget() is None  # its import, recent, still names the file
+    assert storage.exists(preview.upload.name)
+    StaffJob.objects.update(finished_at=preview.finished_at - timedelta(days=8))
+    assert staff_job_files_forget() == "staff jobs' files deleted: 1"
+
+    assert not storage.exists(preview.upload.name)
+    preview.refresh_from_db()
+    imported.refresh_from_db()
+    assert (preview.upload.name, imported.upload.name) == ("", "")
+    assert imported.counts == {"imported": 1}  # the row still says what was done
