@@ -195,13 +195,15 @@ def judge(results: Results) -> list[Target]:
     jobs = results.staff_jobs
     for name in ("codes preview", "codes import", "grant from a file"):
         job = jobs.row(name) if jobs else None
-        done = job is not None and job.state == "succeeded"
-        done = done and (name == "codes preview" or job.made == job.rows)
+        if job is None:
+            add(f"staff job: {name}", f"< {STAFF_JOB_MAX_SECONDS:.0f} s, all done", "-", None)
+            continue
+        done = job.state == "succeeded" and (name == "codes preview" or job.made == job.rows)
         add(
-            f"staff job: {name} of {fmt(job and job.rows)} rows",
+            f"staff job: {name} of {job.rows:,} rows",
             f"< {STAFF_JOB_MAX_SECONDS:.0f} s, all done",
-            f"{fmt(job and job.seconds)} s" + ("" if job is None or done else f", {job.state}"),
-            None if job is None else done and job.seconds < STAFF_JOB_MAX_SECONDS,
+            f"{fmt(job.seconds)} s" + ("" if done else f", {job.state}, {job.made:,} made"),
+            done and job.seconds < STAFF_JOB_MAX_SECONDS,
         )
     for family, names in (("list", ["list"]), ("mine", ["mine_first", "mine_last"])):
         present = [row for row in (reads.rows if reads else ()) if row.name in names]
