@@ -89,6 +89,11 @@ def login_account(entered: str) -> str:
     )
     if account_id is not None:
         return f"user-{account_id}"
+    return name_digest(entered)
+
+
+def name_digest(entered: str) -> str:
+    """A username as a bucket names it: folded as the database compares names, then hashed."""
     return "name-" + hashlib.sha256(username_folded(entered).encode()).hexdigest()[:32]
 
 
@@ -139,6 +144,30 @@ class LoginThrottle(BaseThrottle):
             return True
         view.login_attempt = login_attempt_of(request, username_as_the_api_authenticates(username))
         self._wait = view.login_attempt.wait
+        return self._wait is None
+
+    def wait(self) -> float | None:
+        return self._wait
+
+
+class RegisterThrottle(BaseThrottle):
+    """POST /api/auth/register: every attempt counts per client address (`register_ip`) and per
+    name tried, folded as the database compares names (`register_username`), both or neither;
+    counted in this process while Redis is away, since a registration's answer says whether a
+    name is taken (decision 1026). A username that is not a string is refused with 400 before
+    anything else and not counted."""
+
+    def allow_request(self, request, view) -> bool:
+        data = request.data
+        username = data.get(get_user_model().USERNAME_FIELD) if hasattr(data, "get") else None
+        if not isinstance(username, str):
+            self._wait = None
+            return True
+        buckets = [
+            Bucket("register_ip", client_ip(request)),
+            Bucket("register_username", name_digest(username)),
+        ]
+        self._wait = throttle_take(buckets, bounds_guessing=True).wait
         return self._wait is None
 
     def wait(self) -> float | None:

@@ -19,12 +19,14 @@ from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
 from accounts.authentication import (
     LoginSerializer,
     RevocableTokenRefreshSerializer,
+    user_facts_load,
     user_of_token,
 )
 from accounts.demo_users import DEMO_PASSWORD
-from accounts.throttles import LoginThrottle, RefreshThrottle
+from accounts.registration import RegistrationInvalid, account_register
+from accounts.throttles import LoginThrottle, RefreshThrottle, RegisterThrottle
 from api.schema import api_errors
-from api.serializers import StrictSerializer
+from api.serializers import StrictSerializer, StringField
 
 
 class NoStore:
@@ -98,6 +100,70 @@ class TokenRefreshRotatingView(NoStore, TokenRefreshView):
 
     serializer_class = RevocableTokenRefreshSerializer
     throttle_classes = [RefreshThrottle]
+
+
+class RegisterSerializer(StrictSerializer):
+    username = StringField(max_length=150)
+    password = StringField(write_only=True, trim_whitespace=False)
+
+
+class RegisteredSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    username = serializers.CharField()
+    access = serializers.CharField()
+    refresh = serializers.CharField()
+
+
+class RegisterView(NoStore, APIView):
+    """POST /api/auth/register: a shopper signs up and is signed in (SPEC section 35)."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+    throttle_classes = [RegisterThrottle]
+
+    @extend_schema(
+        summary=gettext_lazy("Sign up: a new shopper account"),
+        description="A username (letters, digits and @.+-_, up to 150) and a password under "
+        "the password rules (at least 8 characters, not common, not all digits, not like the "
+        "username) create a shopper account, which earns the sign-up coupons (注册赠券) like "
+        "any account, and answer its token pair, signed in. A taken name (whatever its case) "
+        "or a refused password is 400 `invalid` naming the field. Attempts are throttled per "
+        "address and per name tried (429), whatever their answer.",
+        request=RegisterSerializer,
+        responses={201: RegisteredSerializer},
+        examples=[
+            OpenApiExample(
+                "A new shopper",
+                request_only=True,
+                value={"username": "carol", "password": "spring-tea-2026"},
+            ),
+            OpenApiExample(
+                "Signed up and signed in",
+                response_only=True,
+                status_codes=["201"],
+                value={
+                    "id": 4,
+                    "username": "carol",
+                    "access": ACCESS_EXAMPLE,
+                    "refresh": REFRESH_EXAMPLE,
+                },
+            ),
+        ],
+    )
+    @api_errors(RegistrationInvalid)
+    def post(self, request) -> Response:
+        body = RegisterSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        user = account_register(**body.validated_data)
+        refresh = LoginSerializer.get_token(user)
+        user_facts_load([user.pk])  # its first requests are authenticated with no query
+        answer = {
+            "id": user.pk,
+            "username": user.get_username(),
+            "access": str(refresh.access_token),
+            "refresh": str(refresh),
+        }
+        return Response(answer, status=status.HTTP_201_CREATED)
 
 
 @extend_schema_serializer(examples=[REFRESH_REQUEST_EXAMPLE])

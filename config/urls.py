@@ -5,7 +5,13 @@ from django.utils.translation import gettext_lazy
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts.admin_login import throttled_admin_login
-from accounts.views import LogoutView, TokenObtainView, TokenRefreshRotatingView, me
+from accounts.views import (
+    LogoutView,
+    RegisterView,
+    TokenObtainView,
+    TokenRefreshRotatingView,
+    me,
+)
 from api.bare import bare
 from api.converters import IdConverter
 from backoffice.coupon_admin.dashboard import dashboard_view
@@ -30,6 +36,7 @@ urlpatterns = [
     path("admin/dashboard/", admin.site.admin_view(dashboard_view), name="admin-dashboard"),
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the admin's language switch
+    path("api/auth/register", RegisterView.as_view(), name="register"),
     path("api/auth/token", TokenObtainView.as_view(), name="token"),
     path("api/auth/token/refresh", TokenRefreshRotatingView.as_view(), name="token-refresh"),
     path("api/auth/logout", LogoutView.as_view(), name="logout"),

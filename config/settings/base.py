@@ -397,6 +397,10 @@ THROTTLE_RATES = {
     # typos does not lock out its users who never logged in there (decision 0632).
     "login_ip": os.environ.get("THROTTLE_LOGIN_IP", "300/min"),
     "refresh": os.environ.get("THROTTLE_REFRESH", "30/min"),  # token refreshes per user
+    # Registrations (each attempt) per client IP and per name tried: the answer says whether
+    # a name is taken, so these bound how many names anyone can test (decision 1026).
+    "register_ip": os.environ.get("THROTTLE_REGISTER_IP", "20/h"),
+    "register_username": os.environ.get("THROTTLE_REGISTER_USERNAME", "5/h"),
     "claim": os.environ.get("THROTTLE_CLAIM", "60/min"),
     "redeem": os.environ.get("THROTTLE_REDEEM", "10/min"),  # code redemptions per user
     "redeem_ip": os.environ.get("THROTTLE_REDEEM_IP", "60/min"),  # ... per client IP

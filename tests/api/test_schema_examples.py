@@ -152,6 +152,14 @@ def live_answers() -> dict[Operation, object]:
     call(
         APIClient(),
         "post",
+        "/api/auth/register",
+        "/api/auth/register",
+        201,
+        {"username": "carol", "password": "spring-tea-2026"},
+    )
+    call(
+        APIClient(),
+        "post",
         "/api/auth/token",
         "/api/auth/token",
         200,

@@ -25,6 +25,8 @@ SPEC_DEFAULTS = {
     "redeem_ip": "60/min",
     "checkout": "30/min",
     "idempotent_refusals": "20/min",
+    "register_ip": "20/h",
+    "register_username": "5/h",
 }
 
 
