@@ -12,7 +12,7 @@ per name, counted in this process while Redis is away) bound how many names anyo
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.hashers import make_password
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -33,6 +33,7 @@ def account_register(*, username: str, password: str):
     User = get_user_model()
     errors: dict[str, list[str]] = {}
     field = User._meta.get_field(User.USERNAME_FIELD)
+    assert isinstance(field, models.Field)  # a column, not a relation
     username = User.normalize_username(username.strip())
     try:
         field.run_validators(username)

@@ -156,6 +156,7 @@ class RegisterView(NoStore, APIView):
         body.is_valid(raise_exception=True)
         user = account_register(**body.validated_data)
         refresh = LoginSerializer.get_token(user)
+        assert isinstance(refresh, RefreshToken)  # simplejwt's pair login makes
         user_facts_load([user.pk])  # its first requests are authenticated with no query
         answer = {
             "id": user.pk,
