@@ -159,8 +159,10 @@ def orders_using_coupons(
 
 
 def templates_for_admin() -> QuerySet[CouponTemplate]:
-    """Templates, newest first, each with `used_count` from one correlated subquery."""
-    return CouponTemplate.objects.annotate(used_count=paid_uses_per_template()).order_by("-id")
+    """Templates, newest first, each with `used_count` from one correlated subquery and its
+    campaign joined."""
+    templates = CouponTemplate.objects.select_related("campaign")
+    return templates.annotate(used_count=paid_uses_per_template()).order_by("-id")
 
 
 def template_for_admin(template_id: int) -> CouponTemplate:

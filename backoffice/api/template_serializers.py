@@ -87,6 +87,11 @@ class TemplateSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class CampaignNamedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
 @extend_schema_serializer(
     examples=[
         OpenApiExample(
@@ -120,12 +125,17 @@ class TemplateSerializer(serializers.ModelSerializer):
                 "used_count": 0,
                 "paused_at": None,
                 "has_single_use_codes": False,
+                "campaign": None,
             },
         )
     ]
 )
 class AdminTemplateSerializer(TemplateSerializer):
     used_count = serializers.IntegerField(read_only=True)
+    campaign = serializers.SerializerMethodField(
+        help_text="The campaign whose budget its discounts draw on (SPEC section 27); null: "
+        "none. Set through the campaigns' endpoints."
+    )
     paused_at = serializers.DateTimeField(
         read_only=True,
         allow_null=True,
@@ -142,5 +152,11 @@ class AdminTemplateSerializer(TemplateSerializer):
             "used_count",
             "paused_at",
             "has_single_use_codes",
+            "campaign",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(CampaignNamedSerializer(allow_null=True))
+    def get_campaign(self, template: CouponTemplate) -> dict | None:
+        campaign = template.campaign
+        return None if campaign is None else {"id": campaign.pk, "name": campaign.name}

@@ -82,32 +82,87 @@ def terms_text(template: CouponTemplate) -> str:
     return text
 
 
-def scope_text(template: CouponTemplate, names: dict[int, str] | None = None) -> str:
-    """ "The whole store", or the categories or products by name (an id the catalog no longer
-    knows is shown as #id). `names` saves the lookup when the caller has them already."""
-    if template.scope == CouponTemplate.Scope.ALL or not template.scope_ids:
-        return str(template.get_scope_display())
+def scope_text(template: CouponTemplate, names: dict[str, dict[int, str]] | None = None) -> str:
+    """ "The whole store", or the categories or products by name, then what it leaves out and
+    whether it takes one unit: "全店通用，不含分类：厨具；仅限一件". An id the catalog no longer
+    knows is shown as #id. `names` (scope kind -> id -> name) saves the lookups when the caller
+    has them already."""
     if names is None:
-        catalog = scope_catalog()
-        names = catalog.names(scope=template.scope, ids=template.scope_ids) if catalog else {}
-    listed = "、".join(names.get(pk, f"#{pk}") for pk in template.scope_ids)
-    return _("%(scope)s: %(listed)s") % {"scope": template.get_scope_display(), "listed": listed}
+        names = catalog_names([template])
+    text = str(template.get_scope_display())
+    if template.scope != CouponTemplate.Scope.ALL and template.scope_ids:
+        listed = _listed(template.scope_ids, names.get(template.scope, {}))
+        text = _("%(scope)s: %(listed)s") % {"scope": text, "listed": listed}
+    excluded = [
+        _("%(kind)s %(listed)s") % {"kind": label, "listed": _listed(ids, names.get(kind, {}))}
+        for kind, label, ids in (
+            (CouponTemplate.Scope.CATEGORIES, _("categories"), template.excluded_category_ids),
+            (CouponTemplate.Scope.PRODUCTS, _("products"), template.excluded_product_ids),
+        )
+        if ids
+    ]
+    if excluded:
+        text = _("%(scope)s, except %(excluded)s") % {
+            "scope": text,
+            "excluded": _("; ").join(excluded),
+        }
+    if template.one_unit_only:
+        text = _("%(scope)s; one unit only") % {"scope": text}
+    return text
+
+
+def _listed(ids: Iterable[int], names: dict[int, str]) -> str:
+    return "、".join(names.get(pk, f"#{pk}") for pk in ids)
+
+
+def catalog_names(templates: Iterable[CouponTemplate]) -> dict[str, dict[int, str]]:
+    """The names of every category and product these templates name (their scope and what
+    they exclude): one catalog lookup per kind, whatever the number of templates."""
+    wanted: dict[str, set[int]] = {
+        CouponTemplate.Scope.CATEGORIES: set(),
+        CouponTemplate.Scope.PRODUCTS: set(),
+    }
+    for template in templates:
+        if template.scope in wanted:
+            wanted[template.scope].update(template.scope_ids)
+        wanted[CouponTemplate.Scope.CATEGORIES].update(template.excluded_category_ids)
+        wanted[CouponTemplate.Scope.PRODUCTS].update(template.excluded_product_ids)
+    catalog = scope_catalog()
+    return {
+        kind: catalog.names(scope=kind, ids=ids) if catalog and ids else {}
+        for kind, ids in wanted.items()
+    }
 
 
 def attach_scope_texts(templates: Iterable[CouponTemplate]) -> None:
-    """Set `scope_shown` on each template of a list page, with one catalog lookup per scope
-    kind for the whole page rather than one per row."""
+    """Set `scope_shown` on each template of a list page, with one catalog lookup per kind
+    for the whole page rather than one per row."""
     templates = list(templates)
-    catalog = scope_catalog()
-    names: dict[str, dict[int, str]] = {}
-    for scope in (CouponTemplate.Scope.CATEGORIES, CouponTemplate.Scope.PRODUCTS):
-        ids = {pk for template in templates if template.scope == scope for pk in template.scope_ids}
-        names[scope] = catalog.names(scope=scope, ids=ids) if catalog and ids else {}
+    names = catalog_names(templates)
     for template in templates:
         # The list page's own attribute, read back with getattr (coupon_admin/templates.py).
-        template.scope_shown = scope_text(  # type: ignore[attr-defined]
-            template, names.get(template.scope, {})
-        )
+        template.scope_shown = scope_text(template, names)  # type: ignore[attr-defined]
+
+
+def issued_by_text(template: CouponTemplate) -> str:
+    """How shoppers get it: by an event (sign-up, a paid order over an amount), single-use
+    codes only, the shop, or a code or a grant; and for whom, when only new customers."""
+    if template.auto_issue == CouponTemplate.AutoIssue.SIGNUP:
+        text = _("on sign-up")
+    elif template.auto_issue == CouponTemplate.AutoIssue.PAID_ORDER:
+        text = _("after a paid order")
+        if template.auto_issue_min_pay:
+            minimum = format_money(template.auto_issue_min_pay)
+            text = _("after a paid order of %(minimum)s or more") % {"minimum": minimum}
+    elif template.has_single_use_codes:
+        text = _("single-use codes only")
+    elif template.visibility == CouponTemplate.Visibility.PUBLIC:
+        text = _("shop")
+    else:
+        text = _("code or grant")
+    if template.audience == CouponTemplate.Audience.NEW_CUSTOMERS:
+        text = _("%(way)s; new customers only") % {"way": text}
+    return text
 
 
 def rate_text(rate: float | None) -> str:

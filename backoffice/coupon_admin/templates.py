@@ -20,6 +20,7 @@ from backoffice.coupon_admin.code_import import CodeImportAdmin
 from backoffice.coupon_admin.display import (
     STATE_LABELS,
     attach_scope_texts,
+    issued_by_text,
     local_datetime,
     rate_text,
     scope_text,
@@ -57,15 +58,18 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin, CodeImport
         "scope_names",
         "window",
         "issued_by",
+        "campaign_name",
         "claimed_of_total",
         "used",
         "expired",
         "redemption_rate",
         "state",
     ]
-    list_filter = [TypeFilter, StateFilter]
+    list_filter = [TypeFilter, StateFilter, "auto_issue", "audience", "campaign"]
+    list_select_related = ["campaign"]
     search_fields = ["name"]
     readonly_fields = [
+        "campaign",
         "claimed_count",
         "paused_at",
         "has_single_use_codes",
@@ -100,6 +104,11 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin, CodeImport
         "max_discount": "max_discount_money",
         "scope": None,
         "scope_ids": "scope_names",
+        # scope_names says what the scope leaves out and whether it takes one unit (they were
+        # shown as raw ids and True).
+        "excluded_product_ids": None,
+        "excluded_category_ids": None,
+        "one_unit_only": None,
     }
     FORM_DECLARED = (
         "value",
@@ -198,12 +207,11 @@ class CouponTemplateAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin, CodeImport
 
     @admin.display(description=gettext_lazy("issued by"))
     def issued_by(self, template: CouponTemplate) -> str:
-        """Where shoppers get it: the shop, a shared code, or single-use codes only."""
-        if template.has_single_use_codes:
-            return str(gettext_lazy("single-use codes only"))
-        if template.visibility == CouponTemplate.Visibility.PUBLIC:
-            return str(gettext_lazy("shop"))
-        return str(gettext_lazy("code or grant"))
+        return issued_by_text(template)
+
+    @admin.display(description=gettext_lazy("campaign"), ordering="campaign__name")
+    def campaign_name(self, template: CouponTemplate) -> str:
+        return template.campaign.name if template.campaign else "–"
 
     @admin.display(description=gettext_lazy("claimed / issue total"), ordering="claimed_count")
     def claimed_of_total(self, template: CouponTemplate) -> str:

@@ -20,7 +20,12 @@ from openpyxl import Workbook
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
 from backoffice import reports
-from backoffice.coupon_admin.display import terms_text
+from backoffice.coupon_admin.display import (
+    catalog_names,
+    issued_by_text,
+    scope_text,
+    terms_text,
+)
 from backoffice.coupon_admin.template_report import csv_lines, csv_time
 from backoffice.staff_actions import StaffAction, staff_audit
 from backoffice.staff_jobs.progress import JobRun
@@ -51,6 +56,9 @@ class TemplateListResource(TranslatedHeaders):
     id = fields.Field(attribute="id", column_name="ID", widget=number())
     name = fields.Field(attribute="name", column_name=gettext_lazy("name"))
     terms = fields.Field(column_name=gettext_lazy("terms"))
+    scope = fields.Field(column_name=gettext_lazy("scope"))
+    issued_by = fields.Field(column_name=gettext_lazy("issued by"))
+    campaign = fields.Field(attribute="campaign__name", column_name=gettext_lazy("campaign"))
     total = fields.Field(
         attribute="total", column_name=gettext_lazy("issue total"), widget=number()
     )
@@ -66,13 +74,25 @@ class TemplateListResource(TranslatedHeaders):
     class Meta:
         model = CouponTemplate
         fields = (
-            *("id", "name", "terms", "total", "claimed", "used"),
+            *("id", "name", "terms", "scope", "issued_by", "campaign", "total", "claimed", "used"),
             *("valid_from", "valid_until", "codes_only", "paused"),
         )
         export_order = fields
 
+    def __init__(self, *, names: dict[str, dict[int, str]] | None = None) -> None:
+        """`names`: the catalog's names of what the exported templates name (one lookup for
+        the whole export, display.catalog_names)."""
+        super().__init__()
+        self.names = names
+
     def dehydrate_terms(self, template) -> str:
         return terms_text(template)
+
+    def dehydrate_scope(self, template) -> str:
+        return scope_text(template, self.names)
+
+    def dehydrate_issued_by(self, template) -> str:
+        return issued_by_text(template)
 
     def dehydrate_valid_from(self, template) -> str:
         return csv_time(template.valid_from)
@@ -161,9 +181,13 @@ def templates_export(run: JobRun) -> None:
     kind = job.options.get("format", "xlsx")
     audit = staff_audit(job.started_by, StaffAction.TEMPLATES_EXPORT)
     audit.check()
-    chosen = reports.templates_with_funnel(now=clock.now()).filter(pk__in=job.template_ids)
+    chosen = (
+        reports.templates_with_funnel(now=clock.now())
+        .filter(pk__in=job.template_ids)
+        .select_related("campaign")
+    )
     run.advance(0, total=chosen.count())
-    resource = TemplateListResource()
+    resource = TemplateListResource(names=catalog_names(chosen))
     headers = resource.get_export_headers()
     with replica_reads():
         count = _write(run, kind, "coupon-templates", headers, _resource_rows(resource, chosen))

@@ -54,6 +54,7 @@ def test_publish_returns_201_with_the_template(staff_client):
         "auto_issue_min_pay": 0,
         "paused_at": None,
         "has_single_use_codes": False,
+        "campaign": None,
         "created_at": "",
         "updated_at": "",
     }

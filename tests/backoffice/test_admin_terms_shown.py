@@ -266,3 +266,74 @@ def test_the_issue_total_is_a_count_and_the_scope_is_shown_once(admin_site):
     assert field_labels(frozen).count("适用范围") == 1
     assert "指定类目的商品：茶叶" in frozen
     assert "已领取 / 发放总量" in listed
+
+
+def test_exclusions_and_one_unit_are_shown_by_name_on_the_list_the_frozen_page_and_the_export(
+    admin_site,
+):
+    """Issue 42: the list said 全店通用 for a coupon excluding 厨具, the claimed page showed
+    "排除的分类: [1]" and the export left both out."""
+    from tests.support.staff_jobs import finished_job, job_file
+
+    kitchen = Category.objects.create(name="厨具")
+    wok = Product.objects.create(name="铁锅", price=100, stock=1, category=kitchen)
+    template = CouponTemplateFactory(
+        name="九折",
+        excluded_category_ids=[kitchen.pk],
+        excluded_product_ids=[wok.pk],
+        one_unit_only=True,
+        claimed_count=1,
+    )
+    shown = "全店通用，不含类目：厨具；商品：铁锅；仅限一件"
+
+    listed = admin_site.get(LIST_URL, **ZH).content.decode()
+    frozen = admin_site.get(f"{LIST_URL}{template.pk}/change/", **ZH).content.decode()
+    export = finished_job(
+        admin_site.post(
+            LIST_URL,
+            {"action": "export_templates_csv", "_selected_action": [template.pk]},
+            **ZH,
+        )
+    )
+
+    assert f'<td class="field-scope_names">{shown}</td>' in listed
+    assert shown in frozen and "[1" not in frozen and "排除的类目和商品、仅限一件" in frozen
+    assert shown in job_file(admin_site, export).decode("utf-8-sig")
+
+
+@pytest.mark.parametrize(
+    ("fields", "shown"),
+    [
+        ({"auto_issue": "signup", "visibility": "hidden"}, "注册赠券"),
+        ({"auto_issue": "paid_order", "auto_issue_min_pay": 20000}, "满额返券（实付满 ¥200.00）"),
+        ({"auto_issue": "paid_order"}, "购物赠券"),
+        ({"visibility": "hidden"}, "兑换码或定向发放"),
+        ({"audience": "new_customers"}, "商城；仅限新客"),
+    ],
+)
+def test_the_list_says_how_each_template_is_issued_and_for_whom(admin_site, fields, shown):
+    CouponTemplateFactory(**fields)
+
+    listed = admin_site.get(LIST_URL, **ZH).content.decode()
+
+    assert f'<td class="field-issued_by">{shown}</td>' in listed
+
+
+def test_a_template_s_campaign_is_on_the_list_its_filter_its_page_and_the_admin_api(
+    admin_site, staff_client
+):
+    from tests.coupons.test_campaigns import a_campaign
+
+    sale = CouponTemplateFactory(name="双十二满减")
+    CouponTemplateFactory(name="平日券")
+    campaign = a_campaign(50_000, sale)
+
+    listed = admin_site.get(LIST_URL, **ZH).content.decode()
+    filtered = admin_site.get(f"{LIST_URL}?campaign__id__exact={campaign.pk}")
+    page = admin_site.get(f"{LIST_URL}{sale.pk}/change/").content.decode()
+    by_api = staff_client.get(f"/api/admin/coupons/{sale.pk}").json()
+
+    assert f'<td class="field-campaign_name">{campaign.name}</td>' in listed
+    assert [t.name for t in filtered.context["cl"].result_list] == ["双十二满减"]
+    assert f"/admin/coupons/campaign/{campaign.pk}/change/" in page
+    assert by_api["campaign"] == {"id": campaign.pk, "name": campaign.name}

@@ -49,10 +49,13 @@ def test_the_template_list_exports_as_xlsx_with_its_funnel_in_chinese(client):
     download = client.get(f"/admin/staff_jobs/staffjob/{job.pk}/download/")
     assert download["Content-Disposition"].startswith('attachment; filename="coupon-templates')
     header, *rows = sheet_rows(b"".join(download.streaming_content))
-    assert header[:6] == ("ID", "名称", "优惠内容", "发放总量", "已领取", "已使用")
+    assert header[:9] == (
+        *("ID", "名称", "优惠内容", "适用范围", "领取方式", "活动"),
+        *("发放总量", "已领取", "已使用"),
+    )
     assert len(rows) == 1
     # Numbers as numbers, which Excel sums (they were text); the formula as text.
-    assert rows[0][:6] == (tea.pk, "'=HYPERLINK(1)", "立减 ¥5.00", 20, 0, 0)
+    assert rows[0][:3] + rows[0][6:9] == (tea.pk, "'=HYPERLINK(1)", "立减 ¥5.00", 20, 0, 0)
     entry = LogEntry.objects.get(user=exporter)
     assert entry.object_id is None
     assert recorded_action(entry) == (StaffAction.TEMPLATES_EXPORT, {"count": 1, "format": "XLSX"})
