@@ -16,6 +16,8 @@ from django.utils.translation import gettext_lazy
 
 from backoffice.staff_actions import StaffAction, recorded_action
 from core.money import format_money
+from coupons.catalog import scope_catalog
+from coupons.models import CouponTemplate
 
 ACTION_LABELS: dict[StaffAction, Promise] = {
     StaffAction.TEMPLATE_PUBLISH: gettext_lazy("Publish a coupon template"),
@@ -175,7 +177,7 @@ def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> 
                 }
                 for field in ("name", "starts_at", "ends_at", "budget")
             )
-            templates = _("templates: %(ids)s") % {"ids": _shown(amounts["templates"])}
+            templates = _("templates: %(ids)s") % {"ids": _template_names(amounts["templates"])}
             return _("Created the campaign: %(terms)s; %(templates)s.") % {
                 "terms": terms,
                 "templates": templates,
@@ -192,7 +194,9 @@ def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> 
                 if field != "templates"
             ]
             if "templates" in amounts:
-                edits.append(_("templates: %(ids)s") % {"ids": _shown(amounts["templates"])})
+                edits.append(
+                    _("templates: %(ids)s") % {"ids": _template_names(amounts["templates"])}
+                )
             return _("Changed the campaign: %(changes)s.") % {"changes": "; ".join(edits)}
         case StaffAction.STAFF_MANAGE:
             changes = "; ".join(
@@ -226,6 +230,9 @@ def _term_shown(entry: LogEntry, field: str, value: Any, template_type: str | No
     model = entry.content_type.model_class() if entry.content_type is not None else None
     if model is None or value is None or value == "":
         return _shown(value)
+    if isinstance(value, list) and field in CATALOG_ID_LISTS:
+        kind = CATALOG_ID_LISTS[field] or _current(entry, "scope")
+        return _named(value, catalog_names(kind, value))
     money_terms = getattr(model, "money_terms", None)
     if money_terms is not None and field in money_terms(template_type):
         return format_money(int(value))
@@ -241,6 +248,31 @@ def _term_shown(entry: LogEntry, field: str, value: Any, template_type: str | No
         if moment is not None:
             return date_format(timezone.localtime(moment), "SHORT_DATETIME_FORMAT")
     return _shown(value)
+
+
+# Terms that list catalog ids, and the kind of what they name (None: the template's scope).
+CATALOG_ID_LISTS = {
+    "scope_ids": None,
+    "excluded_category_ids": "categories",
+    "excluded_product_ids": "products",
+}
+
+
+def catalog_names(kind: str | None, ids: list) -> dict[int, str]:
+    catalog = scope_catalog()
+    if catalog is None or kind not in ("categories", "products") or not ids:
+        return {}
+    return catalog.names(scope=kind, ids=[pk for pk in ids if isinstance(pk, int)])
+
+
+def _template_names(ids: list) -> str:
+    names = dict(CouponTemplate.objects.filter(pk__in=ids).values_list("pk", "name"))
+    return _named(ids, names)
+
+
+def _named(ids: list, names: dict[int, str]) -> str:
+    """Ids by name, in their order; one that no longer exists as #id."""
+    return "、".join(names.get(pk, f"#{pk}") for pk in ids) or "–"
 
 
 def _current(entry: LogEntry, field: str) -> Any:

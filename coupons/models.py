@@ -68,7 +68,7 @@ class CouponTemplate(models.Model):
     min_amount = models.PositiveBigIntegerField(
         default=0,
         help_text=_("Threshold in cents, on the eligible subtotal."),
-        verbose_name=_("min amount"),
+        verbose_name=_("minimum order"),  # as the form says it, and so the audit
     )
     max_discount = models.PositiveBigIntegerField(
         null=True,

@@ -280,12 +280,34 @@ def test_a_publish_records_every_term_in_the_forms_words(staff):
     with translation.override("zh-hans"):
         said = audit_message(entry)
 
-    for words in ("面额：¥10.00", "最低消费：¥100.00", "发放总量：500", "每人限领：2"):
+    for words in ("面额：¥10.00", "最低订单金额：¥100.00", "发放总量：500", "每人限领：2"):
         assert words in said, said
+    # The ids the terms list by name, as the form shows them (it said "适用类目或商品：1").
+    assert "：茶具" in said and f"：{tea.pk};" not in said
     assert "总额" not in said
     assert str(CouponTemplate.Audience.NEW_CUSTOMERS.label) not in said  # the English label
     with translation.override("zh-hans"):
         assert str(CouponTemplate.Audience.NEW_CUSTOMERS.label) in audit_message(entry)
+
+
+def test_an_edit_names_the_categories_and_products_it_excludes_and_one_unit_in_words(staff):
+    kitchen = Category.objects.create(name="厨具")
+    wok = Product.objects.create(name="铁锅", price=100, stock=1, category=kitchen)
+    template = CouponTemplateFactory()
+    changes = {"excluded_category_ids": [kitchen.pk], "excluded_product_ids": [wok.pk]}
+    templates.coupon_template_edit(
+        template_id=template.pk,
+        changes={**changes, "one_unit_only": True},
+        audit=staff_audit(staff, StaffAction.TEMPLATE_EDIT),
+    )
+    entry = LogEntry.objects.get(object_id=str(template.pk))
+
+    with translation.override("zh-hans"):
+        said = audit_message(entry)
+
+    assert "排除的类目：从 – 改为 厨具" in said, said
+    assert "排除的商品：从 – 改为 铁锅" in said
+    assert "仅限一件：从 否 改为 是" in said
 
 
 @pytest.mark.django_db

@@ -349,3 +349,25 @@ def test_the_audit_trail_says_a_campaign_s_budget_in_yuan(staff):
         said = audit_message(LogEntry.objects.get(user=staff))
 
     assert said == "修改了活动：优惠预算：从 不限预算 改为 ¥1,234.00。"
+
+
+@pytest.mark.django_db
+def test_the_audit_trail_names_a_campaign_s_templates(staff):
+    from backoffice.audit_messages import audit_message
+
+    now = clock.now()
+    sale, gone = CouponTemplateFactory(name="双十二满减"), CouponTemplateFactory(name="x")
+    campaign_create(
+        name="双十二",
+        starts_at=now,
+        ends_at=now + timedelta(days=1),
+        template_ids=[sale.pk, gone.pk],
+        audit=staff_audit(staff, StaffAction.CAMPAIGN_CREATE),
+    )
+    gone_id = gone.pk
+    gone.delete()
+
+    with translation.override("zh-hans"):
+        said = audit_message(LogEntry.objects.get(user=staff))
+
+    assert f"双十二满减、#{gone_id}" in said, said
