@@ -121,6 +121,14 @@ class CouponOrder:
     paid: bool = False  # paid for and not given back: the coupon counts as used
 
 
+def coupons_paid_for(coupon_ids: list[int]) -> set[int]:
+    """Those of `coupon_ids` that a paid order used (refunded ones too). One query."""
+    if not coupon_ids:
+        return set()
+    paid = Order.objects.filter(coupon_id__in=coupon_ids, status__in=PAID_STATUSES)
+    return set(paid.values_list("coupon_id", flat=True))
+
+
 def orders_using_coupons(
     *,
     template_id: int | None = None,

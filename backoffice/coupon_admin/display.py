@@ -1,17 +1,19 @@
 """How the coupon admin shows things: dates in the operator's zone, money terms in words,
 the labels of types, states and coupon statuses, and the orders app's lookup."""
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, pgettext_lazy
 
+from backoffice import reports
 from core.money import format_money
+from coupons import selectors
 from coupons.catalog import scope_catalog
 from coupons.grant_reasons import event_reason_read
-from coupons.models import CouponTemplate
+from coupons.models import CouponTemplate, UserCoupon
 
 RECENT_ROWS = 10
 
@@ -163,6 +165,19 @@ def issued_by_text(template: CouponTemplate) -> str:
     if template.audience == CouponTemplate.Audience.NEW_CUSTOMERS:
         text = _("%(way)s; new customers only") % {"way": text}
     return text
+
+
+def shown_status(coupon: UserCoupon, *, now, paid: Collection[int] | None = None) -> str:
+    """A coupon's status as the back office shows it everywhere (the records page, the coupon
+    pages, the CSV): "used" only when a paid order used it (SPEC section 20), "used, order not
+    paid" while only an unpaid order holds it, as the funnel counts it. `paid`: the coupons of
+    a whole page a paid order used (reports.coupons_paid_for), else one lookup here."""
+    status = selectors.derived_status(coupon, now=now)
+    if status != "used":
+        return status
+    if paid is None:
+        paid = reports.coupons_paid_for([coupon.pk])
+    return status if coupon.pk in paid else "used_unpaid"
 
 
 def rate_text(rate: float | None) -> str:

@@ -18,7 +18,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from backoffice import reports
 from backoffice.coupon_admin import grants
-from backoffice.coupon_admin.display import COUPON_STATUS_LABELS, local_datetime
+from backoffice.coupon_admin.display import COUPON_STATUS_LABELS, local_datetime, shown_status
 from backoffice.staff_actions import StaffAction, staff_audit, staff_may
 from backoffice.staff_jobs.errors import StaffJobBusy
 from backoffice.staff_jobs.models import StaffJob
@@ -310,11 +310,12 @@ class TemplatePagesAdmin(admin.ModelAdmin):
             else []
         ):
             orders.setdefault(order.coupon_id, []).append(order)
+        paid = reports.coupons_paid_for(ids)
         rows = [
             {
                 "coupon": coupon,
                 "source": coupon.get_source_display(),
-                "status": COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=now)],
+                "status": COUPON_STATUS_LABELS[shown_status(coupon, now=now, paid=paid)],
                 "claimed_at": local_datetime(coupon.created_at),
                 "used_at": local_datetime(coupon.used_at),
                 "orders": orders.get(coupon.pk, []),

@@ -16,6 +16,7 @@ from backoffice.coupon_admin.display import (
     local_datetime,
     rate_text,
     reason_text,
+    shown_status,
 )
 from core import clock
 from core.csv_cells import csv_row
@@ -39,6 +40,8 @@ def _template_report(template: CouponTemplate) -> dict:
     days = reports.template_activity_per_day(
         template, now=now, zone=timezone.get_current_timezone()
     )
+    recent = selectors.recent_claims(template_id=template.pk, limit=RECENT_ROWS)
+    paid = reports.coupons_paid_for([coupon.pk for coupon in recent])
     return {
         "funnel": funnel,
         "redemption_rate": rate_text(funnel.redemption_rate),
@@ -48,9 +51,9 @@ def _template_report(template: CouponTemplate) -> dict:
                 "coupon": coupon,
                 "claimed_at": local_datetime(coupon.created_at),
                 "used_at": local_datetime(coupon.used_at),
-                "status": COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=now)],
+                "status": COUPON_STATUS_LABELS[shown_status(coupon, now=now, paid=paid)],
             }
-            for coupon in selectors.recent_claims(template_id=template.pk, limit=RECENT_ROWS)
+            for coupon in recent
         ],
         "orders": [
             {
@@ -138,7 +141,7 @@ def _csv_lines(template: CouponTemplate, *, now) -> Iterator[str]:
                         coupon.user_id,
                         coupon.user.get_username(),
                         str(sources.get(coupon.source, coupon.source)),
-                        str(COUPON_STATUS_LABELS[csv_status(coupon, now=now, paid=paid)]),
+                        str(COUPON_STATUS_LABELS[shown_status(coupon, now=now, paid=paid)]),
                         csv_time(coupon.created_at),
                         csv_time(coupon.valid_until),
                         csv_time(coupon.used_at),
@@ -149,11 +152,3 @@ def _csv_lines(template: CouponTemplate, *, now) -> Iterator[str]:
                 )
             )
         last_id = ids[-1]
-
-
-def csv_status(coupon: UserCoupon, *, now, paid: set[int]) -> str:
-    """The coupon's status, "used" only when a paid order used it (SPEC section 20)."""
-    status = selectors.derived_status(coupon, now=now)
-    if status == "used" and coupon.pk not in paid:
-        return "used_unpaid"
-    return status

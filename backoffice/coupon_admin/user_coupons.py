@@ -11,10 +11,10 @@ from backoffice.coupon_admin.display import (
     RECENT_ROWS,
     local_datetime,
     reason_text,
+    shown_status,
 )
 from backoffice.coupon_admin.filters import DerivedStatusFilter
 from core import clock
-from coupons import selectors
 from coupons.models import UserCoupon
 
 
@@ -72,7 +72,17 @@ class UserCouponAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description=gettext_lazy("status"))
     def coupon_status(self, coupon: UserCoupon) -> str:
-        return str(COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=clock.now())])
+        paid = getattr(coupon, "paid_among_page", None)  # set by get_changelist_instance
+        return str(COUPON_STATUS_LABELS[shown_status(coupon, now=clock.now(), paid=paid)])
+
+    def get_changelist_instance(self, request):
+        """The page's coupons that a paid order used, in one query for the whole page."""
+        changelist = super().get_changelist_instance(request)
+        rows = list(changelist.result_list)
+        paid = reports.coupons_paid_for([coupon.pk for coupon in rows])
+        for coupon in rows:
+            coupon.paid_among_page = paid
+        return changelist
 
     @admin.display(description=gettext_lazy("grant reason"))
     def reason(self, coupon: UserCoupon) -> str:
@@ -154,7 +164,7 @@ class UserCouponInline(ReadOnlyAdminMixin, admin.TabularInline):
 
     @admin.display(description=gettext_lazy("status"))
     def coupon_status(self, coupon: UserCoupon) -> str:
-        return str(COUPON_STATUS_LABELS[selectors.derived_status(coupon, now=clock.now())])
+        return str(COUPON_STATUS_LABELS[shown_status(coupon, now=clock.now())])
 
     @admin.display(description=gettext_lazy("grant reason"))
     def reason(self, coupon: UserCoupon) -> str:

@@ -217,3 +217,24 @@ def test_the_records_ask_for_the_view_permissions_of_what_they_show(client, clai
     assert sorted(users_listed(page)) == ["alice", "bob", "carol"]
     assert "record-orders" not in page  # no order numbers without orders.view_order
     assert "record-orders" not in searched
+
+
+def test_a_coupon_an_unpaid_order_holds_is_not_called_used_on_any_page(admin_site, claims):
+    """Issue 42: the records and coupon pages said 已使用 for it, the funnel and the CSV not."""
+    bob_coupon = claims["coupons"]["bob"]
+    template = claims["template"]
+    unpaid = "已使用，订单未支付"
+
+    records = admin_site.get(f"{TEMPLATES}{template.pk}/records/", **ZH).content.decode()
+    coupon_list = admin_site.get("/admin/coupons/usercoupon/", **ZH).content.decode()
+    coupon_page = admin_site.get(
+        f"/admin/coupons/usercoupon/{bob_coupon.pk}/change/", **ZH
+    ).content.decode()
+    template_page = admin_site.get(f"{TEMPLATES}{template.pk}/change/", **ZH).content.decode()
+    order = claims["order"]
+    order_services.order_pay(user_id=order.user_id, order_id=order.pk, amount=order.pay_amount)
+    paid_records = admin_site.get(f"{TEMPLATES}{template.pk}/records/", **ZH).content.decode()
+
+    for page in (records, coupon_list, coupon_page, template_page):
+        assert unpaid in page
+    assert unpaid not in paid_records and '<td class="record-status">已使用</td>' in paid_records
