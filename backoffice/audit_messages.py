@@ -123,8 +123,9 @@ def _sentence(entry: LogEntry, action: StaffAction, amounts: dict[str, Any]) -> 
                 "count": amounts["count"],
                 "file": amounts["file"],
             }
-            if not amounts.get("codes_only"):
-                return imported
+            if not amounts.get("codes_only"):  # the staff member's choice (SPEC section 25)
+                kept = _("The template keeps its other ways in (the shop, its code).")
+                return f"{imported} {kept}"
             codes_only = _("The template is issued by single-use codes only.")
             return f"{imported} {codes_only}"
         case StaffAction.CODES_EXPORT:

@@ -92,6 +92,7 @@ def grant_from_form(
     *,
     template: CouponTemplate,
     user_ids: list[int],
+    unknown_names: int = 0,
 ) -> list[str] | None:
     """Grant through grants.coupon_grant with the form's reason, as the requesting staff
     member (the service records the run in the template's history). Returns one
@@ -109,6 +110,7 @@ def grant_from_form(
             reason=reason,
             granted_by_id=staff_id,
             audit=staff_audit(request.user, StaffAction.COUPONS_GRANT),
+            unknown_names=unknown_names,
         )
     except DomainError as error:
         details = [str(error.detail)]
@@ -157,7 +159,12 @@ def grant_to_users(
             form.add_error("users", _("Nobody to grant to; %(unknown)s.") % {"unknown": unknown})
         else:
             outcomes = grant_from_form(
-                modeladmin, request, form, template=template, user_ids=lookup.user_ids
+                modeladmin,
+                request,
+                form,
+                template=template,
+                user_ids=lookup.user_ids,
+                unknown_names=len(lookup.unknown_usernames),
             )
             if outcomes is not None:
                 if lookup.unknown_usernames:

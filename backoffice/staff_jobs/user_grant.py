@@ -35,6 +35,7 @@ class UserRows:
     user_ids: list[int]
     rows: dict[int, tuple[int, str]]  # user id: (line, as written)
     problems: list[str]
+    unknown_names: int  # rows naming nobody by that username
 
 
 def _refuse(message: str) -> TemplateInvalid:
@@ -92,9 +93,11 @@ def user_rows(job: StaffJob) -> UserRows:
     ids = _user_ids([entry for _line, entry in named])
     user_ids: list[int] = []
     rows: dict[int, tuple[int, str]] = {}
+    unknown = 0
     for line, entry in named:
         user_id = ids.get(entry)
         if user_id is None:
+            unknown += 1
             problems.append(_row_problem(line, entry, _("Nobody has this username.")))
         elif user_id in rows:
             also = _("Also in row %(line)d.") % {"line": rows[user_id][0]}
@@ -102,7 +105,7 @@ def user_rows(job: StaffJob) -> UserRows:
         else:
             rows[user_id] = (line, entry)
             user_ids.append(user_id)
-    return UserRows(user_ids, rows, problems)
+    return UserRows(user_ids, rows, problems, unknown)
 
 
 def _user_ids(entries: list[str]) -> dict[str, int]:
@@ -126,14 +129,17 @@ def grant_file(run: JobRun) -> None:
     job = run.job
     assert job.template_id is not None
     users = user_rows(job)
-    # The file's own problems, once: a run after a killed one finds them kept.
+    # The file's own problems and its unknown names, once: a run after a killed one finds them
+    # kept (counted with the grant's own unknown users, as the audit records them).
+    counts = {name: count for name, count in job.counts.items() if name in GRANT_OUTCOMES}
     first = job.done == 0 and job.problems_count == 0
-    problems = run.keep_problems(users.problems) if first else {}
-    run.advance(job.done, total=len(users.user_ids), **problems)
+    if first and users.unknown_names:
+        counts["unknown_user"] = users.unknown_names
+    file_problems = run.keep_problems(users.problems) if first else {}
+    run.advance(job.done, total=len(users.user_ids), counts=dict(counts), **file_problems)
     if not users.user_ids:
         run.finish(_("Nobody to grant to."))
         return
-    counts = {name: count for name, count in job.counts.items() if name in GRANT_OUTCOMES}
 
     def batch_done(done: int, batch: grants.GrantResult) -> None:
         problems = []

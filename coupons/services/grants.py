@@ -75,6 +75,7 @@ def coupon_grant(
     audit: StaffAudit = NOT_STAFF,
     max_users: int = MAX_GRANT_USERS,
     resumed: GrantResumed = GrantResumed(),
+    unknown_names: int = 0,
 ) -> GrantResult:
     """Staff issue a template to chosen users (at most `max_users`: the API's and the admin's
     bound; the command passes its whole file), allowed before the claim window opens but
@@ -88,7 +89,8 @@ def coupon_grant(
     date, so a run stopped midway leaves every batch's coupons with their entry. Runs its own
     transactions; `on_batch(done, batch)` is called inside each batch's, with the users decided
     so far and the batch's own outcomes, so a job's progress commits with what it counts; a
-    run `resumed` skips the users an earlier one decided and records the counts of both.
+    run `resumed` skips the users an earlier one decided and records the counts of both;
+    `unknown_names` the door could not resolve to users are recorded as unknown users too.
     The door's `audit` asks
     coupons.grant_coupons; the run is recorded with its reason and counts per outcome. Redis
     learns the higher count at the next decision (its counts may only lag below the
@@ -140,6 +142,8 @@ def coupon_grant(
             for outcome, ids in vars(batch).items():
                 getattr(result, outcome).extend(ids)
             outcomes = Counter(resumed.outcomes) + Counter(result.counts())
+            outcomes["unknown_user"] += unknown_names
+            outcomes = +outcomes  # zero counts dropped
             amounts = {"users": len(wanted), "reason": reason, "outcomes": dict(outcomes)}
             audit.record(template, amounts)  # the run's one entry, brought up to date
             if on_batch is not None:

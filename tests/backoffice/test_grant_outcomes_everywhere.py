@@ -169,3 +169,16 @@ def test_the_grant_command_records_one_entry_for_a_file_of_many_batches(
         {"users": 7, "reason": "launch", "outcomes": {"granted": 4, "sold_out": 3}}
     ]
     assert UserCoupon.objects.filter(template=template).count() == 4
+
+
+def test_the_audit_counts_the_unknown_usernames_the_admin_reported(admin_site):
+    """Issue 42: the page said "unknown usernames: ghost", the history left them out."""
+    template = CouponTemplateFactory()
+    UserFactory(username="known")
+
+    response = admin_grant(admin_site, template, "known\nghost\nphantom")
+
+    [message] = [str(m) for m in get_messages(response.wsgi_request)]
+    assert "ghost, phantom" in message
+    [run] = grant_runs(template)
+    assert run["outcomes"] == {"granted": 1, "unknown_user": 2}

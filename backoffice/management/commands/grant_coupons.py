@@ -77,6 +77,7 @@ class Command(BaseCommand):
                     on_batch=lambda done, _batch: self.stdout.write(f"  {done}/{len(user_ids)}"),
                     audit=staff_audit(actor, StaffAction.COUPONS_GRANT),
                     max_users=len(user_ids),  # the whole file: one run, one audit entry
+                    unknown_names=len(unknown_names),
                 )
             except DomainError as error:
                 raise CommandError(f"{error.detail} {error.fields or ''}".strip()) from error

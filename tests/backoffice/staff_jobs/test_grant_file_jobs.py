@@ -64,7 +64,8 @@ def test_a_file_of_ids_and_usernames_grants_and_names_each_row_that_did_not(clie
 
     assert job.state == "succeeded", job.problems
     assert holders(template) == ["alice", "bob", "carol"]
-    assert job.counts == {"granted": 2, "limit_reached": 1, "unknown_user": 1}
+    # "nobody" and the id 999999: both unknown users, as the grant itself counts them.
+    assert job.counts == {"unknown_user": 2, "granted": 2, "limit_reached": 1}
     assert (
         job.problems
         == [
@@ -79,7 +80,7 @@ def test_a_file_of_ids_and_usernames_grants_and_names_each_row_that_did_not(clie
     [entry] = LogEntry.objects.filter(user=granter)
     action, amounts = recorded_action(entry)
     assert action == StaffAction.COUPONS_GRANT
-    assert amounts["outcomes"] == {"granted": 2, "limit_reached": 1, "unknown_user": 1}
+    assert amounts["outcomes"] == {"granted": 2, "limit_reached": 1, "unknown_user": 2}
 
 
 def test_an_xlsx_of_user_ids_grants_as_a_csv_does(client, granter):
@@ -155,15 +156,15 @@ def test_a_run_after_a_killed_one_goes_on_where_it_stopped(client, granter, monk
     with pytest.raises(WorkerKilled):
         staff_job_run(job.pk)
     job.refresh_from_db()
-    assert (job.state, job.done, job.counts) == ("running", 2, {"granted": 2})
+    assert (job.state, job.done, job.counts) == ("running", 2, {"unknown_user": 1, "granted": 2})
     monkeypatch.setattr(grants, "_grant_batch", batches)
 
     staff_job_run(job.pk, redelivered=True)
 
     job.refresh_from_db()
     assert (job.state, job.attempts, job.done) == ("succeeded", 2, 5)
-    assert job.counts == {"granted": 5}
-    assert job.problems_count == 1  # the ghost row, named once
+    assert job.counts == {"unknown_user": 1, "granted": 5}  # the ghost counted once
+    assert job.problems_count == 1  # and named once
     assert holders(template) == [u.username for u in users]
     [entry] = LogEntry.objects.filter(user=granter)
-    assert recorded_action(entry)[1]["outcomes"] == {"granted": 5}
+    assert recorded_action(entry)[1]["outcomes"] == {"granted": 5, "unknown_user": 1}
