@@ -19,6 +19,11 @@ class TemplateInvalid(DomainError):
     default_detail = _("Invalid coupon template.")
 
 
+class CampaignInvalid(DomainError):
+    code = "invalid"
+    default_detail = _("Invalid campaign.")
+
+
 class CodeCountInvalid(TemplateInvalid):
     """A refused number of single-use codes: the request, not the template, is wrong."""
 

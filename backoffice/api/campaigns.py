@@ -15,7 +15,7 @@ from backoffice.staff_actions import StaffAction, StaffActionPermission, staff_a
 from core.limits import MAX_BIGINT
 from coupons.campaigns import services
 from coupons.campaigns.models import CAMPAIGN_NAME_MAX_LENGTH, Campaign
-from coupons.errors import CampaignNotFound, TemplateInvalid
+from coupons.errors import CampaignInvalid, CampaignNotFound
 
 EXAMPLE = {  # the demo's campaign
     "id": 1,
@@ -116,7 +116,7 @@ class AdminCampaignListView(GenericAPIView):
         request=CampaignInputSerializer,
         responses={201: CampaignSerializer},
     )
-    @api_errors(TemplateInvalid)
+    @api_errors(CampaignInvalid)
     def post(self, request):
         """Create a campaign (活动) with an optional budget and its templates. The discount of
         each of their coupons used at checkout is taken from the budget; a checkout it cannot
@@ -153,7 +153,7 @@ class AdminCampaignDetailView(GenericAPIView):
         request=CampaignInputSerializer,
         responses=CampaignSerializer,
     )
-    @api_errors(CampaignNotFound, TemplateInvalid)
+    @api_errors(CampaignNotFound, CampaignInvalid)
     def patch(self, request, campaign_id: int):
         """Change some of its name, dates and budget (not below what is spent), and with
         `template_ids` its templates."""

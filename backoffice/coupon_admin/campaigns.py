@@ -17,7 +17,7 @@ from core.admin_fields import MoneyField, RefusalAsFormErrorAdmin, RefusedOnSave
 from core.money import MAX_AMOUNT_CENTS, format_money
 from coupons.campaigns import services
 from coupons.campaigns.models import Campaign
-from coupons.errors import TemplateInvalid
+from coupons.errors import CampaignInvalid
 from coupons.models import CouponTemplate
 
 
@@ -138,7 +138,7 @@ class CampaignAdmin(StaffHistoryAdmin, RefusalAsFormErrorAdmin):
                     template_ids=template_ids,
                     audit=staff_audit(request.user, StaffAction.CAMPAIGN_CREATE),
                 )
-        except TemplateInvalid as error:
+        except CampaignInvalid as error:
             errors: dict[str | None, list[str]] = (
                 {
                     ("templates" if field == "template_ids" else field): messages

@@ -11,10 +11,10 @@ from typing import Any
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from core.money import MAX_AMOUNT_CENTS
+from core.money import MAX_AMOUNT_CENTS, format_money
 from core.staff_audit import NOT_STAFF, StaffAudit
 from coupons.campaigns.models import CAMPAIGN_NAME_MAX_LENGTH, Campaign
-from coupons.errors import CampaignNotFound, TemplateInvalid
+from coupons.errors import CampaignInvalid, CampaignNotFound
 from coupons.issuing import next_version, terms_change
 from coupons.models import CouponTemplate
 
@@ -57,7 +57,7 @@ def campaign_edit(
     audit.check()
     unknown = sorted(set(changes) - set(CAMPAIGN_FIELDS))
     if unknown:
-        raise TemplateInvalid(fields={field: [_("Unknown field.")] for field in unknown})
+        raise CampaignInvalid(fields={field: [_("Unknown field.")] for field in unknown})
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().filter(pk=campaign_id).first()
         if campaign is None:
@@ -65,8 +65,9 @@ def campaign_edit(
         before = {field: getattr(campaign, field) for field in CAMPAIGN_FIELDS}
         fields = _validated({**before, **changes})
         if fields["budget"] is not None and fields["budget"] < campaign.spent:
-            message = _("At least what is spent already: %(spent)s cents.")
-            raise TemplateInvalid(fields={"budget": [message % {"spent": campaign.spent}]})
+            message = _("At least what is spent already: %(spent)s.")
+            spent = format_money(campaign.spent)
+            raise CampaignInvalid(fields={"budget": [message % {"spent": spent}]})
         Campaign.objects.filter(pk=campaign_id).update(**fields)
         for field, value in fields.items():
             setattr(campaign, field, value)
@@ -106,7 +107,7 @@ def _validated(fields: dict[str, Any]) -> dict[str, Any]:
             _("Cents from 0 to %(max)d, or null for no budget.") % {"max": MAX_AMOUNT_CENTS}
         ]
     if problems:
-        raise TemplateInvalid(fields=problems)
+        raise CampaignInvalid(fields=problems)
     return {**fields, "name": name.strip()}
 
 
@@ -116,7 +117,7 @@ def _templates_set(campaign: Campaign, template_ids: Iterable[int]) -> list[int]
     wanted = sorted(set(template_ids))
     if len(wanted) > MAX_CAMPAIGN_TEMPLATES:
         message = _("At most %(count)d templates.") % {"count": MAX_CAMPAIGN_TEMPLATES}
-        raise TemplateInvalid(fields={"template_ids": [message]})
+        raise CampaignInvalid(fields={"template_ids": [message]})
     leaving = set(
         CouponTemplate.objects.filter(campaign_id=campaign.pk).values_list("pk", flat=True)
     ) - set(wanted)
@@ -124,11 +125,11 @@ def _templates_set(campaign: Campaign, template_ids: Iterable[int]) -> list[int]
         template = CouponTemplate.objects.select_for_update().filter(pk=template_id).first()
         if template is None:
             message = _("No template %(id)d.") % {"id": template_id}
-            raise TemplateInvalid(fields={"template_ids": [message]})
+            raise CampaignInvalid(fields={"template_ids": [message]})
         target = campaign.pk if template_id in wanted else None
         if template.campaign_id not in (None, campaign.pk) and target is not None:
             message = _("Template %(id)d belongs to another campaign.") % {"id": template_id}
-            raise TemplateInvalid(fields={"template_ids": [message]})
+            raise CampaignInvalid(fields={"template_ids": [message]})
         if template.campaign_id == target:
             continue
         with terms_change(template):

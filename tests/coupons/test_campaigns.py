@@ -14,7 +14,7 @@ from backoffice.staff_actions import StaffAction, recorded_action, staff_audit
 from core import clock
 from coupons.campaigns.models import Campaign
 from coupons.campaigns.services import campaign_create, campaign_edit
-from coupons.errors import BudgetExhausted, ClaimBudgetExhausted, TemplateInvalid
+from coupons.errors import BudgetExhausted, CampaignInvalid, ClaimBudgetExhausted
 from coupons.models import UserCoupon
 from coupons.services import grants
 from orders import services
@@ -201,14 +201,14 @@ def test_campaign_rules_name_the_field_and_each_change_is_recorded(staff):
     mine, theirs = CouponTemplateFactory(), CouponTemplateFactory()
     a_campaign(None, theirs)
 
-    with pytest.raises(TemplateInvalid) as backwards:
+    with pytest.raises(CampaignInvalid) as backwards:
         campaign_create(
             name="x",
             starts_at=now,
             ends_at=now - timedelta(hours=1),
             audit=staff_audit(staff, StaffAction.CAMPAIGN_CREATE),
         )
-    with pytest.raises(TemplateInvalid) as taken:
+    with pytest.raises(CampaignInvalid) as taken:
         campaign_create(
             name="x", starts_at=now, ends_at=now + timedelta(days=1), template_ids=[theirs.pk]
         )
@@ -244,7 +244,7 @@ def test_a_budget_never_goes_below_what_is_spent():
     user = UserFactory()
     checkout(user, UserCouponFactory(user=user, template=template), ProductFactory(price=3000))
 
-    with pytest.raises(TemplateInvalid) as refused:
+    with pytest.raises(CampaignInvalid) as refused:
         campaign_edit(campaign_id=campaign.pk, changes={"budget": 400})
 
     assert set(refused.value.fields) == {"budget"}
@@ -291,7 +291,24 @@ def test_the_api_names_a_bad_field_and_answers_404_for_an_unknown_campaign(staff
 
     assert backwards.status_code == 400
     assert backwards.json()["fields"] == {"ends_at": ["须晚于开始时间。"]}
+    assert backwards.json()["detail"] == "活动无效。"  # it said 优惠券模板无效
     assert unknown.status_code == 404
+
+
+@pytest.mark.django_db
+def test_a_budget_below_what_is_spent_is_refused_in_yuan(staff_client):
+    campaign = a_campaign(10_000)
+    Campaign.objects.filter(pk=campaign.pk).update(spent=3_990)
+
+    lowered = staff_client.patch(
+        f"/api/admin/campaigns/{campaign.pk}",
+        {"budget": 100},
+        format="json",
+        HTTP_ACCEPT_LANGUAGE="zh-hans",
+    )
+
+    assert lowered.status_code == 400
+    assert lowered.json()["fields"] == {"budget": ["不能低于已花费的金额：¥39.90。"]}
 
 
 @pytest.mark.django_db
