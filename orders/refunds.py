@@ -70,14 +70,11 @@ def order_refund(
         items = list(order.items.order_by("product_id"))
         units = _units_validated(items, lines)
         now = clock.now()
-        amount = 0
+        amount = refund_money(items, units)
         for item in items:  # ascending product id: the stock's lock order
             count = units.get(item.pk, 0)
             if count == 0:
                 continue
-            amount += _line_money(item, item.refunded_quantity + count) - _line_money(
-                item, item.refunded_quantity
-            )
             OrderItem.objects.filter(pk=item.pk).update(
                 refunded_quantity=F("refunded_quantity") + count
             )
@@ -162,6 +159,17 @@ def _units_validated(items: list[OrderItem], lines: dict[int, int] | None) -> di
                 }
             )
     return dict(lines)
+
+
+def refund_money(items: list[OrderItem], units: dict[int, int]) -> int:
+    """What refunding `units` (line id -> units) of these lines gives back, in cents, as
+    order_refund computes it: what the staff member is shown before confirming."""
+    return sum(
+        _line_money(item, item.refunded_quantity + units[item.pk])
+        - _line_money(item, item.refunded_quantity)
+        for item in items
+        if units.get(item.pk)
+    )
 
 
 def _line_money(item: OrderItem, units: int) -> int:

@@ -182,7 +182,11 @@ class RefundPagesAdmin(admin.ModelAdmin):
             raise Http404
         items = list(order.items.order_by("pk"))
         form = PartialRefundForm(request.POST or None, items=items)
-        if form.is_valid():
+        quote = refunds.refund_money(items, form.units()) if form.is_valid() else None
+        # The amount is shown before anything is refunded; what is confirmed is that amount
+        # (quantities changed on the confirmation page are quoted again, not refunded).
+        confirmed = quote is not None and request.POST.get("confirm") == str(quote)
+        if confirmed:
             try:
                 outcome = refunds.order_refund(
                     order_id=order.pk,
@@ -214,5 +218,7 @@ class RefundPagesAdmin(admin.ModelAdmin):
             "form": form,
             "lines": [(item, form[f"line_{item.pk}"]) for item in items],
             "left_to_refund": format_money(order.pay_amount - order.refunded_amount),
+            "quote": quote,
+            "quote_money": format_money(quote or 0),
         }
         return TemplateResponse(request, "admin/orders/order/refund.html", context)

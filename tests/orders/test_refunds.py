@@ -326,11 +326,19 @@ def test_the_admin_refunds_some_units_of_one_order_with_a_reason(client):
     change = client.get(f"/admin/orders/order/{order.pk}/change/").content.decode()
     shown = client.get(page, HTTP_ACCEPT_LANGUAGE="zh-hans")
     without_reason = client.post(page, {f"line_{line.pk}": "1", "reason": ""})
-    done = client.post(page, {f"line_{line.pk}": "2", "reason": "两件破损"})
+    two = {f"line_{line.pk}": "2", "reason": "两件破损"}
+    quoted = client.post(page, two, HTTP_ACCEPT_LANGUAGE="zh-hans")  # the amount first
+    changed = client.post(page, two | {f"line_{line.pk}": "3", "confirm": "1400"})
+    done = client.post(page, two | {"confirm": "1400"})
 
     assert page in change
     assert shown.status_code == 200 and "refund-lines" in shown.content.decode()
     assert list(without_reason.context["form"].errors) == ["reason"]
+    # Nothing is refunded before the staff member has seen how much; a confirmation whose
+    # quantities changed is quoted again.
+    assert quoted.status_code == 200 and "这些件数将退款 ¥14.00。" in quoted.content.decode()
+    assert 'value="退款 ¥14.00"' in quoted.content.decode()
+    assert changed.status_code == 200 and changed.context["quote"] == 2100
     assert done.status_code == 302
     order.refresh_from_db()
     assert (order.status, order.refunded_amount) == ("shipped", 1400)
