@@ -114,14 +114,14 @@ def staff_job_files_forget() -> str | None:
     old = StaffJob.objects.filter(finished_at__lt=kept_since).exclude(upload="", result="")
     recent = StaffJob.objects.exclude(pk__in=old.values("pk"))
     needed = set(recent.values_list("upload", flat=True))
-    forgotten = 0
+    forgotten: set[str] = set()
     for job in old:
         for field in (job.upload, job.result):
-            if field.name and field.name not in needed:
+            if field.name and field.name not in needed | forgotten:
                 field.storage.delete(field.name)
-                forgotten += 1
+                forgotten.add(field.name)
         StaffJob.objects.filter(pk=job.pk).update(upload="", result="")
-    return f"staff jobs' files deleted: {forgotten}" if forgotten else None
+    return f"staff jobs' files deleted: {len(forgotten)}" if forgotten else None
 
 
 def staff_jobs_lost(send: Callable[[int], object]) -> str | None:
