@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.exceptions import PermissionDenied
 from django.db import models
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
@@ -256,13 +258,26 @@ class OrderAdmin(RefundPagesAdmin, StaffHistoryAdmin, ReadOnlyAdmin):
 
     @admin.action(description=gettext_lazy("Cancel the selected orders"), permissions=["cancel"])
     @looks(ButtonLook.GIVE_BACK)
-    def cancel_orders(self, request, queryset) -> None:
+    def cancel_orders(self, request, queryset) -> TemplateResponse | None:
         """Through orders.services.order_cancel, as the shopper's own cancel: stock and coupon
         go back in the order's transaction. Only orders awaiting payment can be cancelled."""
         if not self.has_cancel_permission(request):
             raise PermissionDenied
+        chosen = list(queryset.order_by("pk")[: self.list_per_page])
+        if "confirm" not in request.POST:  # a page listing them first, never one click
+            return TemplateResponse(
+                request,
+                "admin/orders/order/cancel_confirmation.html",
+                {
+                    **self.admin_site.each_context(request),
+                    "title": _("Cancel orders"),
+                    "opts": self.model._meta,
+                    "orders": chosen,
+                    "rows": [(order, format_money(order.pay_amount)) for order in chosen],
+                    "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+                },
+            )
         cancelled, refused, coupons_back = [], [], 0
-        chosen = queryset.only("pk", "user_id", "coupon_id").order_by("pk")[: self.list_per_page]
         for order in chosen:
             try:
                 services.order_cancel(

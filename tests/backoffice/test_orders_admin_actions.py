@@ -33,11 +33,11 @@ def test_staff_cancel_an_order_and_stock_and_coupon_come_back(admin_site, user, 
     )
     services.order_pay(user_id=user.pk, order_id=paid.pk, amount=paid.pay_amount)
 
-    response = admin_site.post(
-        ORDERS_URL,
-        {"action": "cancel_orders", "_selected_action": [order.pk, paid.pk]},
-        follow=True,
-    )
+    chosen = {"action": "cancel_orders", "_selected_action": [order.pk, paid.pk]}
+    asked = admin_site.post(ORDERS_URL, chosen)
+    assert Order.objects.get(pk=order.pk).status == Order.Status.PENDING_PAYMENT  # not one click
+    assert asked.status_code == 200 and 'id="cancel-confirmation"' in asked.content.decode()
+    response = admin_site.post(ORDERS_URL, chosen | {"confirm": "1"}, follow=True)
 
     order.refresh_from_db()
     product.refresh_from_db()
@@ -59,7 +59,9 @@ def test_a_view_only_staff_member_cannot_cancel(client, user, now):
     client.force_login(staff_with(*VIEW_ONLY))
 
     listed = client.get(ORDERS_URL).content.decode()
-    client.post(ORDERS_URL, {"action": "cancel_orders", "_selected_action": [order.pk]})
+    client.post(
+        ORDERS_URL, {"action": "cancel_orders", "_selected_action": [order.pk], "confirm": "1"}
+    )
 
     assert 'data-name="cancel_orders"' not in listed
     assert Order.objects.get(pk=order.pk).status == Order.Status.PENDING_PAYMENT
@@ -137,7 +139,9 @@ def test_cancelling_an_order_without_a_coupon_says_no_coupon_came_back(admin_sit
     )
 
     response = admin_site.post(
-        ORDERS_URL, {"action": "cancel_orders", "_selected_action": [order.pk]}, follow=True
+        ORDERS_URL,
+        {"action": "cancel_orders", "_selected_action": [order.pk], "confirm": "1"},
+        follow=True,
     )
 
     messages = [str(message) for message in response.context["messages"]]

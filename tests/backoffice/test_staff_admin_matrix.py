@@ -91,7 +91,8 @@ OPERATIONS = {
     "cancel an order": Operation(
         frozenset({"orders.cancel_order"}),
         lambda client, w: client.post(
-            "/admin/orders/order/", {"action": "cancel_orders", "_selected_action": [w.order.pk]}
+            "/admin/orders/order/",
+            {"action": "cancel_orders", "_selected_action": [w.order.pk], "confirm": "1"},
         ),
         StaffAction.ORDER_CANCEL,
     ),

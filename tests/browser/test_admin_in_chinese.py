@@ -270,6 +270,9 @@ def test_every_admin_page_and_form_is_chinese(browser, live_server):
     english.check(page, "the template's history with the grant")
     page.goto(f"{admin}orders/order/")
     run_action(page, "cancel_orders")
+    expect(page.locator("#orders-to-cancel")).to_be_visible()  # asked first, never one click
+    english.check(page, "the cancel's confirmation page")
+    submit(page, "input[name=confirm]")
     expect(page.locator(".el-notification .el-icon-success")).to_be_visible()
     english.check(page, "the cancel action's result")
     assert Order.objects.filter(status=Order.Status.PENDING_PAYMENT).count() == 0
@@ -360,6 +363,7 @@ def test_a_view_only_staff_member_can_act_nowhere(browser, live_server):
             {
                 "action": "cancel_orders",
                 "_selected_action": str(Order.objects.order_by("pk").first().pk),
+                "confirm": "1",
             },
         ),
         (
