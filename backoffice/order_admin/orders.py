@@ -310,6 +310,7 @@ class OrderAdmin(RefundPagesAdmin, StaffHistoryAdmin, ReadOnlyAdmin):
                 % {"orders": ", ".join(f"#{pk}" for pk in refused)},
                 messages.WARNING,
             )
+        return None  # back to the list, with the messages
 
     @admin.display(description=gettext_lazy("refunded amount"), ordering="refunded_amount")
     def refunded(self, order: Order) -> str:
