@@ -112,10 +112,15 @@ def test_nginx_passes_a_staff_file_of_up_to_8_mib_to_its_upload_page_only(stack)
     answers them (here: 403, the form's missing CSRF token), every other path 413."""
 
     def status(path: str, size: int) -> int:
+        """POST a file of `size` bytes as a form sends it: the app reads the whole body (its
+        CSRF check parses the form) before it answers, so it never closes the connection on
+        a body nginx is still sending."""
+        head = b'--F\r\nContent-Disposition: form-data; name="file"; filename="f.csv"\r\n\r\n'
+        body = head + b"x" * (size - len(head) - 8) + b"\r\n--F--\r\n"
         request = urllib.request.Request(
             stack.nginx + path,
-            data=b"x" * size,
-            headers={"Content-Type": "text/plain"},
+            data=body,
+            headers={"Content-Type": "multipart/form-data; boundary=F"},
             method="POST",
         )
         try:
