@@ -132,14 +132,21 @@ def login_attempt_of(request: HttpRequest, username: str) -> LoginAttempt:
     return login_attempt_begin(username=username, ip=client_ip(request))
 
 
+def username_posted(request) -> str | None:
+    """The username a login or a sign-up posts, when it is a string (anything else is the
+    view's 400, counted nowhere)."""
+    data = request.data
+    username = data.get(get_user_model().USERNAME_FIELD) if hasattr(data, "get") else None
+    return username if isinstance(username, str) else None
+
+
 class LoginThrottle(BaseThrottle):
     """POST /api/auth/token. A username that is not a string is not counted: the view refuses
     it with 400 before any password is checked. The view gives the count back on success."""
 
     def allow_request(self, request, view) -> bool:
-        data = request.data
-        username = data.get(get_user_model().USERNAME_FIELD) if hasattr(data, "get") else None
-        if not isinstance(username, str):
+        username = username_posted(request)
+        if username is None:
             self._wait = None
             return True
         view.login_attempt = login_attempt_of(request, username_as_the_api_authenticates(username))
@@ -158,9 +165,8 @@ class RegisterThrottle(BaseThrottle):
     anything else and not counted."""
 
     def allow_request(self, request, view) -> bool:
-        data = request.data
-        username = data.get(get_user_model().USERNAME_FIELD) if hasattr(data, "get") else None
-        if not isinstance(username, str):
+        username = username_posted(request)
+        if username is None:
             self._wait = None
             return True
         buckets = [

@@ -15,6 +15,7 @@ from coupons.single_use_codes import (
     SINGLE_USE_CODE_MIN_LENGTH,
     SingleUseCode,
 )
+from coupons.spreadsheet_rows import cell_text
 
 # Codes looked up in the database per query; also the resource's batch.
 LOOKUP_BATCH = 5_000
@@ -22,10 +23,8 @@ _CODE = re.compile(ANY_SINGLE_USE_CODE)
 
 
 def code_of_cell(value: object) -> str:
-    """A cell as a code: spreadsheets give numbers for codes made of digits."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return "" if value is None else str(value).strip().upper()
+    """A cell as a code: its text, upper-cased."""
+    return cell_text(value).upper()
 
 
 class MerchantCodeResource(resources.ModelResource):

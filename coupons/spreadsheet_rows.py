@@ -37,6 +37,14 @@ def _mib(size: int) -> int:
     return -(-size // 2**20)
 
 
+def cell_text(value: object) -> str:
+    """A cell as the merchant typed it: spreadsheets give numbers for what is made of digits
+    (a code, a user id), and nothing for an empty cell."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return "" if value is None else str(value).strip()
+
+
 def csv_rows(content: bytes) -> list[list]:
     """A CSV's rows, every one read here (a malformed line raises now, not later); UTF-8
     (with or without Excel's BOM) or, as Excel saves it in China, GB18030; any line ends."""

@@ -17,6 +17,7 @@ from backoffice.coupon_admin.display import local_datetime
 from backoffice.staff_actions import StaffAction, staff_may
 from backoffice.staff_jobs.models import StaffJob
 from backoffice.staff_jobs.running import staff_job_cancel
+from core.admin_fields import ReadOnlyAdmin
 
 # The action whose permission a job's page and file need, besides being its starter's.
 ACTIONS = {
@@ -38,7 +39,7 @@ REFRESH_SECONDS = 2
 
 
 @admin.register(StaffJob)
-class StaffJobAdmin(admin.ModelAdmin):
+class StaffJobAdmin(ReadOnlyAdmin):
     list_display = ("__str__", "state", "progress", "started_by", "started_at")
     list_filter = ("state", "kind")
     list_select_related = ("template", "started_by")
@@ -53,15 +54,6 @@ class StaffJobAdmin(admin.ModelAdmin):
 
     def has_view_permission(self, request, obj=None) -> bool:
         return self.has_module_permission(request) and (obj is None or may_see(request, obj))
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.display(description=gettext_lazy("progress"))
     def progress(self, job: StaffJob) -> str:

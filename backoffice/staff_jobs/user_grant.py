@@ -18,7 +18,14 @@ from backoffice.staff_jobs.progress import JobRun
 from core.limits import is_id_text
 from coupons.errors import TemplateInvalid
 from coupons.services import grants
-from coupons.spreadsheet_rows import CELL_MAX_CHARACTERS, SpreadsheetTooLarge, csv_rows, xlsx_rows
+from coupons.services.merchant_codes import RowProblem
+from coupons.spreadsheet_rows import (
+    CELL_MAX_CHARACTERS,
+    SpreadsheetTooLarge,
+    cell_text,
+    csv_rows,
+    xlsx_rows,
+)
 
 # The column that names the users, as its header may name it.
 USER_HEADERS = ("user", "users", "username", "user id", "user_id", "id", "用户", "用户名", "用户id")
@@ -60,16 +67,9 @@ def _cells(job: StaffJob) -> list:
         raise _refuse(message) from error
 
 
-def _entry(cell: object) -> str:
-    """A cell as written: spreadsheets give numbers for ids."""
-    if isinstance(cell, float) and cell.is_integer():
-        cell = int(cell)
-    return "" if cell is None else str(cell).strip()
-
-
 def user_rows(job: StaffJob) -> UserRows:
     lines = iter(_cells(job))
-    headers = [_entry(cell).lower() for cell in next(lines, [])]
+    headers = [cell_text(cell).lower() for cell in next(lines, [])]
     column = next((i for i, header in enumerate(headers) if header in USER_HEADERS), None)
     if column is None:
         message = _("The first row must name the users' column: %(names)s.")
@@ -79,7 +79,7 @@ def user_rows(job: StaffJob) -> UserRows:
     for line, row in enumerate(lines, 2):
         if not any(cell not in (None, "") for cell in row):
             continue
-        entry = _entry(row[column]) if column < len(row) else ""
+        entry = cell_text(row[column]) if column < len(row) else ""
         if len(entry) > CELL_MAX_CHARACTERS:
             raise _refuse(_("Row %(line)d: a cell is longer than %(count)d characters.") % {
                 "line": line, "count": CELL_MAX_CHARACTERS})  # fmt: skip
@@ -121,8 +121,7 @@ def _user_ids(entries: list[str]) -> dict[str, int]:
 
 
 def _row_problem(line: int, entry: str, problem: str) -> str:
-    return _("Row %(line)d (%(code)s): %(problem)s") % {
-        "line": line, "code": entry or "–", "problem": problem}  # fmt: skip
+    return str(RowProblem(line=line, code=entry, problem=problem))
 
 
 def grant_file(run: JobRun) -> None:
