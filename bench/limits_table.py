@@ -1,6 +1,7 @@
-"""The table that sets every row against the limits measured in the same run: bare DRF (no
-authentication, no database), the baseline and the database alone on the hot row; with the
-row-lock wait per 201 and the CPU each row used."""
+"""The table that sets every row against the limits measured in the same run: DRF's empty view
+with no middleware and through the whole stack (no authentication, no database), the baseline
+and the database alone on the hot row; with the row-lock wait per 201 and the CPU each row
+used."""
 
 from bench.results import ClaimRow, Load, Results
 from bench.tables import fmt, ratio, table
@@ -14,9 +15,9 @@ def row_lock_ms_per_201(row: ClaimRow) -> float | None:
 
 
 def render(results: Results) -> str:
-    """Every throughput row against bare DRF and the baseline, with its CPU and lock wait;
-    then the database alone on the hot row."""
-    bare = results.bare_drf
+    """Every throughput row against the empty view, bare DRF and the baseline, with its CPU
+    and lock wait; then the database alone on the hot row."""
+    empty, bare = results.empty_view, results.bare_drf
     base = results.baseline
 
     def line(label: str, load: Load, row: ClaimRow | None) -> list[str]:
@@ -24,6 +25,7 @@ def render(results: Results) -> str:
         return [
             label,
             fmt(load.rps, 0),
+            fmt(ratio(load.rps, None if empty is None else empty.rps), 2),
             fmt(ratio(load.rps, None if bare is None else bare.rps), 2),
             fmt(ratio(load.rps, base.rps), 2),
             "-" if cpu is None else fmt(cpu.app, 2),
@@ -33,7 +35,9 @@ def render(results: Results) -> str:
             "-" if row is None else fmt(row_lock_ms_per_201(row), 3),
         ]
 
-    rows = [] if bare is None else [line("bare DRF GET /bench/bare", bare, None)]
+    rows = [] if empty is None else [line("empty view, no middleware", empty, None)]
+    if bare is not None:
+        rows.append(line("bare DRF, whole middleware stack", bare, None))
     rows.append(line("baseline GET /api/auth/me", base, None))
     if results.shopper_list is not None:
         rows.append(line("list GET /api/coupons", results.shopper_list, None))
@@ -45,7 +49,8 @@ def render(results: Results) -> str:
     ):
         if claim_row is not None:
             rows.append(line(label, claim_row.load, claim_row))
-    headers = ["against the limits", "req/s", "x bare", "x base", "app cores", "machine"]
+    headers = ["against the limits", "req/s", "x empty", "x bare", "x base", "app cores"]
+    headers += ["machine"]
     headers += ["app CPU ms/req", "SQL/req", "row lock ms/201"]
     out = [table(headers, rows)]
     hot = results.hot_row

@@ -179,13 +179,14 @@ def render(document: RunDocument) -> str:
 
 def server_comparison(primary: str, results: Results, compared: ServerComparison) -> str:
     """Each row under both servers: req/s, p99, app CPU per request, and each row against its
-    own server's bare DRF row (the ratio the targets judge)."""
+    own server's empty view (the ratio the targets judge)."""
     other = compared.server
 
     def load_of(row: Load | ClaimRow | None) -> Load | None:
         return row.load if isinstance(row, ClaimRow) else row
 
     pairs: list[tuple[str, Load | ClaimRow | None, Load | ClaimRow | None]] = [
+        ("empty view", results.empty_view, compared.empty_view),
         ("bare DRF", results.bare_drf, compared.bare_drf),
         ("baseline (auth/me)", results.baseline, compared.baseline),
         ("list", results.shopper_list, compared.shopper_list),
@@ -193,7 +194,7 @@ def server_comparison(primary: str, results: Results, compared: ServerComparison
         ("mixed storm", results.storm, compared.storm),
         ("sold-out", results.sold_out, compared.sold_out),
     ]
-    mine_bare, theirs_bare = load_of(results.bare_drf), load_of(compared.bare_drf)
+    mine_empty, theirs_empty = results.empty_view, compared.empty_view
     rows = []
     for name, mine_row, theirs_row in pairs:
         mine, theirs = load_of(mine_row), load_of(theirs_row)
@@ -209,11 +210,11 @@ def server_comparison(primary: str, results: Results, compared: ServerComparison
                 fmt(theirs.p99_ms),
                 fmt(mine.cpu_ms_per_answer("app"), 2),
                 fmt(theirs.cpu_ms_per_answer("app"), 2),
-                fmt(ratio(mine.rps, mine_bare.rps) if mine_bare else None, 2),
-                fmt(ratio(theirs.rps, theirs_bare.rps) if theirs_bare else None, 2),
+                fmt(ratio(mine.rps, mine_empty.rps) if mine_empty else None, 2),
+                fmt(ratio(theirs.rps, theirs_empty.rps) if theirs_empty else None, 2),
             ]
         )
     headers = ["same rows, other server", f"{primary} req/s", f"{other} req/s"]
     headers += [f"{other}/{primary}", f"{primary} p99", f"{other} p99"]
-    headers += [f"{primary} CPU ms", f"{other} CPU ms", f"{primary} x bare", f"{other} x bare"]
+    headers += [f"{primary} CPU ms", f"{other} CPU ms", f"{primary} x empty", f"{other} x empty"]
     return table(headers, rows)

@@ -250,12 +250,16 @@ class ServerComparison:
     selling: ClaimRow
     storm: ClaimRow | None = None
     sold_out: ClaimRow | None = None
+    empty_view: Load | None = None
 
 
 @dataclass(frozen=True)
 class Results:
     baseline: Load
-    bare_drf: Load | None = None  # GET /bench/bare: DRF alone, no authentication, no database
+    # GET /bench/bare: DRF's empty view (no authentication, no database) through the whole
+    # middleware stack; GET /bench/empty: the same view with no middleware at all.
+    bare_drf: Load | None = None
+    empty_view: Load | None = None
     hot_row: HotRow | None = None
     shopper_list: Load | None = None  # GET /api/coupons, a page of 20, at the baseline's load
     selling: ClaimRow | None = None

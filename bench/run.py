@@ -69,6 +69,7 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
     harness.setup()
     harness.start_app(args.server)
     base = baseline.run(harness)
+    empty = limits.empty_view(harness) if wants("limits") else None
     bare = limits.bare_drf(harness) if wants("limits") else None
     list_load = shopper_list.run(harness) if wants("list") else None
     selling_row = selling.run(harness) if wants("selling") else None
@@ -96,6 +97,7 @@ def run_scenarios(harness: Harness, args: argparse.Namespace) -> Results:
     return Results(
         baseline=base,
         bare_drf=bare,
+        empty_view=empty,
         hot_row=hot,
         shopper_list=list_load,
         selling=selling_row,

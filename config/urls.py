@@ -26,6 +26,9 @@ admin.site.site_title = gettext_lazy("Coupons admin")
 admin.site.site_url = "/api/docs/"  # "View site": the API is the site
 
 urlpatterns = [
+    # The crowd's routes first: a path is tried against each pattern in turn.
+    path("api/", include("coupons.api.urls")),
+    path("api/auth/me", me, name="me"),
     path("healthz", healthz, name="healthz"),
     path("readyz", healthz, name="readyz"),
     path("livez", livez, name="livez"),
@@ -40,8 +43,6 @@ urlpatterns = [
     path("api/auth/token", TokenObtainView.as_view(), name="token"),
     path("api/auth/token/refresh", TokenRefreshRotatingView.as_view(), name="token-refresh"),
     path("api/auth/logout", LogoutView.as_view(), name="logout"),
-    path("api/auth/me", me, name="me"),
-    path("api/", include("coupons.api.urls")),
     path("api/", include("orders.api.urls")),
     path("api/", include("backoffice.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -1,9 +1,13 @@
-"""WSGI entry point for gunicorn."""
+"""WSGI entry point for gunicorn and granian: the API on its own middleware chain
+(config/handlers.py)."""
 
 import os
 
-from django.core.wsgi import get_wsgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+django.setup(set_prefix=False)
 
-application = get_wsgi_application()
+from config.handlers import RoutedApplication  # noqa: E402  (needs the apps loaded)
+
+application = RoutedApplication()

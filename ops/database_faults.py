@@ -53,6 +53,11 @@ class DatabaseBreaker:
                 self._tripped = self._probing = False
                 database_breaker_open.set(0)
 
+    def is_closed(self) -> bool:
+        """True while no fault is being waited out: every request may use the database."""
+        with self._lock:
+            return not self._tripped
+
     def is_open(self) -> bool:
         """True while requests are being refused without trying the database."""
         with self._lock:

@@ -118,10 +118,13 @@ class ForwardedHeadersFromProxiesMiddleware:
         self.trusted = [ipaddress.ip_network(proxy) for proxy in settings.TRUSTED_PROXIES]
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        self.drop_untrusted(request)
+        return self.get_response(request)
+
+    def drop_untrusted(self, request: HttpRequest) -> None:
         if not self.from_trusted_proxy(request.META.get("REMOTE_ADDR", "")):
             for header in FORWARDED_HEADERS:
                 request.META.pop(header, None)
-        return self.get_response(request)
 
     def from_trusted_proxy(self, address: str) -> bool:
         try:

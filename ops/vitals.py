@@ -46,18 +46,29 @@ class RequestVitalsMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
-        given = request.META.get("HTTP_X_REQUEST_ID", "")
-        current = given if REQUEST_ID_PATTERN.fullmatch(given) else uuid.uuid4().hex
+        current = request_id_of(request)
         token = request_id.set(current)
         try:
             response = self.get_response(request)
         finally:
             request_id.reset(token)
-        route = route_of(request)
-        requests_total.labels(route, method_of(request), str(response.status_code)).inc()
-        request_seconds.labels(route).observe(time.perf_counter() - started)
+        answer_counted(request, response, route=route_of(request), started=started)
         response[REQUEST_ID_HEADER] = current
         return response
+
+
+def request_id_of(request: HttpRequest) -> str:
+    """The trusted proxy's X-Request-ID when it looks like one, else a new id."""
+    given = request.META.get("HTTP_X_REQUEST_ID", "")
+    return given if REQUEST_ID_PATTERN.fullmatch(given) else uuid.uuid4().hex
+
+
+def answer_counted(
+    request: HttpRequest, response: HttpResponse, *, route: str, started: float
+) -> None:
+    """The answer counted for /metrics by route pattern, method and status, and timed."""
+    requests_total.labels(route, method_of(request), str(response.status_code)).inc()
+    request_seconds.labels(route).observe(time.perf_counter() - started)
 
 
 # The methods HTTP defines; any other is counted as `other`: a label takes what a client sends,

@@ -11,6 +11,7 @@ from bench.scenarios import baseline, limits, selling, shopper_list, sold_out, s
 def run(harness: Harness, *, server: str, storm_too: bool) -> ServerComparison:
     log(f"[compare] restarting the app under {server}")
     harness.start_app(server)
+    empty = limits.empty_view(harness)
     bare = limits.bare_drf(harness)
     base = baseline.run(harness)
     listed = shopper_list.run(harness)
@@ -24,6 +25,7 @@ def run(harness: Harness, *, server: str, storm_too: bool) -> ServerComparison:
     return ServerComparison(
         server=server,
         bare_drf=bare,
+        empty_view=empty,
         baseline=base,
         shopper_list=listed,
         selling=sold,

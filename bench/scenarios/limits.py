@@ -1,8 +1,9 @@
-"""The limits every row is measured against (SPEC section 21), in the same run: bare DRF
-(GET /bench/bare on the same gunicorn: Django and DRF with no authentication, no database;
-api/bare.py) and the database alone on the hot row (scripts/measure_hot_row.py against the
-bench's own mariadbd, no app: the claim's statements and its one call, at as many connections
-as the app can have deciding at once)."""
+"""The limits every row is measured against (SPEC sections 21 and 36), in the same run: DRF's
+empty view with no middleware (GET /bench/empty on the same server, config/handlers.py), the
+same view through the whole middleware stack (GET /bench/bare; both api/bare.py: no
+authentication, no database) and the database alone on the hot row
+(scripts/measure_hot_row.py against the bench's own mariadbd, no app: the claim's statements
+and its one call, at as many connections as the app can have deciding at once)."""
 
 import json
 import os
@@ -14,17 +15,28 @@ from bench.progress import log
 from bench.results import HotRow, HotRowStorm, Load
 
 BARE_PATH = "/bench/bare"
+EMPTY_PATH = "/bench/empty"
 HOT_ROW_SCRIPT = REPO_ROOT / "scripts" / "measure_hot_row.py"
 
 
 def bare_drf(harness: Harness) -> Load:
+    """DRF's empty view through the whole middleware stack."""
+    return _empty_drf_view(harness, BARE_PATH, "bare DRF")
+
+
+def empty_view(harness: Harness) -> Load:
+    """DRF's empty view with no middleware: what the crowd's rows are judged against."""
+    return _empty_drf_view(harness, EMPTY_PATH, "empty view")
+
+
+def _empty_drf_view(harness: Harness, path: str, label: str) -> Load:
     sizes = harness.sizes
     tokens = [user.token for user in harness.users("bare", sizes.concurrency, quiet=True)]
-    log(f"[bare DRF] GET {BARE_PATH} x{sizes.baseline_requests} at c={sizes.concurrency}")
-    harness.warm_up("GET", BARE_PATH, tokens, requests=sizes.baseline_warmup)
-    load = harness.throughput("GET", BARE_PATH, tokens, requests=sizes.baseline_requests)
+    log(f"[{label}] GET {path} x{sizes.baseline_requests} at c={sizes.concurrency}")
+    harness.warm_up("GET", path, tokens, requests=sizes.baseline_warmup)
+    load = harness.throughput("GET", path, tokens, requests=sizes.baseline_requests)
     log(
-        f"[bare DRF] {load.rps:.0f} req/s, p50 {load.p50_ms:.1f} ms, p99 {load.p99_ms:.1f} ms,"
+        f"[{label}] {load.rps:.0f} req/s, p50 {load.p50_ms:.1f} ms, p99 {load.p99_ms:.1f} ms,"
         f" statuses {dict(load.statuses)}, CPU {load.cpu}"
     )
     return load

@@ -91,6 +91,19 @@ MIDDLEWARE = [
     # pages of this site frame ours (X_FRAME_OPTIONS below).
     "ops.middleware.FramesFromThisSiteOnlyMiddleware",
 ]
+# The API's chain (config/handlers.py): MIDDLEWARE in its order, without what serves only the
+# admin's pages (sessions, CSRF, authentication, messages), /static/ (WhiteNoise) and the
+# probes by address.
+API_MIDDLEWARE = [
+    "ops.middleware.ForwardedHeadersFromProxiesMiddleware",
+    "ops.vitals.RequestVitalsMiddleware",
+    "ops.middleware.RequestBodyLimitMiddleware",
+    "ops.middleware.DatabaseBreakerMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "ops.middleware.FramesFromThisSiteOnlyMiddleware",
+]
 
 # W003 names the one library we mean to replace: simpleui's tags by ops/simpleui_tags.py.
 SILENCED_SYSTEM_CHECKS = ["templates.W003"]

@@ -1,6 +1,7 @@
 """The table against the limits (bench/scenarios/limits.py, bench/limits_table.py): every row
-against bare DRF and the baseline of the same run, the row-lock wait per 201 from the
-server's counters, and the database-alone row printed from measure_hot_row.py's JSON."""
+against the empty view, bare DRF and the baseline of the same run, the row-lock wait per 201
+from the server's counters, and the database-alone row printed from measure_hot_row.py's
+JSON."""
 
 from dataclasses import replace
 
@@ -23,6 +24,7 @@ def limits_results() -> Results:
     )
     return replace(
         results,
+        empty_view=answers({"200": 1000}, rps=4444.0, work=work(0.0)),
         bare_drf=answers({"200": 1000}, rps=2222.0, work=work(0.0)),
         selling=selling,
         sold_out=claim_row(answers({"409": 5000}, rps=1000.0, work=work(0.0))),
@@ -48,12 +50,14 @@ def test_the_row_lock_wait_is_per_coupon_issued():
     assert limits_table.row_lock_ms_per_201(claim_row(answers({"409": 10}))) is None
 
 
-def test_the_table_sets_every_row_against_bare_drf_and_prints_the_database_alone():
+def test_the_table_sets_every_row_against_the_empty_view_and_prints_the_database_alone():
     text = limits_table.render(limits_results())
 
+    empty_line = next(line for line in text.splitlines() if line.startswith("empty view"))
     bare_line = next(line for line in text.splitlines() if line.startswith("bare DRF"))
     selling_line = next(line for line in text.splitlines() if line.startswith("selling phase"))
-    assert bare_line.split()[4:7] == ["2222", "1.00", "2.22"]  # req/s, x bare, x base
+    assert empty_line.split()[4:8] == ["4444", "1.00", "2.00", "4.44"]  # x empty, bare, base
+    assert bare_line.split()[5:9] == ["2222", "0.50", "1.00", "2.22"]
     assert "0.050" in selling_line.split()  # the row-lock wait per 201
     assert "1.60" in selling_line.split()  # the app's cores
     assert "one call (now), 4 conns, one template" in text

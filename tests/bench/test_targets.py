@@ -4,7 +4,7 @@ never a pass. The figures are made up; nothing here measures speed."""
 
 from dataclasses import replace
 
-from bench.results import CpuShare, HotRow, HotRowStorm, Load, Results
+from bench.results import CpuShare, HotRow, HotRowStorm, Load, Results, ServerComparison
 from bench.tables import MISS, NOT_RUN, PASS
 from bench.targets import judge
 from tests.bench.test_harness import answers, claim_row, full_results, work
@@ -32,17 +32,26 @@ def database_alone(claims_per_second: float) -> HotRow:
 def at_the_bounds() -> Results:
     """Every figure exactly at its target's bound (1 s loads: rps = answers)."""
     selling = answers({"201": 350}, work=work(1.0, pings=0.0))
-    sold_out = answers({"409": 1200}, work=work(0.0))
+    sold_out = answers({"409": 1500}, work=work(0.0))
     return replace(
         full_results(),
-        bare_drf=answers({"200": 2000}, work=work(0.0)),
+        empty_view=answers({"200": 1500}, work=work(0.0)),
         baseline=answers({"200": 1200}, p99=100.0, work=work(0.0)),
-        shopper_list=answers({"200": 900}, work=work(1.0)),
+        shopper_list=answers({"200": 750}, work=work(1.0)),
         hot_row=database_alone(1000.0),
-        selling=claim_row(with_app_cpu(selling, 0.7)),  # 2.0 ms per win
-        sold_out=claim_row(with_app_cpu(sold_out, 1.2)),  # 1.0 ms per refusal
+        selling=claim_row(with_app_cpu(selling, 0.35)),  # 1.0 ms per win
+        sold_out=claim_row(with_app_cpu(sold_out, 0.75)),  # 0.5 ms per refusal
         storm=claim_row(answers({"201": 100, "409": 260}, p99=150.0)),
         storm_redis_stopped=claim_row(answers({"201": 100, "409": 188})),
+        comparison=ServerComparison(  # granian's warm refusal at 0.6 x its empty view
+            server="granian",
+            empty_view=answers({"200": 2000}),
+            bare_drf=answers({"200": 1500}),
+            baseline=answers({"200": 1400}),
+            shopper_list=answers({"200": 900}),
+            selling=claim_row(answers({"201": 400})),
+            sold_out=claim_row(answers({"409": 1200})),
+        ),
     )
 
 
@@ -54,6 +63,7 @@ THROUGHPUT_AND_WORK = (
     "auth/me throughput",
     "shopper list throughput",
     "sold-out refusal throughput",
+    "sold-out refusal throughput, the other server",
     "selling phase claims/s",
     "mixed claim storm throughput",
     "Redis stopped storm throughput",
@@ -94,17 +104,19 @@ def test_every_target_misses_just_past_its_bound():
     selling = with_app_cpu(
         answers({"201": 349}, work=work(1.0, pings=0.06)), 0.7
     )  # 0.349 x; 2.006 ms; 1.06 round trips
-    sold_out = with_app_cpu(answers({"409": 1200}, work=work(0.06)), 1.202)
+    sold_out = with_app_cpu(answers({"409": 1500}, work=work(0.06)), 0.7515)
+    assert results.comparison is not None
 
     result = verdicts(
         replace(
             results,
-            bare_drf=answers({"200": 2001}),  # auth/me, list and sold-out just under their share
-            shopper_list=answers({"200": 900}, work=work(1.06)),
+            empty_view=answers({"200": 1501}),  # auth/me, list and sold-out just under their share
+            shopper_list=answers({"200": 750}, work=work(1.06)),
             selling=replace(results.selling, load=selling),
             sold_out=replace(results.sold_out, load=sold_out),
             storm=claim_row(answers({"201": 100, "409": 259}, p99=150.1)),
             storm_redis_stopped=claim_row(answers({"201": 100, "409": 187})),
+            comparison=replace(results.comparison, empty_view=answers({"200": 2001})),
         )
     )
 

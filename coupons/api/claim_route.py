@@ -1,0 +1,174 @@
+"""The claim's lean route (decision 1027, SPEC section 36): POST /api/coupons/{id}/claim with a
+Bearer token and nothing else to read is answered here, in front of Django's handler, URL
+resolution and DRF's dispatch, which cost a warm refusal more than the refusal itself.
+
+It is the same claim (`issuing.coupon_claim`, as CouponClaimView calls it), answered through
+the same pieces: the forwarded headers, the request id and metrics (ops), the API
+stack's middleware's own checks and headers (security, language, host, frames), the token
+check, the exception handler and renderer. Anything it does not take as it stands goes to
+the API stack untouched, before anything is counted: another method or path, an
+Idempotency-Key, a body, an Accept other than JSON, a token that does not validate, a Host
+we do not serve, a redirect to https, the database breaker not closed.
+tests/config/test_api_handler.py sends each request both ways and compares the answers byte
+for byte."""
+
+import re
+import time
+
+from django.core import signals
+from django.core.exceptions import DisallowedHost
+from django.core.handlers.wsgi import WSGIRequest
+from django.http import HttpResponseBase
+from django.middleware.common import CommonMiddleware
+from django.middleware.locale import LocaleMiddleware
+from django.middleware.security import SecurityMiddleware
+from django.urls import resolve, set_script_prefix
+from django.utils.log import log_response
+from rest_framework import exceptions
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
+
+from accounts.authentication import TokenBearer, token_user_id
+from api.converters import IdConverter
+from api.exceptions import api_exception_handler
+from api.idempotency import KEY_HEADER
+from core import clock
+from coupons import issuing
+from coupons.api.claim_authentication import ClaimAuthentication
+from coupons.api.serializers import user_coupon_data
+from coupons.api.views import CouponClaimView
+from ops.database_faults import breaker
+from ops.log_filters import request_id
+from ops.middleware import ForwardedHeadersFromProxiesMiddleware, FramesFromThisSiteOnlyMiddleware
+from ops.vitals import REQUEST_ID_HEADER, answer_counted, request_id_of
+
+PREFIX, SUFFIX = "/api/coupons/", "/claim"
+ID_PATTERN = re.compile(IdConverter.regex)  # the route's own converter
+IDEMPOTENCY_KEY_META = "HTTP_" + KEY_HEADER.upper().replace("-", "_")
+# Accept headers that choose JSON as DRF's negotiation would (absent: any).
+JSON_ACCEPTED = frozenset({"", "*/*", "application/json"})
+
+
+def claim_path(path_info: str) -> bool:
+    return path_info.startswith(PREFIX) and path_info.endswith(SUFFIX)
+
+
+class ClaimRoute:
+    """A WSGI application for the claim; `fallback` (the API stack) answers what it leaves."""
+
+    def __init__(self, fallback) -> None:
+        self.fallback = fallback
+
+        def unused(request):  # the middleware's own chain is never called from here
+            raise AssertionError("ClaimRoute calls only process_request and process_response")
+
+        self.forwarded = ForwardedHeadersFromProxiesMiddleware(unused)
+        self.security = SecurityMiddleware(unused)
+        self.locale = LocaleMiddleware(unused)
+        self.common = CommonMiddleware(unused)
+        self.frames = FramesFromThisSiteOnlyMiddleware(unused)
+        self.authentication = ClaimAuthentication()
+        self.view = CouponClaimView()
+        self.allowed = ", ".join(self.view.allowed_methods)
+        self.route = resolve(f"{PREFIX}1{SUFFIX}").route
+        self.renderer = JSONRenderer()
+
+    def __call__(self, environ, start_response):
+        template_id = self._template_id(environ)
+        token = None if template_id is None else self._token(environ)
+        if token is None:
+            return self.fallback(environ, start_response)
+        request = WSGIRequest(environ)
+        self.forwarded.drop_untrusted(request)
+        if not self._taken_as_it_stands(request):
+            return self.fallback(environ, start_response)
+        set_script_prefix(environ.get("SCRIPT_NAME", ""))
+        signals.request_started.send(sender=self.__class__, environ=environ)
+        started = time.perf_counter()
+        current = request_id_of(request)
+        context_token = request_id.set(current)
+        try:
+            self.locale.process_request(request)
+            response = self._claim(request, template_id, token)
+        finally:
+            request_id.reset(context_token)
+        response = self.frames.process_response(request, response)
+        response = self.common.process_response(request, response)
+        response = self.locale.process_response(request, response)
+        response = self.security.process_response(request, response)
+        answer_counted(request, response, route=self.route, started=started)
+        response[REQUEST_ID_HEADER] = current
+        return self._started(request, response, start_response)
+
+    def _template_id(self, environ) -> int | None:
+        """The template of a claim this route may take, None for anything else."""
+        path_info = environ.get("PATH_INFO", "")
+        if not (environ.get("REQUEST_METHOD") == "POST" and claim_path(path_info)):
+            return None
+        if environ.get(IDEMPOTENCY_KEY_META) is not None or environ.get("HTTP_TRANSFER_ENCODING"):
+            return None
+        if environ.get("CONTENT_LENGTH", "") not in ("", "0"):
+            return None
+        if environ.get("HTTP_ACCEPT", "") not in JSON_ACCEPTED or not breaker.is_closed():
+            return None
+        digits = path_info[len(PREFIX) : -len(SUFFIX)]
+        return int(digits) if ID_PATTERN.fullmatch(digits) else None
+
+    def _token(self, environ):
+        """The Bearer token, validated (signature, expiry, user claim), or None."""
+        header = environ.get("HTTP_AUTHORIZATION", "").encode("iso-8859-1")
+        raw_token = self.authentication.get_raw_token(header) if header else None
+        if raw_token is None:
+            return None
+        try:
+            token = self.authentication.get_validated_token(raw_token)
+            token_user_id(token)
+        except (InvalidToken, TokenError, exceptions.AuthenticationFailed):
+            return None
+        return token
+
+    def _taken_as_it_stands(self, request) -> bool:
+        """The security and common middleware's checks pass with no answer of their own."""
+        try:
+            return (
+                self.security.process_request(request) is None
+                and self.common.process_request(request) is None
+            )
+        except DisallowedHost:
+            return False
+
+    def _claim(self, request, template_id: int, token) -> HttpResponseBase:
+        user_id = token_user_id(token)
+        try:
+            coupon = issuing.coupon_claim(
+                template_id=template_id,
+                user_id=user_id,
+                bearer=TokenBearer(token=token, user_id=user_id),
+                effect_record=None,
+            )
+            response = Response(user_coupon_data(coupon, now=clock.now()), status=201)
+        except Exception as error:
+            if isinstance(error, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
+                error.auth_header = self.authentication.authenticate_header(request)  # type: ignore[union-attr]
+            response = api_exception_handler(error, {"view": self.view, "request": request})
+        response.accepted_renderer = self.renderer
+        response.accepted_media_type = self.renderer.media_type
+        response.renderer_context = {}  # type: ignore[attr-defined]
+        response["Allow"] = self.allowed
+        response.render()
+        if response.status_code >= 400:
+            log_response("%s: %s", response.reason_phrase, request.path, response=response)
+        return response
+
+    def _started(self, request, response, start_response):
+        """As Django's WSGIHandler hands an answer to the server."""
+        response._handler_class = self.__class__
+        response._resource_closers.append(request.close)
+        status = f"{response.status_code} {response.reason_phrase}"
+        headers = [
+            *response.items(),
+            *(("Set-Cookie", cookie.output(header="")) for cookie in response.cookies.values()),
+        ]
+        start_response(status, headers)
+        return response

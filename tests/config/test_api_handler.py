@@ -1,0 +1,278 @@
+"""The API's own middleware chain and the claim's lean route (config/handlers.py,
+coupons/api/claim_route.py, decision 1027): every request sent to the whole stack, the API
+stack and (a claim) the lean route gets the same answer, status, headers and body byte for
+byte (the request id, new for each answer, aside), and the chain leaves out only what no API
+view uses."""
+
+import io
+import json
+import re
+import wsgiref.util
+from contextlib import contextmanager
+
+import pytest
+from django.conf import settings
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from django.urls import URLPattern, URLResolver, get_resolver
+from rest_framework.views import APIView
+from rest_framework_simplejwt.tokens import AccessToken
+
+from config.handlers import RoutedApplication, serves_on_the_api_stack
+from coupons.api.claim_route import claim_path
+from ops.database_faults import breaker
+from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
+from tests.support.helpers import claim_url
+from tests.support.metrics import scrape
+
+pytestmark = pytest.mark.django_db
+
+LEFT_OUT = {
+    "ops.middleware.HealthzByAddressMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+}
+REQUEST_ID = re.compile(r"[0-9a-f]{32}")
+
+
+@contextmanager
+def connection_kept_across_requests():
+    """As Django's test client does: a request's end closes no connection, so the test's
+    transaction lives on across the calls."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
+def answer_of(handler, method: str, path: str, body: bytes = b"", **headers) -> tuple:
+    """Call a WSGI handler as gunicorn does: (status line, headers but the request id, body)."""
+    environ: dict = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path.split("?")[0],
+        "QUERY_STRING": path.partition("?")[2],
+        "HTTP_HOST": "localhost",
+        "CONTENT_LENGTH": str(len(body)),
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": io.StringIO(),
+        **headers,
+    }
+    wsgiref.util.setup_testing_defaults(environ)
+    started: dict = {}
+
+    def start_response(status, response_headers, exc_info=None):
+        started["status"], started["headers"] = status, response_headers
+
+    with connection_kept_across_requests():
+        content = b"".join(handler(environ, start_response))
+    request_ids = [value for name, value in started["headers"] if name == "X-Request-ID"]
+    assert len(request_ids) == 1 and REQUEST_ID.fullmatch(request_ids[0])
+    others = sorted((name, value) for name, value in started["headers"] if name != "X-Request-ID")
+    return started["status"], others, content
+
+
+@pytest.fixture
+def app():
+    return RoutedApplication()
+
+
+def bearer(user) -> dict:
+    return {"HTTP_AUTHORIZATION": f"Bearer {AccessToken.for_user(user)}"}
+
+
+def both_ways(app, method: str, path: str, body: bytes = b"", **headers) -> tuple:
+    """The answer through the API stack and the claim route, each held equal to the whole
+    stack's."""
+    assert serves_on_the_api_stack(path.split("?")[0])
+    whole = answer_of(app.whole_stack, method, path, body, **headers)
+    lean = answer_of(app.api_stack, method, path, body, **headers)
+    assert lean == whole
+    if claim_path(path.split("?")[0]):
+        assert answer_of(app.claim_route, method, path, body, **headers) == whole
+    return lean
+
+
+def test_the_api_chain_is_the_whole_chain_in_order_without_what_serves_only_pages():
+    assert settings.API_MIDDLEWARE == [m for m in settings.MIDDLEWARE if m not in LEFT_OUT]
+
+
+def api_views(resolver: URLResolver, prefix: str = "/") -> list[tuple[str, object]]:
+    found = []
+    for pattern in resolver.url_patterns:
+        route = prefix + str(pattern.pattern)
+        if isinstance(pattern, URLResolver):
+            found += api_views(pattern, route)
+        elif isinstance(pattern, URLPattern) and serves_on_the_api_stack(route):
+            found.append((route, pattern.callback))
+    return found
+
+
+def test_every_view_on_the_api_stack_is_drf_s_so_none_needs_sessions_csrf_or_the_user():
+    views = api_views(get_resolver())
+    assert len(views) > 20
+    not_drf = [route for route, view in views if not issubclass(view.cls, APIView)]
+    assert not_drf == []
+
+
+def test_a_claim_answers_the_same_either_way(app, frozen_now):
+    sold_out = CouponTemplateFactory(total=1)
+    UserCouponFactory(template=sold_out)
+    open_one = CouponTemplateFactory(total=100, per_user_limit=1)
+    shopper, first, second, third = UserFactory(), UserFactory(), UserFactory(), UserFactory()
+    UserCouponFactory(template=open_one, user=shopper)
+
+    status, _, body = both_ways(app, "POST", claim_url(sold_out), **bearer(shopper))
+    assert status.startswith("409") and b'"sold_out"' in body
+    status, _, body = both_ways(app, "POST", claim_url(open_one), **bearer(shopper))
+    assert status.startswith("409") and b'"limit_reached"' in body
+    chinese = {"HTTP_ACCEPT_LANGUAGE": "zh-hans", **bearer(shopper)}
+    status, headers, _ = both_ways(app, "POST", claim_url(sold_out), **chinese)
+    assert ("Content-Language", "zh-hans") in headers
+
+    # A win each way, by three users: the same answer but the coupon's own id, user and clock.
+    ways = ((app.whole_stack, first), (app.api_stack, second), (app.claim_route, third))
+    won = [
+        answer_of(handler, "POST", claim_url(open_one), **bearer(user)) for handler, user in ways
+    ]
+    assert won[0][0].startswith("201")
+    assert [(status, headers) for status, headers, _ in won] == [won[0][:2]] * 3
+    bodies = [json.loads(body) for _, _, body in won]
+    assert [body.pop("user_id") for body in bodies] == [first.pk, second.pk, third.pk]
+    assert len({body.pop("id") for body in bodies}) == 3
+    for body in bodies:  # written by the database's clock, not the frozen one
+        del body["created_at"], body["updated_at"]
+    assert bodies[2] == bodies[1] == bodies[0]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers", "status"),
+    [
+        ("POST", "/api/coupons/999999/claim", "bearer", "404"),
+        ("POST", "/api/coupons/1/claim", {}, "401"),
+        ("POST", "/api/coupons/1/claim", {"HTTP_AUTHORIZATION": "Bearer nonsense"}, "401"),
+        ("GET", "/api/coupons/1/claim", "bearer", "405"),
+        ("POST", "/api/coupons/1/claim", {"HTTP_ACCEPT": "text/html", "bearer": 1}, "406"),
+        ("POST", "/api/coupons/1/claim", {"CONTENT_LENGTH": str(2**30), "bearer": 1}, "413"),
+        ("GET", "/api/coupons", "bearer", "200"),
+        ("GET", "/api/coupons?page=2", "bearer", "200"),
+        ("GET", "/api/coupons/mine?status=unused", "bearer", "200"),
+        ("GET", "/api/coupons/mine?status=nonsense", "bearer", "400"),
+        ("GET", "/api/auth/me", "bearer", "200"),
+        ("GET", "/api/auth/me/", "bearer", "404"),
+        ("GET", "/api/orders", "bearer", "200"),
+        ("GET", "/api/nowhere", {}, "404"),
+        ("GET", "/api/coupons", {"HTTP_HOST": "evil.example", "bearer": 1}, "400"),
+        ("OPTIONS", "/api/coupons", "bearer", "200"),
+    ],
+)
+def test_the_crowd_s_and_other_api_requests_answer_the_same_either_way(
+    app, method, path, headers, status
+):
+    CouponTemplateFactory.create_batch(3)
+    user = UserFactory()
+    given = {} if headers == "bearer" else dict(headers)
+    if headers == "bearer" or given.pop("bearer", None):
+        given.update(bearer(user))
+    answered, _, _ = both_ways(app, method, path, **given)
+    assert answered.startswith(status)
+
+
+def test_a_claim_answers_the_same_while_the_database_breaker_is_open(app):
+    user = UserFactory()
+    breaker.trip()
+    answered, _, body = both_ways(app, "POST", "/api/coupons/1/claim", **bearer(user))
+    assert answered.startswith("503") and b'"unavailable"' in body
+
+
+def test_the_schema_pages_and_everything_else_are_served_by_the_whole_stack():
+    assert not serves_on_the_api_stack("/api/docs/")
+    assert not serves_on_the_api_stack("/api/schema/")
+    assert not serves_on_the_api_stack("/admin/")
+    assert not serves_on_the_api_stack("/healthz")
+    assert serves_on_the_api_stack("/api/coupons/1/claim")
+
+
+class FallbackCalled(Exception):
+    pass
+
+
+@pytest.fixture
+def lean_only(app):
+    """The claim route with no API stack behind it: what it does not take raises."""
+
+    def fallback(environ, start_response):
+        raise FallbackCalled(environ["PATH_INFO"])
+
+    app.claim_route.fallback = fallback
+    return app.claim_route
+
+
+def test_the_lean_route_answers_claims_itself(lean_only):
+    sold_out = CouponTemplateFactory(total=1)
+    UserCouponFactory(template=sold_out)
+    open_one = CouponTemplateFactory()
+    user = UserFactory()
+
+    answers = [
+        answer_of(lean_only, "POST", claim_url(template), **headers, **bearer(user))[0]
+        for template, headers in (
+            (sold_out, {}),
+            (open_one, {"HTTP_ACCEPT": "*/*"}),
+            (open_one, {"HTTP_ACCEPT": "application/json", "HTTP_ACCEPT_LANGUAGE": "zh-hans"}),
+        )
+    ]
+    answers.append(answer_of(lean_only, "POST", "/api/coupons/999999/claim", **bearer(user))[0])
+    assert [answer[:3] for answer in answers] == ["409", "201", "409", "404"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers"),
+    [
+        ("GET", "/api/coupons/1/claim", {}),
+        ("POST", "/api/coupons/1/claim", {"HTTP_IDEMPOTENCY_KEY": "a-key-of-mine"}),
+        ("POST", "/api/coupons/1/claim", {"HTTP_AUTHORIZATION": "Bearer nonsense"}),
+        ("POST", "/api/coupons/1/claim", {"HTTP_AUTHORIZATION": ""}),
+        ("POST", "/api/coupons/1/claim", {"HTTP_ACCEPT": "text/html"}),
+        ("POST", "/api/coupons/1/claim", {"CONTENT_LENGTH": "2"}),
+        ("POST", "/api/coupons/1/claim", {"HTTP_HOST": "evil.example"}),
+        ("POST", "/api/coupons/01x/claim", {}),
+        ("POST", "/api/coupons/" + "9" * 30 + "/claim", {}),
+    ],
+)
+def test_what_the_lean_route_does_not_take_goes_to_the_api_stack(lean_only, method, path, headers):
+    given = {**bearer(UserFactory()), **headers}
+    with pytest.raises(FallbackCalled):
+        answer_of(lean_only, method, path, **given)
+
+
+def test_while_the_database_breaker_is_not_closed_claims_go_to_the_api_stack(lean_only):
+    breaker.trip()
+    with pytest.raises(FallbackCalled):
+        answer_of(lean_only, "POST", "/api/coupons/1/claim", **bearer(UserFactory()))
+
+
+def test_the_lean_route_s_answers_are_counted_as_the_stack_s(lean_only, settings):
+    sold_out = CouponTemplateFactory(total=1)
+    UserCouponFactory(template=sold_out)
+    route = "api/coupons/<id:template_id>/claim"
+    key = ("coupons_http_requests_total", (("method", "POST"), ("route", route), ("status", "409")))
+
+    def sold_out_claims(samples: dict) -> float:
+        return sum(
+            value
+            for (name, labels), value in samples.items()
+            if name == "coupons_claims_total" and ("outcome", "sold_out") in labels
+        )
+
+    before = scrape(settings)
+    answer_of(lean_only, "POST", claim_url(sold_out), **bearer(UserFactory()))
+    after = scrape(settings)
+
+    assert after[key] - before.get(key, 0) == 1
+    assert sold_out_claims(after) - sold_out_claims(before) == 1
