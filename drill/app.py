@@ -85,6 +85,7 @@ class DrillApp:
         self.port = free_port()
         self.secret_key = secrets.token_urlsafe(50)
         self.gunicorn: ManagedProcess | None = None
+        self.scheduler: ManagedProcess | None = None
 
     def env(self) -> dict[str, str]:
         # Reads that may lag go to the reader port, as in a deployment (SPEC section 22).
@@ -160,6 +161,18 @@ class DrillApp:
                 time.sleep(0.2)
         raise self.gunicorn.fail("did not answer /healthz within 60 s")
 
+    def start_scheduler(self) -> None:
+        """The one-second watches (run_scheduler) beside the server, as scripts/serve and
+        compose run them."""
+        self.scheduler = ManagedProcess(
+            "scheduler",
+            [str(BIN / "python"), "manage.py", "run_scheduler"],
+            env=self.env(),
+            log_path=self.work_dir / "scheduler.log",
+            cwd=REPO,
+        )
+        self.scheduler.start()
+
     def repoint(self, database_url: str) -> None:
         """Serve from another database (a promoted replica), with Redis emptied: the facts it
         held came from the old primary."""
@@ -178,6 +191,9 @@ class DrillApp:
             self.gunicorn = None
 
     def stop(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.stop(timeout=20)
+            self.scheduler = None
         self.stop_gunicorn()
         self.redis.stop()
 

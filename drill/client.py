@@ -47,10 +47,14 @@ def send(
     body: str = "",
     timeout: float = 40.0,
     final_pass: bool = False,
+    sends_key: bool = True,
 ) -> tuple[Attempt, dict]:
-    """POST `body` (JSON or empty) with the user's token and the key; the attempt and the
+    """POST `body` (JSON or empty) with the user's token and the key (not sent when
+    `sends_key` is False: the ledger still names the attempt by it); the attempt and the
     answer's JSON body."""
-    headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": key}
+    headers = {"Authorization": f"Bearer {token}"}
+    if sends_key:
+        headers["Idempotency-Key"] = key
     if body:
         headers["Content-Type"] = "application/json"
     started = time.monotonic()
@@ -77,3 +81,17 @@ def send(
         final_pass=final_pass,
     )  # fmt: skip
     return attempt, payload
+
+
+def get_json(base_port: int, *, token: str, path: str, timeout: float = 40.0) -> tuple[int, dict]:
+    """GET `path` with the user's token: the status (0: no answer) and the JSON body."""
+    connection = http.client.HTTPConnection("127.0.0.1", base_port, timeout=timeout)
+    try:
+        connection.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+        response = connection.getresponse()
+        raw = response.read()
+        return response.status, json.loads(raw) if raw.startswith(b"{") else {}
+    except (OSError, http.client.HTTPException, ValueError):
+        return 0, {}
+    finally:
+        connection.close()

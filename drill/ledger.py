@@ -19,7 +19,9 @@ EXPLAINED = {
     "pay": {(200, None), (409, "invalid_state")},
 }
 IN_PROGRESS = (409, "request_in_progress")
-RECOVERY_LIMIT = 5.0  # seconds from a fault to the next 201 claim (SPEC section 22)
+RECOVERY_LIMIT = 5.0  # seconds from a fault of one node to the next 201 claim (SPEC section 22)
+# Two nodes lost at once, or all three: the supervisor heals it without a human (issue 40).
+HEAL_LIMIT = 60.0
 
 
 def explained(attempt: Attempt) -> bool:
@@ -31,13 +33,26 @@ def explained(attempt: Attempt) -> bool:
 
 @dataclass
 class Kill:
-    """A fault of the writer node: "kill" (SIGKILL), "freeze" (SIGSTOP) or "thaw" (SIGCONT
-    after a freeze)."""
+    """A fault: "kill" (SIGKILL of the writer), "freeze" (SIGSTOP of the writer), "thaw"
+    (SIGCONT after a freeze), "backup kill" (SIGKILL of a node HAProxy does not write to),
+    "double kill" (the writer and a backup at once) or "crash" (every node at once); `node`
+    names the nodes (node1, node1+node3, all)."""
 
     node: str
     at: float  # time.monotonic() just before the signal
     recovered_in: float | None = None  # seconds to the first 201 claim sent after it
     fault: str = "kill"
+    bound: float = RECOVERY_LIMIT  # the promise: claims again within this many seconds
+
+
+@dataclass(frozen=True)
+class ReadBack:
+    """A shopper's list read through the replica URL right after its own claims: the claims
+    acknowledged before the read, and what the list said it holds."""
+
+    user_id: int
+    acknowledged: int
+    listed: int
 
 
 @dataclass
@@ -54,14 +69,17 @@ class Ledger:
     attempts: list[Attempt] = field(default_factory=list)
     kills: list[Kill] = field(default_factory=list)
     moves: list[WriterMove] = field(default_factory=list)
+    reads: list[ReadBack] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, attempt: Attempt) -> None:
         with self.lock:
             self.attempts.append(attempt)
 
-    def kill(self, node: str, at: float, fault: str = "kill") -> Kill:
-        kill = Kill(node=node, at=at, fault=fault)
+    def kill(
+        self, node: str, at: float, fault: str = "kill", bound: float = RECOVERY_LIMIT
+    ) -> Kill:
+        kill = Kill(node=node, at=at, fault=fault, bound=bound)
         with self.lock:
             self.kills.append(kill)
         return kill
@@ -96,5 +114,7 @@ class Ledger:
                 out.write(json.dumps({"kill": asdict(kill)}) + "\n")
             for move in self.moves:
                 out.write(json.dumps({"writer_move": asdict(move)}) + "\n")
+            for read in self.reads:
+                out.write(json.dumps({"read_back": asdict(read)}) + "\n")
             for attempt in self.snapshot():
                 out.write(json.dumps(asdict(attempt)) + "\n")

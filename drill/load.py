@@ -1,8 +1,10 @@
-"""The drill's clients: claim storms over the templates, and shoppers that claim a coupon,
-check out with it (now and then twice at once, to try a double spend) and pay. Every request
-carries an Idempotency-Key; an answer that says nothing definite (503, no answer, the key
-still in progress) is retried with the same key, and a share of the definite ones once more,
-to prove the replay."""
+"""The drill's clients: claim storms over the templates, shoppers that claim a coupon, check
+out with it (now and then twice at once, to try a double spend) and pay, and one shopper who
+reads its list through the replica URL right after each of its claims (read-your-writes).
+Every request but a third of the storms' claims carries an Idempotency-Key; an answer that
+says nothing definite (503, no answer, the key still in progress) is retried with the same
+key, and a share of the definite ones once more, to prove the replay. A claim without a key
+(the claim's lean route, decision 1027) is sent once."""
 
 import itertools
 import json
@@ -14,13 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from drill.app import Seed
-from drill.client import Attempt, send
-from drill.ledger import Ledger
+from drill.client import Attempt, get_json, send
+from drill.ledger import Ledger, ReadBack
 
 RETRY_PAUSE = 0.5  # seconds between retries of an ambiguous answer
 MAX_TRIES = 8  # so every retry lands well inside the key's 60 s lease (decision 0322)
 REPLAY_SHARE = 0.15  # of definite answers, sent once more with the same key
 MAX_SEQUENCE = 4 * 999  # checkouts per user (checkout_body encodes the number)
+KEYLESS_EVERY = 3  # of a storm's claims, one in this many goes without an Idempotency-Key
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class Command:
     key: str
     path: str
     body: str = ""
+    sends_key: bool = True
 
 
 class Load:
@@ -44,15 +48,28 @@ class Load:
         self.commands_lock = threading.Lock()
         self.sequences = {user_id: itertools.count() for user_id, _ in seed.users}
         self.failures: list[BaseException] = []
-        users = seed.users
-        self.threads = [
-            threading.Thread(target=self.guarded, args=(self.storm, users[i::storms]), daemon=True)
-            for i in range(storms)
-        ] + [
-            # The shoppers' users are their own: one user's orders come from one thread.
-            threading.Thread(target=self.guarded, args=(self.shop, users[i::shoppers]), daemon=True)
-            for i in range(shoppers)
-        ]
+        # The last user reads back its own claims; nobody else claims as it.
+        *users, self.reader = seed.users
+        self.threads = (
+            [
+                threading.Thread(
+                    target=self.guarded, args=(self.storm, users[i::storms]), daemon=True
+                )
+                for i in range(storms)
+            ]
+            + [
+                # The shoppers' users are their own: one user's orders come from one thread.
+                threading.Thread(
+                    target=self.guarded, args=(self.shop, users[i::shoppers]), daemon=True
+                )
+                for i in range(shoppers)
+            ]
+            + [
+                threading.Thread(
+                    target=self.guarded, args=(self.read_back, [self.reader]), daemon=True
+                )
+            ]
+        )
 
     def start(self) -> "Load":
         for thread in self.threads:
@@ -72,15 +89,18 @@ class Load:
 
     def run(self, command: Command, *, final_pass: bool = False) -> tuple[Attempt, dict]:
         """Send until a definite answer (or MAX_TRIES), then maybe once more."""
-        if not final_pass:
+        if not final_pass and command.sends_key:
             with self.commands_lock:
                 self.commands.append(command)
         for tries in itertools.count(1):
             attempt, payload = send(
                 self.port, kind=command.kind, user_id=command.user_id, token=command.token,
                 key=command.key, path=command.path, body=command.body, final_pass=final_pass,
+                sends_key=command.sends_key,
             )  # fmt: skip
             self.ledger.add(attempt)
+            if not command.sends_key:
+                return attempt, payload  # nothing to retry it by
             if not attempt.ambiguous or tries >= MAX_TRIES or final_pass:
                 break
             time.sleep(RETRY_PAUSE)
@@ -95,17 +115,40 @@ class Load:
     def command(self, kind: str, user: tuple[int, str], path: str, body: str = "") -> Command:
         return Command(kind, user[0], user[1], uuid.uuid4().hex, path, body)
 
-    def claim(self, user: tuple[int, str], template: str) -> tuple[Attempt, dict]:
+    def claim(
+        self, user: tuple[int, str], template: str, *, sends_key: bool = True
+    ) -> tuple[Attempt, dict]:
         path = f"/api/coupons/{self.seed.templates[template]}/claim"
-        return self.run(self.command("claim", user, path))
+        command = Command("claim", user[0], user[1], uuid.uuid4().hex, path, sends_key=sends_key)
+        return self.run(command)
 
     def storm(self, users: list[tuple[int, str]]) -> None:
         names = ["open", "open", "scarce", "limited"]
         for turn in itertools.count():
             if self.stopping.is_set():
                 return
-            self.claim(users[turn % len(users)], names[turn % len(names)])
+            keyed = turn % KEYLESS_EVERY != 0
+            self.claim(users[turn % len(users)], names[turn % len(names)], sends_key=keyed)
             time.sleep(0.005)
+
+    def read_back(self, users: list[tuple[int, str]]) -> None:
+        """Claim, then read the list (GET /api/coupons, served from the replica URL): it must
+        show every claim acknowledged so far (SPEC section 22: reads see the caller's own
+        writes)."""
+        (user,) = users
+        template = self.seed.templates["open"]
+        acknowledged = 0
+        while not self.stopping.is_set():
+            claimed, _ = self.claim(user, "open")
+            acknowledged += claimed.ok
+            if not claimed.ok:
+                continue
+            status, page = get_json(self.port, token=user[1], path="/api/coupons")
+            if status != 200:
+                continue  # the read was refused (a fault): nothing it could have missed
+            held = [item["claimed_by_me"] for item in page["results"] if item["id"] == template]
+            self.ledger.reads.append(ReadBack(user[0], acknowledged, held[0] if held else 0))
+            time.sleep(0.05)
 
     def checkout_body(self, user_id: int, coupon_id: int) -> str | None:
         sequence = next(self.sequences[user_id])

@@ -15,14 +15,13 @@ import time
 import uuid
 from pathlib import Path
 
-from drill.app import BIN, REPO, DrillApp
+from drill.app import REPO, DrillApp
 from drill.checks import Check, counts_and_limits, rows
 from drill.client import Attempt, send
 from drill.ledger import Ledger
 from drill.load import Load
 from drill.run import DATABASE, fresh_database, log, wait_all_synced
 from localservers.galera import WRITER_NODE, Cluster, free_base_port, start
-from localservers.processes import ManagedProcess
 
 SCARCE_TOTAL = 400
 SOLD_OUT_WAIT = 120.0  # seconds the claims may take to sell the scarce template out after
@@ -101,7 +100,7 @@ def run_restore_drill(work_dir: Path, *, watch: bool = True) -> list[Check]:
     """The drill; with `watch` False the scheduler (and its restore watch) is not started: the
     negative control, whose lost counts must be seen refusing claims."""
     source = start(work_dir / "source", free_base_port())
-    app = scheduler = None
+    app = None
     try:
         fresh_database(source)
         app = DrillApp(
@@ -132,25 +131,16 @@ def run_restore_drill(work_dir: Path, *, watch: bool = True) -> list[Check]:
         wait_all_synced(restored)
         app.database_url = restored.haproxy_url(DATABASE)
         app.replica_url = restored.reader_url(DATABASE)
-        scheduler = ManagedProcess(
-            "scheduler",
-            [str(BIN / "python"), "manage.py", "run_scheduler"],
-            env=app.env(),
-            log_path=work_dir / "scheduler.log",
-            cwd=REPO,
-        )
         app.start()
         served_at = time.monotonic()
         first = serves_at_once(app, seed)
         if watch:
-            scheduler.start()  # its restore watch runs at its start, then every second
+            app.start_scheduler()  # its restore watch runs at its start, then every second
         lost = lost_counts_refuse_briefly(app, seed, since=served_at, exercised=sold_out_on_source)
         checks = [first, *after_restore(restored, seed, acknowledged), lost]
         restored.stop()
         return checks
     finally:
-        if scheduler is not None:
-            scheduler.stop()
         if app is not None:
             app.stop()
         source.stop()

@@ -1,8 +1,11 @@
-"""`make drill` (SPEC section 22): the app through HAProxy on a 3-node Galera cluster of its
-own, under load, while the writer node is SIGKILLed KILLS times (each kill waits for the
-claims to succeed again, then the node rejoins and is Synced before the next); then the
-ledger's checks, and the negative control. Prints a table; exits 1 on any violation or when
-the control's loss went unseen. `python -m drill.run --help`."""
+"""`make drill` (SPEC section 22): the app as shipped (gunicorn and the one-second watches)
+through HAProxy on a 3-node Galera cluster of its own with its supervisor running, under load,
+while nodes fail: the writer SIGKILLed KILLS times, backups killed, the writer frozen, the
+writer and a backup killed at once, every node killed at once. Each fault waits for the
+claims to succeed again, judged against its promise, then for the supervisor to bring every
+node back Synced before the next (the drill restarts nothing itself). Then the ledger's
+checks and the negative control. Prints a table; exits 1 on any violation or when the
+control's loss went unseen. `python -m drill.run --help`."""
 
 import argparse
 import random
@@ -16,16 +19,24 @@ from pathlib import Path
 import MySQLdb
 
 from drill.app import REPO, DrillApp
-from drill.checks import Check, all_checks, recovery, writer_moves_follow_faults
+from drill.checks import (
+    Check,
+    all_checks,
+    reads_see_writes,
+    recovery,
+    writer_moves_follow_faults,
+)
 from drill.control import run_control
-from drill.ledger import RECOVERY_LIMIT, Kill, Ledger, WriterMove
+from drill.ledger import HEAL_LIMIT, RECOVERY_LIMIT, Kill, Ledger, WriterMove
 from drill.load import Load
 from drill.report import table
-from localservers.galera import WRITER_NODE, Cluster, free_base_port, start
+from localservers.galera import NODES, WRITER_NODE, Cluster, free_base_port, start
 
 DATABASE = "coupons_drill"
-RECOVERY_WAIT = 15.0  # seconds a kill waits for a 201 claim before the node restarts anyway
+RECOVERY_WAIT = 15.0  # seconds a fault of one node waits for a 201 claim before going on
 FREEZE_SECONDS = 10.0  # how long a frozen writer stays stopped (SIGSTOP, then SIGCONT)
+# How long the supervisor may take to bring every node back Synced after a fault.
+HEALED_WITHIN = 240.0
 LOSS_CHECK = "every 201 claim has its row"
 
 
@@ -128,14 +139,38 @@ def current_writer(cluster: Cluster) -> int:
 
 
 def kill_writer(cluster: Cluster, ledger: Ledger, number: int) -> None:
-    """SIGKILL the node HAProxy writes to, wait for a 201 claim, restart it until Synced."""
+    """SIGKILL the node HAProxy writes to, wait for a 201 claim, then for the supervisor to
+    bring it back Synced."""
     writer = current_writer(cluster)
     kill = ledger.kill(f"node{writer}", time.monotonic())
     cluster.kill(writer)
     shown = claims_again(ledger, kill, wait=RECOVERY_WAIT)
-    log(f"kill {number}: node{writer}, claims again after {shown}; restarting it")
-    cluster.restart(writer)
-    wait_all_synced(cluster)
+    log(f"kill {number}: node{writer}, claims again after {shown}")
+    wait_all_synced(cluster, timeout=HEALED_WITHIN)
+
+
+def kill_backup(cluster: Cluster, ledger: Ledger, number: int) -> None:
+    """SIGKILL a node HAProxy does not write to: claims must go on (its eviction reconfigures
+    the cluster under them)."""
+    writer = current_writer(cluster)
+    backup = next(node for node in NODES if node != writer)
+    kill = ledger.kill(f"node{backup}", time.monotonic(), fault="backup kill")
+    cluster.kill(backup)
+    shown = claims_again(ledger, kill, wait=RECOVERY_WAIT)
+    log(f"backup kill {number}: node{backup}, claims again after {shown}")
+    wait_all_synced(cluster, timeout=HEALED_WITHIN)
+
+
+def kill_together(cluster: Cluster, ledger: Ledger, nodes: list[int], fault: str) -> None:
+    """SIGKILL `nodes` at once (two: the survivor is out of quorum; all: a crash): the
+    supervisor heals it without a human, claims within HEAL_LIMIT."""
+    named = "all" if len(nodes) == len(NODES) else "+".join(f"node{node}" for node in nodes)
+    kill = ledger.kill(named, time.monotonic(), fault=fault, bound=HEAL_LIMIT)
+    for node in nodes:
+        cluster.kill(node)
+    shown = claims_again(ledger, kill, wait=HEAL_LIMIT + RECOVERY_WAIT)
+    log(f"{fault}: {named}, claims again after {shown}")
+    wait_all_synced(cluster, timeout=HEALED_WITHIN)
 
 
 def freeze_writer(cluster: Cluster, ledger: Ledger, number: int) -> None:
@@ -162,12 +197,16 @@ def run_drill(
     *,
     kills: int,
     freezes: int = 2,
+    backup_kills: int = 4,
+    losses_together: bool = True,
     between: tuple[float, float] = (1.0, 3.0),
     storms: int = 4,
     shoppers: int = 2,
 ) -> DrillResult:
-    """The drill on a running cluster: `kills` SIGKILLs of the writer with `freezes` freezes
-    spread among them; the cluster is left running."""
+    """The drill on a running cluster, its supervisor started: `kills` SIGKILLs of the writer
+    with `freezes` freezes and `backup_kills` kills of a backup spread among them, then (with
+    `losses_together`) the writer and a backup killed at once, then every node; the cluster
+    is left running."""
     fresh_database(cluster)
     app = DrillApp(
         work_dir / "app",
@@ -179,13 +218,16 @@ def run_drill(
     try:
         seed = app.prepare()
         app.start()
+        app.start_scheduler()
+        cluster.start_supervisor()
         ledger = Ledger()
         load = Load(app.port, seed, ledger, storms=storms, shoppers=shoppers).start()
         watch = WriterWatch(cluster, ledger).start()
         pause = random.Random(23)
-        # Freezes after evenly spaced kills, so each follows a rejoined, Synced cluster.
+        # Freezes and backup kills after evenly spaced kills, each after a Synced cluster.
         freeze_after = {round((kills * (n + 1)) / (freezes + 1)) for n in range(freezes)}
-        frozen = 0
+        backup_after = {round((kills * (n + 0.5)) / backup_kills) for n in range(backup_kills)}
+        frozen = backups = 0
         for number in range(1, kills + 1):
             time.sleep(pause.uniform(*between))
             kill_writer(cluster, ledger, number)
@@ -193,6 +235,17 @@ def run_drill(
                 frozen += 1
                 time.sleep(pause.uniform(*between))
                 freeze_writer(cluster, ledger, frozen)
+            if number in backup_after:
+                backups += 1
+                time.sleep(pause.uniform(*between))
+                kill_backup(cluster, ledger, backups)
+        if losses_together:
+            time.sleep(pause.uniform(*between))
+            writer = current_writer(cluster)
+            backup = next(node for node in NODES if node != writer)
+            kill_together(cluster, ledger, [writer, backup], "double kill")
+            time.sleep(pause.uniform(*between))
+            kill_together(cluster, ledger, list(NODES), "crash")
         time.sleep(between[1])
         watch.stop()
         load.stop()
@@ -214,8 +267,16 @@ def run_drill(
         finally:
             connection.close()
         moves = writer_moves_follow_faults(ledger, writer_node=WRITER_NODE)
-        return DrillResult([*checks, recovery(ledger), moves], ledger, retried)
+        lived = app.scheduler is not None and app.scheduler.running
+        scheduler = Check(
+            "the scheduler lived through every fault",
+            lived,
+            "running" if lived else f"exited: {app.scheduler.log_tail() if app.scheduler else ''}",
+        )
+        reads = reads_see_writes(ledger)
+        return DrillResult([*checks, recovery(ledger), moves, reads, scheduler], ledger, retried)
     finally:
+        cluster.stop_supervisor()
         if watch is not None:
             watch.stop()
         if load is not None:
@@ -229,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--freezes", type=int, default=2, help="freezes of the writer, SIGSTOP 10 s (2)"
     )
+    parser.add_argument("--backup-kills", type=int, default=4, help="SIGKILLs of a backup (4)")
     parser.add_argument("--work-dir", type=Path, default=REPO / "var" / "drill")
     parser.add_argument("--no-control", action="store_true", help="skip the negative control")
     args = parser.parse_args(argv)
@@ -243,10 +305,16 @@ def main(argv: list[str] | None = None) -> int:
         (args.work_dir / "cluster").rename(args.work_dir / "cluster.previous")
     cluster = start(args.work_dir / "cluster", base_port)
     try:
-        result = run_drill(cluster, args.work_dir, kills=args.kills, freezes=args.freezes)
+        result = run_drill(
+            cluster,
+            args.work_dir,
+            kills=args.kills,
+            freezes=args.freezes,
+            backup_kills=args.backup_kills,
+        )
     finally:
         cluster.stop()
-    title = "Galera behind HAProxy, the writer SIGKILLed and frozen"
+    title = "Galera behind HAProxy with its supervisor: nodes killed, frozen, two and all at once"
     print(table(title, result.ledger, result.checks))
     failed = not result.passed
     if not args.no_control:
@@ -257,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         seen = not control.check(LOSS_CHECK).passed
         print(f"control: the loss was {'SEEN' if seen else 'NOT SEEN (the drill is blind)'}")
         failed = failed or not seen
-    print(f"drill: {'FAIL' if failed else 'PASS'} (recovery bound {RECOVERY_LIMIT:g} s)")
+    bounds = f"recovery bounds {RECOVERY_LIMIT:g} s, {HEAL_LIMIT:g} s for two nodes or all"
+    print(f"drill: {'FAIL' if failed else 'PASS'} ({bounds})")
     return 1 if failed else 0
 
 
