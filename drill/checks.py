@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from drill.client import Attempt
-from drill.ledger import HEAL_LIMIT, RECOVERY_LIMIT, Ledger, explained
+from drill.ledger import HEAL_LIMIT, RECOVERY_LIMIT, Ledger, explained, faults_named
 
 CLAIM_PATH = re.compile(r"^/api/coupons/(\d+)/claim$")
 PAY_PATH = re.compile(r"^/api/orders/(\d+)/pay$")
@@ -283,7 +283,9 @@ def recovery(ledger: Ledger) -> Check:
         fault: max((k.recovered_in or float("inf")) for k in ledger.kills if k.fault == fault)
         for fault in faults
     }
-    detail = ", ".join(f"{faults[fault]} {fault}s max {worst[fault]:.2f} s" for fault in faults)
+    detail = ", ".join(
+        f"{faults[fault]} {faults_named(fault)} max {worst[fault]:.2f} s" for fault in faults
+    )
     return Check(
         f"claims within {RECOVERY_LIMIT:g} s of each fault, {HEAL_LIMIT:g} s of a double or all",
         bool(times) and not slow,

@@ -45,6 +45,11 @@ class Kill:
     bound: float = RECOVERY_LIMIT  # the promise: claims again within this many seconds
 
 
+def faults_named(fault: str) -> str:
+    """A fault's plural as the report counts it: kills, freezes, crashes."""
+    return f"{fault}es" if fault.endswith(("sh", "ch", "s")) else f"{fault}s"
+
+
 @dataclass(frozen=True)
 class ReadBack:
     """A shopper's list read through the replica URL right after its own claims: the claims

@@ -1,7 +1,7 @@
 """The drill's summary: kills and recovery, answers by command and status, the checks."""
 
 from drill.checks import Check
-from drill.ledger import Ledger
+from drill.ledger import Ledger, faults_named
 
 
 def table(title: str, ledger: Ledger, checks: list[Check]) -> str:
@@ -9,7 +9,7 @@ def table(title: str, ledger: Ledger, checks: list[Check]) -> str:
     for fault in dict.fromkeys(kill.fault for kill in ledger.kills):
         times = [kill.recovered_in for kill in ledger.kills if kill.fault == fault]
         known = sorted(t for t in times if t is not None)
-        line = f"{fault}s: {len(times)}"
+        line = f"{faults_named(fault)}: {len(times)}"
         if known:
             line += (
                 f"  claims again after: max {known[-1]:.2f} s, median "

@@ -141,7 +141,7 @@ class TemplateTermsSerializer(serializers.Serializer):
             },
         ),
         OpenApiExample(
-            "A coupon for kitchen products (bob's of the demo's template 12)",
+            "A coupon for kitchen products (the demo's template 12, once bob claims it)",
             response_only=True,
             value={
                 "id": 3,

@@ -47,8 +47,11 @@ def run_guarded(job: Callable[[], object]) -> object:
     what the job returned, None after a failure."""
     try:
         return job()
-    except DatabaseError:
-        logger.warning("scheduled job failed on the database; retrying next interval")
+    except DatabaseError as error:
+        name = getattr(job, "__name__", repr(job))
+        logger.warning(
+            "scheduled job %s failed on the database (%r); retrying next interval", name, error
+        )
     except Exception:
         logger.exception("scheduled job failed; retrying next interval")
     finally:
