@@ -148,6 +148,15 @@ class AutoSchema(SpectacularAutoSchema):
     def handler(self) -> Callable | None:
         return getattr(self.view, self.method.lower(), None)
 
+    def get_operation(self, *args, **kwargs):
+        """The operation, its description in the request's language: the English text (the
+        view's docstring or extend_schema's `description`) is the message id
+        (locale/*/django.po)."""
+        operation = super().get_operation(*args, **kwargs)
+        if operation and operation.get("description"):
+            operation["description"] = _(operation["description"])
+        return operation
+
     def is_idempotent(self) -> bool:
         return getattr(self.handler(), "idempotent", False)
 

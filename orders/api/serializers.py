@@ -155,31 +155,6 @@ class OrderSerializer(serializers.ModelSerializer):
 @extend_schema_serializer(
     examples=[
         OpenApiExample(
-            "bob's coupon in the demo as seeded: the delay compensation granted him (template 8)",
-            response_only=True,
-            value={
-                "coupon_id": 1,
-                "template_id": 8,
-                "name": "发货延迟补偿：立减20元（隐藏，定向发放）",
-                "type": "direct",
-                "value": 2000,
-                "min_amount": 0,
-                "max_discount": None,
-                "scope": "all",
-                "scope_ids": [],
-                "excluded_product_ids": [],
-                "excluded_category_ids": [],
-                "one_unit_only": False,
-                "valid_from": "2026-12-05T01:29:04.292000Z",
-                "valid_until": "2026-12-19T01:29:04.292000Z",
-                "usable": True,
-                "discount": 2000,
-                "reason": None,
-                "shortfall": None,
-                "eligible_subtotal": None,
-            },
-        ),
-        OpenApiExample(
             "A threshold coupon short of its minimum (the demo's template 12, once claimed)",
             response_only=True,
             value={

@@ -55,6 +55,25 @@ def test_every_operation_has_a_summary_in_the_requests_language():
     assert len({summary for summary, _ in summaries.values()}) == len(summaries)  # each its own
 
 
+def test_every_operation_s_description_is_in_the_requests_language():
+    """Issue: Swagger's descriptions stayed English for a zh-CN reader."""
+    english = yaml.safe_load(APIClient().get("/api/schema/", HTTP_ACCEPT_LANGUAGE="en").content)
+    chinese = yaml.safe_load(
+        APIClient().get("/api/schema/", HTTP_ACCEPT_LANGUAGE="zh-hans").content
+    )
+    untranslated = [
+        f"{method.upper()} {path}"
+        for path, method, operation in operations(english)
+        if chinese["paths"][path][method].get("description") == operation.get("description")
+        or not any(
+            "\u4e00" <= char <= "\u9fff"
+            for char in chinese["paths"][path][method].get("description", "")
+        )
+    ]
+
+    assert untranslated == []
+
+
 def test_no_description_names_a_module_of_ours(schema):
     """Issue: the login's description named `accounts.throttles`, which means nothing to an
     integrator."""
