@@ -256,7 +256,7 @@ def user_facts_epoch_key() -> str:
 
 
 def user_facts_epoch() -> int | None:
-    """The database's epoch as the cache's Redis last saw it (coupons/counter_epoch.py; None:
+    """The database's epoch as the cache's Redis last saw it (coupons/models/counter_epoch.py; None:
     none). Raises when Redis fails."""
     value = get_redis_connection("default").get(user_facts_epoch_key())
     return None if value is None else int(value)

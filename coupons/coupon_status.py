@@ -1,5 +1,5 @@
-"""A coupon's status as it is read (coupons/models.py stores only unused / used): the one
-rule, in SQL and for a coupon in hand."""
+"""A coupon's status as it is read (coupons/models/user_coupons.py stores only unused / used):
+the one rule, in SQL and for a coupon in hand."""
 
 from datetime import datetime
 

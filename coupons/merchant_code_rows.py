@@ -9,7 +9,7 @@ from django.utils.translation import gettext as _
 from import_export import resources
 
 from coupons.models import CouponTemplate
-from coupons.single_use_codes import (
+from coupons.models.single_use_codes import (
     ANY_SINGLE_USE_CODE,
     SINGLE_USE_CODE_MAX_LENGTH,
     SINGLE_USE_CODE_MIN_LENGTH,

@@ -13,8 +13,8 @@ from django.utils.functional import Promise
 
 from core import clock
 from coupons.auto_issue.events import paid_order_tasks, refunded_order_withdraw
-from coupons.campaigns.budget import budget_give_back
-from coupons.campaigns.budget import budget_take as campaign_budget_take
+from coupons.campaign_budget import budget_give_back
+from coupons.campaign_budget import budget_take as campaign_budget_take
 from coupons.coupon_status import CouponStatus
 from coupons.customers import customer_history
 from coupons.discounts import CartJudgement, CartLine, CartRefusal, DiscountTerms, judge_cart

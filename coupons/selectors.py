@@ -13,8 +13,8 @@ from core.limits import is_id_text
 from coupons.coupon_status import CouponStatus
 from coupons.errors import CouponNotFound, TemplateNotFound
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.models.single_use_codes import SingleUseCode
 from coupons.rules import ClaimState, claim_state
-from coupons.single_use_codes import SingleUseCode
 from coupons.terms import template_facts
 
 
@@ -109,7 +109,8 @@ def coupon_of_user(*, user_id: int, coupon_id: int) -> UserCoupon:
 
 
 def derived_status(coupon: UserCoupon, *, now: datetime) -> str:
-    """The coupon's status at `now` (UserCoupon.status_at: the one rule, coupons/models.py)."""
+    """The coupon's status at `now` (UserCoupon.status_at: the one rule,
+    coupons/models/user_coupons.py)."""
     return coupon.status_at(now).value
 
 

@@ -32,7 +32,7 @@ from core.read_routing import replica_reads
 from coupons import selectors
 from coupons.customers import customer_history
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.published_terms import PublishedTermsVersion
+from coupons.models.published_terms import PublishedTermsVersion
 from coupons.rules import ClaimState, TemplateFacts, claim_state
 from coupons.terms import SHOPPER_TERMS, template_facts
 

@@ -12,7 +12,7 @@ from typing import NoReturn
 import openpyxl
 from django.utils.translation import gettext as _
 
-from coupons.single_use_codes import MAX_SINGLE_USE_CODES_PER_REQUEST
+from coupons.models.single_use_codes import MAX_SINGLE_USE_CODES_PER_REQUEST
 
 # What a file may expand to. An .xlsx is a zip: a 1.6 KB one claimed 2,000 x 16,384 cells, a
 # 196 KB one unzipped to 200 M characters of shared strings, a 176 KB one held 20 M blank

@@ -10,7 +10,8 @@ from django.utils.translation import gettext as _
 
 from core.limits import MAX_BIGINT
 from coupons.catalog import scope_catalog
-from coupons.models import CODE_PATTERN, MAX_SCOPE_IDS, CouponTemplate
+from coupons.models import CouponTemplate
+from coupons.models.templates import CODE_PATTERN, MAX_SCOPE_IDS
 
 
 def one_of(values: list[str]) -> str:

@@ -11,13 +11,13 @@ from core.money import format_money
 from coupons.errors import (
     TemplateInvalid,
 )
-from coupons.models import (
+from coupons.models import CouponTemplate
+from coupons.models.templates import (
     MAX_AMOUNT,
     MAX_COUNT,
     MAX_PERCENT,
     MAX_VALID_DAYS,
     NAME_MAX_LENGTH,
-    CouponTemplate,
 )
 from coupons.template_scope_and_code import (
     code_validate,

@@ -43,7 +43,7 @@ CLAIM_PATH_TERMS = (
     *(term for term in TEMPLATE_TERMS if term not in ("code", *AUTO_ISSUE_TERMS)),
     "has_single_use_codes",
     "incarnation",  # what its Redis counts are keyed by (coupons/issuing/counter.py)
-    "campaign_id",  # a spent budget refuses its claims (coupons/campaigns/budget.py)
+    "campaign_id",  # a spent budget refuses its claims (coupons/campaign_budget.py)
 )
 
 

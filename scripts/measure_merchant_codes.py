@@ -57,8 +57,8 @@ def run(count: int, runs: int) -> None:
     from django.core.management import call_command
 
     from core import clock
+    from coupons.models.single_use_codes import SingleUseCode
     from coupons.services import merchant_codes, templates
-    from coupons.single_use_codes import SingleUseCode
 
     call_command("migrate", verbosity=0)
     walls = []

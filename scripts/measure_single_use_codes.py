@@ -55,8 +55,8 @@ def run(count: int, runs: int) -> None:
     from django.core.management import call_command
 
     from core import clock
+    from coupons.models.single_use_codes import SINGLE_USE_CODE_ALPHABET, SingleUseCode
     from coupons.services import codes, templates
-    from coupons.single_use_codes import SINGLE_USE_CODE_ALPHABET, SingleUseCode
 
     call_command("migrate", verbosity=0)
     form = re.compile(rf"^[{SINGLE_USE_CODE_ALPHABET}]{{10,}}$")

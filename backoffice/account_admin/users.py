@@ -18,7 +18,8 @@ from backoffice.action_buttons import ButtonLook, looks
 from backoffice.audit_admin import StaffHistoryAdmin
 from backoffice.coupon_admin import grants
 from backoffice.coupon_admin.user_coupons import UserCouponInline
-from coupons.models import GRANT_REASON_MAX_LENGTH, CouponTemplate
+from coupons.grant_reasons import GRANT_REASON_MAX_LENGTH
+from coupons.models import CouponTemplate
 from coupons.services.grants import MAX_GRANT_USERS
 
 

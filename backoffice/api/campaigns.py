@@ -13,9 +13,9 @@ from api.schema import api_errors
 from api.serializers import StrictSerializer
 from backoffice.staff_actions import StaffAction, StaffActionPermission, staff_audit
 from core.limits import MAX_BIGINT
-from coupons.campaigns import services
-from coupons.campaigns.models import CAMPAIGN_NAME_MAX_LENGTH, Campaign
 from coupons.errors import CampaignInvalid, CampaignNotFound
+from coupons.models.campaigns import CAMPAIGN_NAME_MAX_LENGTH, Campaign
+from coupons.services import campaigns as services
 
 EXAMPLE = {  # the demo's campaign
     "id": 1,

@@ -14,10 +14,7 @@ from rest_framework.response import Response
 from api.idempotency import idempotent
 from api.schema import api_errors
 from backoffice import reports
-from backoffice.api.template_serializers import AdminTemplateSerializer, TemplateInputSerializer
-from backoffice.staff_actions import StaffAction, StaffActionPermission, staff_audit
-from coupons import selectors
-from coupons.api.action_serializers import (
+from backoffice.api.action_serializers import (
     GrantInputSerializer,
     GrantResultSerializer,
     MerchantCodesImportedSerializer,
@@ -26,6 +23,9 @@ from coupons.api.action_serializers import (
     SingleUseCodeSerializer,
     SingleUseCodesInputSerializer,
 )
+from backoffice.api.template_serializers import AdminTemplateSerializer, TemplateInputSerializer
+from backoffice.staff_actions import StaffAction, StaffActionPermission, staff_audit
+from coupons import selectors
 from coupons.errors import (
     ClaimBudgetExhausted,
     ClaimNotInWindow,

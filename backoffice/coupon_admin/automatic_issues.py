@@ -6,7 +6,7 @@ from django.utils.translation import gettext_lazy
 
 from backoffice.coupon_admin.display import local_datetime
 from core.admin_fields import ReadOnlyAdmin
-from coupons.auto_issue.models import AutoIssueTask
+from coupons.models.auto_issue import AutoIssueTask
 
 
 @admin.register(AutoIssueTask)

@@ -15,10 +15,10 @@ from backoffice.staff_actions import StaffAction, staff_audit, staff_may
 from core import clock
 from core.admin_fields import MoneyField, RefusalAsFormErrorAdmin, RefusedOnSave
 from core.money import MAX_AMOUNT_CENTS, format_money
-from coupons.campaigns import services
-from coupons.campaigns.models import Campaign
 from coupons.errors import CampaignInvalid
 from coupons.models import CouponTemplate
+from coupons.models.campaigns import Campaign
+from coupons.services import campaigns as services
 
 
 class CampaignForm(forms.ModelForm):

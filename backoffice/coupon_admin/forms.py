@@ -14,7 +14,8 @@ from core.money import MoneyInvalid, format_cents, parse_money
 from coupons import template_terms_rules
 from coupons.catalog import scope_catalog
 from coupons.errors import TemplateInvalid
-from coupons.models import MAX_AMOUNT, MAX_PERCENT, CouponTemplate
+from coupons.models import CouponTemplate
+from coupons.models.templates import MAX_AMOUNT, MAX_PERCENT
 from coupons.services import templates
 
 

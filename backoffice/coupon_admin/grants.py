@@ -24,8 +24,12 @@ from backoffice.audit_messages import GRANT_OUTCOMES
 from backoffice.staff_actions import StaffAction, staff_audit, staff_may
 from core.domain_errors import DomainError
 from coupons import selectors
-from coupons.grant_reasons import EVENT_REASON_PREFIX, reason_kept_for_events
-from coupons.models import GRANT_REASON_MAX_LENGTH, CouponTemplate
+from coupons.grant_reasons import (
+    EVENT_REASON_PREFIX,
+    GRANT_REASON_MAX_LENGTH,
+    reason_kept_for_events,
+)
+from coupons.models import CouponTemplate
 from coupons.services import grants
 
 USERNAMES_SHOWN = 50  # per outcome in the result message; the rest are counted

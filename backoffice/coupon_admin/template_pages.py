@@ -29,11 +29,11 @@ from coupons import selectors
 from coupons.coupon_status import CouponStatus
 from coupons.errors import TemplateInvalid
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.services import codes
-from coupons.single_use_codes import (
+from coupons.models.single_use_codes import (
     MAX_SINGLE_USE_CODES_PER_REQUEST,
     SINGLE_USE_CODE_PREFIX_MAX_LENGTH,
 )
+from coupons.services import codes
 
 RECORDS_PER_PAGE = 50
 # The service's field names, as the codes form calls them.

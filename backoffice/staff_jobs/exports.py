@@ -33,7 +33,7 @@ from core import clock
 from core.csv_cells import csv_row
 from core.read_routing import replica_reads
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.single_use_codes import SingleUseCode
+from coupons.models.single_use_codes import SingleUseCode
 
 ROWS_PER_STEP = 1_000  # rows written between two progress records (and cancel checks)
 UTF8_BOM = "\ufeff"  # Excel opens the CSV as UTF-8 (names in Chinese)

@@ -25,7 +25,7 @@ def run(harness: Harness) -> StaffJobs:
     from bench import seed
     from config.celery import app
     from coupons.models import UserCoupon
-    from coupons.single_use_codes import SingleUseCode
+    from coupons.models.single_use_codes import SingleUseCode
 
     count = harness.sizes.staff_job_rows
     staff = get_user_model().objects.create_superuser("bench-staff", password=None)

@@ -290,7 +290,7 @@ HEALTH_REQUIRED_PROCEDURES = ("coupon_decide",)
 # (coupons/issuing/reconcile.py; after a restore from backup, say).
 COUPON_COUNTER_RECONCILE_SECONDS = env_float("COUPON_COUNTER_RECONCILE_SECONDS", 60)
 # How often the scheduler raises the database's epoch and Redis's after it: a restore is
-# recognised within this period (coupons/counter_epoch.py).
+# recognised within this period (coupons/models/counter_epoch.py).
 COUPON_COUNTER_EPOCH_SECONDS = env_float("COUPON_COUNTER_EPOCH_SECONDS", 1)
 if COUPON_COUNTER_RECONCILE_SECONDS <= 0 or COUPON_COUNTER_EPOCH_SECONDS <= 0:
     raise ImproperlyConfigured(
@@ -305,7 +305,8 @@ IMPORT_EXPORT_ESCAPE_ILLEGAL_CHARS_ON_EXPORT = True
 # path of a callable taking nothing and returning a line to print or None, seconds).
 SCHEDULED_JOBS: dict[str, str | tuple[str, float]] = {
     # A database restored from a backup, or a Redis gone back in time, is recognised within
-    # this watch's period and Redis's facts are reset (coupons/counter_epoch.py, decision 1018).
+    # this watch's period and Redis's facts are reset (coupons/models/counter_epoch.py,
+    # decision 1018).
     "counter epoch": (
         "coupons.issuing.coupon_counters_follow_the_database",
         COUPON_COUNTER_EPOCH_SECONDS,

@@ -1,5 +1,5 @@
 """What an event writes, in the event's own transaction: one task per template it earns
-(coupons/auto_issue/models.py), and, when a paid order is refunded, the withdrawal of what it
+(coupons/models/auto_issue.py), and, when a paid order is refunded, the withdrawal of what it
 earned. Each is a few statements and issues nothing itself, so a sign-up or a payment is never
 slowed or failed by issuing; the scheduler does the issuing (coupons/auto_issue/jobs.py)."""
 
@@ -9,8 +9,8 @@ from datetime import timedelta
 from django.db import DatabaseError, transaction
 
 from core import clock
-from coupons.auto_issue.models import AutoIssueTask
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.models.auto_issue import AutoIssueTask
 
 logger = logging.getLogger(__name__)
 

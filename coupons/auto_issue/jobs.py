@@ -1,4 +1,4 @@
-"""The issuing of what events earned (the outbox, coupons/auto_issue/models.py), each task
+"""The issuing of what events earned (the outbox, coupons/models/auto_issue.py), each task
 exactly once through the issuing core, with the event as the coupon's source and reason (one
 coupon per template, user and reason, so a task retried after a crash finds its coupon instead
 of issuing a second). Run by the task queue (coupons/tasks.py, decision 1024): the relay,
@@ -25,7 +25,6 @@ from django.conf import settings
 from django.db import transaction
 
 from core import clock
-from coupons.auto_issue.models import AutoIssueTask
 from coupons.errors import (
     ClaimLimitReached,
     ClaimNotEligible,
@@ -36,6 +35,7 @@ from coupons.errors import (
 from coupons.grant_reasons import EVENT_REASON_PREFIX, reason_key
 from coupons.issuing import AlreadyGranted, GrantNote, coupon_issue
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.models.auto_issue import AutoIssueTask
 
 logger = logging.getLogger(__name__)
 

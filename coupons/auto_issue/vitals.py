@@ -7,7 +7,7 @@ from django.db.models import Min
 from prometheus_client.core import GaugeMetricFamily
 
 from core import clock
-from coupons.auto_issue.models import AutoIssueTask
+from coupons.models.auto_issue import AutoIssueTask
 
 
 class AutoIssueCollector:

@@ -14,7 +14,7 @@ below (an import contract holds it; decision 1011).
     transaction.py    the decision's own connection and short transaction
     after_decision.py what Redis is told after a decision
     reconcile.py      the scheduler's jobs that bring Redis back to the database
-(the restore generation that Redis facts must match is a model: coupons/counter_epoch.py)
+(the restore generation that Redis facts must match is a model: coupons/models/counter_epoch.py)
 """
 
 from coupons.issuing.counter import REDIS_FAILURES

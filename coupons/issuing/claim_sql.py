@@ -1,6 +1,6 @@
 """The claim's SQL: the facts read in one query, the guarded UPDATE that counts a claim and
 the INSERT of the coupon. The third writing of the claim rule (after coupons.rules and the Lua
-script), held to the rule's grid by tests/coupons/test_claim_sql_grid.py."""
+script), held to the rule's grid by tests/coupons/issuing/test_claim_sql_grid.py."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,7 +68,7 @@ TEMPLATE_SUMMARY_COLUMNS = (
     "valid_days",
     "has_single_use_codes",
     "incarnation",  # the Redis counts' key (coupons/issuing/counter.py)
-    "campaign_id",  # whose budget, once spent, refuses its claims (coupons/campaigns/budget.py)
+    "campaign_id",  # whose budget, once spent, refuses its claims (coupons/campaign_budget.py)
 )
 CLAIM_FACTS_SQL = (
     f"SELECT {', '.join(TEMPLATE_FACT_COLUMNS + TEMPLATE_SUMMARY_COLUMNS)},"

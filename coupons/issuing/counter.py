@@ -273,7 +273,7 @@ class CouponCounter:
         self.client.delete(terms_key, lease_key)
 
     def epoch_key(self) -> str:
-        """The database's epoch as Redis last saw it (coupons/counter_epoch.py)."""
+        """The database's epoch as Redis last saw it (coupons/models/counter_epoch.py)."""
         return f"{self.prefix}coupon:epoch"
 
     def epoch(self) -> int | None:

@@ -37,7 +37,7 @@ class Decided:
 
 
 # The guarded UPDATE, the INSERT and the COMMIT in one round trip (a migration holds the
-# procedure's text; tests/coupons/test_claim_procedure.py holds it to the generator). Its
+# procedure's text; tests/coupons/issuing/test_claim_procedure.py holds it to the generator). Its
 # parameters: the guard's, then the row's not named already, then the Idempotency-Key record
 # that commits with the coupon.
 PROCEDURE_PARAMETER_TYPES = {

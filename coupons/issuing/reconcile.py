@@ -18,11 +18,11 @@ from accounts.user_facts import (
     user_facts_forget_all,
 )
 from core import clock
-from coupons.counter_epoch import CounterEpoch
 from coupons.errors import TemplateNotFound
 from coupons.issuing.counter import per_user_ttl_ms
 from coupons.issuing.counter_setup import coupon_counter
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.models.counter_epoch import CounterEpoch
 
 # Users per database read and per Redis script while reconciling.
 BATCH = 1000

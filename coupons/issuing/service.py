@@ -38,7 +38,7 @@ from coupons.models import (
     CouponTemplate,
     UserCoupon,
 )
-from coupons.single_use_codes import (
+from coupons.models.single_use_codes import (
     SingleUseCode,
 )
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from django.db import DatabaseError
 
 from core import clock
-from coupons.campaigns.budget import budget_spent
+from coupons.campaign_budget import budget_spent
 from coupons.customers import customer_history
 from coupons.errors import (
     ClaimBudgetExhausted,

@@ -5,7 +5,7 @@ across the client's Python. SQLite (`make run` without DATABASE_URL) has no proc
 keeps the statements of coupons/issuing/claim_sql.py.
 
 The body is this migration's own copy of the rule (a later change to the guard is a new
-migration); tests/coupons/test_claim_sql_grid.py holds it to `coupons.rules.claim_state`.
+migration); tests/coupons/issuing/test_claim_sql_grid.py holds it to `coupons.rules.claim_state`.
 
 - The UPDATE is COUNT_THE_CLAIM_SQL, visibility included (a claim by id reaches public
   templates only).

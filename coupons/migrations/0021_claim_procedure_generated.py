@@ -2,7 +2,7 @@
 from the guarded UPDATE and the coupon's row that the Python path runs too (decision 1011):
 0014's, but for one redundant check in the INSERT (`valid_from <= p_window_opens_by`, which the
 UPDATE under the same lock has just made). The text is kept here as it was made:
-tests/coupons/test_claim_procedure.py fails when the generator and the latest migration that
+tests/coupons/issuing/test_claim_procedure.py fails when the generator and the latest migration that
 defines the procedure differ, so a change of either is a new migration."""
 
 import importlib

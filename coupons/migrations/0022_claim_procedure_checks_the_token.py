@@ -2,7 +2,7 @@
 (decision 1016): 0021's, and, given a token's password digest and generation, it reads the user
 first and refuses ('user not found', 'user inactive', 'token revoked') unless the user is
 active with both, so a claim whose user Redis did not hold is authenticated by its one call.
-The text is kept here as it was made: tests/coupons/test_claim_procedure.py fails when the
+The text is kept here as it was made: tests/coupons/issuing/test_claim_procedure.py fails when the
 generator and the latest migration that defines the procedure differ."""
 
 import importlib

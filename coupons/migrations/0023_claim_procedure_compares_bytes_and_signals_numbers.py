@@ -2,7 +2,7 @@
 (decision 1018): 0022's, with the token's password digest compared as bytes (a collation folded
 case and padded spaces, so a lower-case or space-padded digest passed) and each refusal
 signalled with an error number of its own (30001-30004), which the caller maps by number.
-The text is kept here as it was made: tests/coupons/test_claim_procedure.py fails when the
+The text is kept here as it was made: tests/coupons/issuing/test_claim_procedure.py fails when the
 generator and the latest migration that defines the procedure differ."""
 
 import importlib

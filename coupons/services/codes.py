@@ -15,14 +15,14 @@ from coupons.issuing import next_version, terms_change
 from coupons.models import (
     CouponTemplate,
 )
-from coupons.shopper_list import published_terms_changed
-from coupons.single_use_codes import (
+from coupons.models.single_use_codes import (
     MAX_SINGLE_USE_CODES_PER_REQUEST,
     SINGLE_USE_CODE_ALPHABET,
     SINGLE_USE_CODE_LENGTH,
     SingleUseCode,
     single_use_code_prefix_validate,
 )
+from coupons.shopper_list import published_terms_changed
 
 # One INSERT per batch: measured at 100,000 codes (larger batches gained little and make one
 # statement's packet larger): docs/measurements/2026-11-30-single-use-codes.md.
@@ -64,7 +64,7 @@ def single_use_codes_create(
     by id or by its shared code is "not found"); without it the template keeps every way in
     it had and the codes are one more (a codes-only template stays so). The door's `audit`
     asks coupons.manage_codes and records it with the count and the choice. With a `prefix`
-    (coupons.single_use_codes: letters and digits, upper-cased) each code starts with it and
+    (coupons.models.single_use_codes: letters and digits, upper-cased) each code starts with it and
     a dash: "SPRING-7KQ2MZ9XHR4T".
 
     The codes never outnumber the template's remaining total: `count` must be at most

@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 
 from core import clock
 from core.staff_audit import NOT_STAFF, StaffAudit
-from coupons.campaigns.budget import budget_spent
+from coupons.campaign_budget import budget_spent
 from coupons.customers import customer_history
 from coupons.errors import (
     ClaimBudgetExhausted,
@@ -20,13 +20,14 @@ from coupons.errors import (
     TemplateInvalid,
     TemplateNotFound,
 )
-from coupons.grant_reasons import EVENT_REASON_PREFIX, reason_kept_for_events, reason_key
-from coupons.issuing import GrantNote
-from coupons.models import (
+from coupons.grant_reasons import (
+    EVENT_REASON_PREFIX,
     GRANT_REASON_MAX_LENGTH,
-    CouponTemplate,
-    UserCoupon,
+    reason_kept_for_events,
+    reason_key,
 )
+from coupons.issuing import GrantNote
+from coupons.models import CouponTemplate, UserCoupon
 from coupons.rules import ClaimState, claim_state
 from coupons.terms import template_facts
 

@@ -17,6 +17,7 @@ from core.staff_audit import NOT_STAFF, StaffAudit
 from coupons.errors import CodesFileInvalid, TemplateNotFound
 from coupons.merchant_code_rows import MerchantCodeResource, code_of_cell
 from coupons.models import CouponTemplate
+from coupons.models.single_use_codes import MAX_SINGLE_USE_CODES_PER_REQUEST, SingleUseCode
 from coupons.services.codes import (
     CODES_PER_INSERT,
     codes_only_set,
@@ -24,7 +25,6 @@ from coupons.services.codes import (
     delete_unused,
     one_creation_at_a_time,
 )
-from coupons.single_use_codes import MAX_SINGLE_USE_CODES_PER_REQUEST, SingleUseCode
 from coupons.spreadsheet_rows import (
     CELL_MAX_CHARACTERS,
     SpreadsheetTooLarge,

@@ -19,8 +19,8 @@ from coupons.issuing import next_version, terms_change, terms_publish_new
 from coupons.models import (
     CouponTemplate,
 )
+from coupons.models.single_use_codes import SingleUseCode
 from coupons.shopper_list import published_terms_changed
-from coupons.single_use_codes import SingleUseCode
 from coupons.template_terms_rules import template_terms_validate
 from coupons.terms import TEMPLATE_TERMS
 

@@ -9,10 +9,10 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from coupons.auto_issue.events import signup_tasks  # noqa: F401  (the receiver's module)
-from coupons.auto_issue.models import AutoIssueTask
 from coupons.models import CouponTemplate
-from tests.api.test_throttles import SPEC_DEFAULTS
+from coupons.models.auto_issue import AutoIssueTask
 from tests.support.factories import CouponTemplateFactory, UserFactory
+from tests.support.throttle_rates import SPEC_DEFAULTS
 
 pytestmark = pytest.mark.django_db
 REGISTER = "/api/auth/register"

@@ -12,22 +12,9 @@ from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, UserFactory
 from tests.support.helpers import claim_url
 from tests.support.silent_server import SilentServer
+from tests.support.throttle_rates import SPEC_DEFAULTS
 
 pytestmark = pytest.mark.django_db
-
-SPEC_DEFAULTS = {
-    "login_username_ip": "10/min",
-    "login_username": "100/min",
-    "login_ip": "300/min",
-    "refresh": "30/min",
-    "claim": "60/min",
-    "redeem": "10/min",
-    "redeem_ip": "60/min",
-    "checkout": "30/min",
-    "idempotent_refusals": "20/min",
-    "register_ip": "20/h",
-    "register_username": "5/h",
-}
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from django.contrib.admin.models import LogEntry
 from backoffice.staff_actions import StaffAction, recorded_action
 from coupons.issuing import service as issuing
 from coupons.models import UserCoupon
+from coupons.models.single_use_codes import SingleUseCode
 from coupons.services import codes
-from coupons.single_use_codes import SingleUseCode
 from orders import services as order_services
 from tests.support.admin_users import VIEW_ONLY, staff_with
 from tests.support.factories import (

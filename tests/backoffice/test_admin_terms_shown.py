@@ -322,7 +322,7 @@ def test_the_list_says_how_each_template_is_issued_and_for_whom(admin_site, fiel
 def test_a_template_s_campaign_is_on_the_list_its_filter_its_page_and_the_admin_api(
     admin_site, staff_client
 ):
-    from tests.coupons.test_campaigns import a_campaign
+    from tests.coupons.services.test_campaigns import a_campaign
 
     sale = CouponTemplateFactory(name="双十二满减")
     CouponTemplateFactory(name="平日券")

@@ -10,7 +10,7 @@ from django.contrib.admin.models import LogEntry
 
 from backoffice.staff_actions import StaffAction, recorded_action
 from backoffice.staff_jobs.models import StaffJob
-from coupons.single_use_codes import SingleUseCode
+from coupons.models.single_use_codes import SingleUseCode
 from tests.support.admin_users import VIEW_ONLY, staff_with
 from tests.support.factories import CouponTemplateFactory, UserFactory
 from tests.support.staff_jobs import finished_job, job_file

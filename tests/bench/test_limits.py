@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from bench import limits_table
 from bench.results import CpuShare, HotRow, HotRowStorm, Results
-from tests.bench.test_harness import answers, claim_row, full_results, work
+from tests.support.bench_results import answers, claim_row, full_results, work
 
 
 def cpu(app: float) -> CpuShare:

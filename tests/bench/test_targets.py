@@ -7,7 +7,7 @@ from dataclasses import replace
 from bench.results import CpuShare, HotRow, HotRowStorm, Load, Results, ServerComparison
 from bench.tables import MISS, NOT_RUN, PASS
 from bench.targets import judge
-from tests.bench.test_harness import answers, claim_row, full_results, work
+from tests.support.bench_results import answers, claim_row, full_results, work
 
 
 def with_app_cpu(load: Load, cores: float) -> Load:

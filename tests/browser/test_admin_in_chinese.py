@@ -19,8 +19,8 @@ from playwright.sync_api import BrowserContext, Page, expect
 from core import clock
 from coupons.issuing import service as issuing
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.models.single_use_codes import SingleUseCode
 from coupons.services import grants
-from coupons.single_use_codes import SingleUseCode
 from orders import services as order_services
 from orders.models import Category, Order, Product
 from tests.support.admin_users import VIEW_ONLY, staff_with

@@ -18,8 +18,8 @@ from django.contrib.auth import get_user_model
 from config.celery import app
 from core import clock
 from coupons.auto_issue.jobs import auto_issue_relay, auto_issue_taken
-from coupons.auto_issue.models import AutoIssueTask
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.models.auto_issue import AutoIssueTask
 from localservers.ports import free_port
 from localservers.waiting import wait_until
 from orders import services

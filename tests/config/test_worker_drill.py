@@ -21,9 +21,9 @@ from django.db.models import Count
 from backoffice.staff_actions import recorded_action
 from backoffice.staff_jobs.models import StaffJob
 from config.celery import app
-from coupons.auto_issue.models import AutoIssueTask
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.single_use_codes import SingleUseCode
+from coupons.models.auto_issue import AutoIssueTask
+from coupons.models.single_use_codes import SingleUseCode
 from localservers.rabbitmq_server import RabbitMQServer
 from localservers.waiting import wait_until
 from tests.support.factories import CouponTemplateFactory

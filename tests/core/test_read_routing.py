@@ -12,8 +12,8 @@ from rest_framework.test import APIClient
 from config.settings.base import replica_database
 from core.read_routing import REPLICA, ReplicaRouter, reads_alias, replica_reads
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.models.single_use_codes import SingleUseCode
 from coupons.services import codes, templates
-from coupons.single_use_codes import SingleUseCode
 from tests.support.clients import bearer_client
 from tests.support.factories import (
     CouponTemplateFactory,

@@ -12,8 +12,8 @@ from core import clock
 from coupons.errors import ClaimNotEligible, ClaimSoldOut
 from coupons.issuing import service as issuing
 from coupons.models import UserCoupon
+from coupons.models.single_use_codes import SingleUseCode
 from coupons.services import codes
-from coupons.single_use_codes import SingleUseCode
 from orders.customers import OrdersCustomerHistory
 from orders.models import Order
 from orders.services import order_pay

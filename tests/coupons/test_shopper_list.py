@@ -13,7 +13,7 @@ from rest_framework.renderers import JSONRenderer
 from coupons import selectors, shopper_list
 from coupons.api.serializers import ShopperTemplateSerializer
 from coupons.models import CouponTemplate
-from coupons.published_terms import PublishedTermsVersion
+from coupons.models.published_terms import PublishedTermsVersion
 from coupons.services import codes, templates
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory

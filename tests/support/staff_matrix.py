@@ -9,10 +9,10 @@ from django.contrib.auth import get_user_model
 
 from backoffice.staff_actions import MESSAGE_PREFIX, StaffAction
 from core import clock
-from coupons.campaigns.services import campaign_create
 from coupons.models import Campaign, CouponTemplate, UserCoupon
+from coupons.models.single_use_codes import SingleUseCode
 from coupons.services import templates
-from coupons.single_use_codes import SingleUseCode
+from coupons.services.campaigns import campaign_create
 from orders import services
 from orders.models import Order, Product
 from tests.support.admin_users import EVERY_STAFF_PERMISSION, staff_with

@@ -11,10 +11,10 @@ from django.db import transaction
 
 from accounts.demo_users import DEMO_PASSWORD, DEMO_USERS
 from core import clock
-from coupons.campaigns.services import campaign_create
 from coupons.catalog import scope_catalog
 from coupons.models import CouponTemplate
 from coupons.services import grants, templates
+from coupons.services.campaigns import campaign_create
 
 # The demo is a shop in China (SPEC section 23): its data is in Chinese, as an operator there
 # would enter it. The API docs' examples name these rows by id (tests/api/test_demo_walkthrough.py).

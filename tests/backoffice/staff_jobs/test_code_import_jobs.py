@@ -14,11 +14,11 @@ from backoffice.staff_jobs.models import StaffJob
 from backoffice.staff_jobs.progress import JobRun, JobSuperseded
 from backoffice.staff_jobs.running import staff_job_cancel, staff_job_run
 from backoffice.staff_jobs.starting import staff_job_start
+from coupons.models.single_use_codes import SingleUseCode
 from coupons.services import merchant_codes
-from coupons.single_use_codes import SingleUseCode
-from tests.coupons.test_merchant_codes import codes_of, csv_file
 from tests.support.admin_users import VIEW_ONLY, staff_with
 from tests.support.factories import CouponTemplateFactory, UserFactory
+from tests.support.merchant_code_files import codes_of, csv_file
 from tests.support.staff_jobs import finished_job, job_started_by
 
 pytestmark = pytest.mark.django_db

@@ -1,3 +1,5 @@
+"""The coupon template: its terms, their bounds and checks, and a claimed coupon's use window."""
+
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -10,7 +12,6 @@ from django.utils.translation import gettext_lazy as _
 from core.limits import MAX_INT_UNSIGNED
 from core.money import MAX_AMOUNT_CENTS
 from coupons.fields import IncarnationField, MillisecondDateTimeField
-from coupons.grant_reasons import GRANT_REASON_MAX_LENGTH  # noqa: F401  (re-exported)
 
 # Column bounds: amounts as core.money allows (far inside BIGINT), counts as INT UNSIGNED.
 MAX_AMOUNT = MAX_AMOUNT_CENTS
@@ -276,12 +277,3 @@ class CouponTemplate(models.Model):
 class UseWindow:
     valid_from: datetime
     valid_until: datetime
-
-
-# Registered with the app here; each defined in its own module.
-from coupons.auto_issue.models import AutoIssueTask  # noqa: E402, F401
-from coupons.campaigns.models import Campaign  # noqa: E402, F401
-from coupons.counter_epoch import CounterEpoch  # noqa: E402, F401
-from coupons.published_terms import PublishedTermsVersion  # noqa: E402, F401
-from coupons.single_use_codes import SingleUseCode  # noqa: E402, F401
-from coupons.user_coupons import UserCoupon, UserCouponQuerySet  # noqa: E402, F401

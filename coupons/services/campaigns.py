@@ -13,10 +13,10 @@ from django.utils.translation import gettext as _
 
 from core.money import MAX_AMOUNT_CENTS, format_money
 from core.staff_audit import NOT_STAFF, StaffAudit
-from coupons.campaigns.models import CAMPAIGN_NAME_MAX_LENGTH, Campaign
 from coupons.errors import CampaignInvalid, CampaignNotFound
 from coupons.issuing import next_version, terms_change
 from coupons.models import CouponTemplate
+from coupons.models.campaigns import CAMPAIGN_NAME_MAX_LENGTH, Campaign
 
 CAMPAIGN_FIELDS = ("name", "starts_at", "ends_at", "budget")
 MAX_CAMPAIGN_TEMPLATES = 500

@@ -10,8 +10,8 @@ from django.contrib.auth.models import Permission
 from backoffice.staff_jobs.models import StaffJob
 from coupons.errors import TemplateInvalid
 from coupons.models import UserCoupon
+from coupons.models.single_use_codes import SingleUseCode
 from coupons.services import codes
-from coupons.single_use_codes import SingleUseCode
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory

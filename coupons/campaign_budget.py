@@ -6,8 +6,8 @@ Lock order: the campaign's row is the last an order's transaction takes."""
 
 from django.db.models import F, Q
 
-from coupons.campaigns.models import Campaign
 from coupons.errors import BudgetExhausted
+from coupons.models.campaigns import Campaign
 
 
 def budget_take(*, campaign_id: int | None, amount: int) -> None:

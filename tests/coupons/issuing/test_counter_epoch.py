@@ -1,4 +1,4 @@
-"""A database restored from a backup is recognised by its epoch (coupons/counter_epoch.py):
+"""A database restored from a backup is recognised by its epoch (coupons/models/counter_epoch.py):
 the scheduler's watch resets Redis's facts to it, so a template the restore gave room again
 is not refused as sold out until the minute's reconcile (before: 38 of 46 probes refused)."""
 

@@ -12,10 +12,10 @@ from django.contrib.auth import get_user_model
 from core import clock
 from coupons.auto_issue.events import coupon_take_back
 from coupons.auto_issue.jobs import auto_issue_due
-from coupons.auto_issue.models import AutoIssueTask
 from coupons.coupon_status import CouponStatus
 from coupons.errors import CouponExpired, CouponWithdrawn, TemplateInvalid
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.models.auto_issue import AutoIssueTask
 from coupons.services import grants, templates
 from orders import services
 from orders.refunds import order_refund

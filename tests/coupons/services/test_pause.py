@@ -11,8 +11,8 @@ from django.contrib.messages import get_messages
 from django.utils.translation import ngettext
 
 from coupons.models import CouponTemplate, UserCoupon
+from coupons.models.single_use_codes import SingleUseCode
 from coupons.services import codes, grants, templates
-from coupons.single_use_codes import SingleUseCode
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
 from tests.support.factories import (

@@ -18,12 +18,12 @@ from accounts.authentication import TOKEN_REVOKED, TokenCheck, TokenClaims
 from accounts.models import TokenGeneration
 from accounts.user_facts import user_facts_forget
 from core.metrics import redis_round_trip_seconds
-from coupons.campaigns.models import Campaign
 from coupons.issuing.counter_setup import coupon_counter
 from coupons.issuing.procedure import CALL_DECIDE_SQL, PROCEDURE_PARAMETERS, SIGNALLED
 from coupons.models import UserCoupon
-from tests.coupons.test_campaigns import a_campaign
-from tests.coupons.test_claim_hot_path import claim, publish, sell_out
+from coupons.models.campaigns import Campaign
+from tests.support.campaigns import a_campaign
+from tests.support.claims import claim, publish, sell_out
 from tests.support.clients import bearer_client
 from tests.support.factories import UserFactory
 from tests.support.helpers import claim_url, statements_made_by

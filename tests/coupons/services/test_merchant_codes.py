@@ -12,22 +12,17 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from backoffice.staff_actions import StaffAction, recorded_action, staff_audit
 from coupons.errors import CodesFileInvalid
 from coupons.models import UserCoupon
+from coupons.models.single_use_codes import SingleUseCode
 from coupons.services.merchant_codes import (
     merchant_codes_check,
     merchant_codes_import,
     merchant_codes_read,
 )
-from coupons.single_use_codes import SingleUseCode
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, UserFactory
+from tests.support.merchant_code_files import codes_of, csv_file
 
 pytestmark = pytest.mark.django_db
-
-
-def csv_file(*codes: str | None) -> bytes:
-    """A merchant's CSV: a note and the code on each line; None is a blank line."""
-    lines = ["note,code", *("" if code is None else f"x,{code}" for code in codes)]
-    return "\n".join(lines).encode()
 
 
 def xlsx_file(*cells: object, header: str = "券码") -> bytes:
@@ -39,10 +34,6 @@ def xlsx_file(*cells: object, header: str = "券码") -> bytes:
     out = io.BytesIO()
     book.save(out)
     return out.getvalue()
-
-
-def codes_of(template) -> set[str]:
-    return set(SingleUseCode.objects.filter(template=template).values_list("code", flat=True))
 
 
 def test_a_csv_of_merchant_codes_is_imported_upper_cased_and_recorded(staff):

@@ -12,16 +12,17 @@ from django.utils import translation
 
 from backoffice.staff_actions import StaffAction, recorded_action, staff_audit
 from core import clock
-from coupons.campaigns.models import Campaign
-from coupons.campaigns.services import campaign_create, campaign_edit
 from coupons.errors import BudgetExhausted, CampaignInvalid, ClaimBudgetExhausted
 from coupons.models import UserCoupon
+from coupons.models.campaigns import Campaign
 from coupons.services import grants
+from coupons.services.campaigns import campaign_create, campaign_edit
 from orders import services
 from orders.models import Order
 from orders.refunds import order_refund
 from orders.selectors import coupon_options
 from tests.support.admin_users import VIEW_ONLY, staff_with
+from tests.support.campaigns import a_campaign
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
 from tests.support.factories import (
@@ -31,17 +32,6 @@ from tests.support.factories import (
     UserFactory,
 )
 from tests.support.helpers import claim_url
-
-
-def a_campaign(budget: int | None, *templates) -> Campaign:
-    now = clock.now()
-    return campaign_create(
-        name="双十一",
-        starts_at=now - timedelta(days=1),
-        ends_at=now + timedelta(days=10),
-        budget=budget,
-        template_ids=[template.pk for template in templates],
-    )
 
 
 def spent(campaign: Campaign) -> int:

@@ -2,7 +2,7 @@
 docs/decisions/0700-claim-decision-in-one-call.md): the guarded UPDATE, the INSERT and the
 COMMIT run in the server, so no client Python runs while the template's row is locked; every
 way the procedure ends leaves no transaction open, and what it refuses it writes nothing of.
-The rule's grid through the procedure is tests/coupons/test_claim_sql_grid.py."""
+The rule's grid through the procedure is tests/coupons/issuing/test_claim_sql_grid.py."""
 
 import threading
 from datetime import timedelta
@@ -15,7 +15,7 @@ from coupons.issuing.decision import AlreadyGranted, GrantNote, decide
 from coupons.issuing.service import coupon_issue
 from coupons.issuing.transaction import DECISION_ALIAS
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.single_use_codes import SingleUseCode
+from coupons.models.single_use_codes import SingleUseCode
 from localservers.waiting import wait_until
 from tests.support.concurrency import run_together
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory

@@ -8,7 +8,7 @@ import pytest
 import redis
 from django.conf import settings
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KEYS_TAKEN = {
     "accounts/lua/user_facts_read.lua": 2,
     "accounts/lua/user_facts_write.lua": 2,

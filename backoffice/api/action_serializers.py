@@ -1,17 +1,17 @@
 """The admin API's action serializers: grants (SPEC section 17) and single-use codes (SPEC
-section 18). The templates' own serializers are coupons/api/serializers.py."""
+section 18); the templates' own are backoffice/api/template_serializers.py."""
 
 from drf_spectacular.utils import OpenApiExample, extend_schema_serializer
 from rest_framework import serializers
 
 from api.serializers import StrictSerializer
 from core.limits import MAX_BIGINT
-from coupons.models import GRANT_REASON_MAX_LENGTH
-from coupons.services import grants
-from coupons.single_use_codes import (
+from coupons.grant_reasons import GRANT_REASON_MAX_LENGTH
+from coupons.models.single_use_codes import (
     MAX_SINGLE_USE_CODES_PER_REQUEST,
     SingleUseCode,
 )
+from coupons.services import grants
 
 
 @extend_schema_serializer(

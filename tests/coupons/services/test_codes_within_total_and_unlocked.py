@@ -11,8 +11,8 @@ from django.db import connections
 from backoffice.staff_actions import StaffAction, staff_audit
 from coupons.errors import TemplateInvalid
 from coupons.models import UserCoupon
+from coupons.models.single_use_codes import SingleUseCode
 from coupons.services import codes, grants, templates
-from coupons.single_use_codes import SingleUseCode
 from tests.support.clients import bearer_client
 from tests.support.concurrency import run_together
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory

@@ -1,6 +1,6 @@
 """A campaign: a name, its dates and an optional budget of discount in cents. `spent` is the
 discount of coupons used at checkout that were not given back (cancel, expiry, refund),
-changed only by one guarded UPDATE in the order's transaction (coupons/campaigns/budget.py)."""
+changed only by one guarded UPDATE in the order's transaction (coupons/campaign_budget.py)."""
 
 from django.db import models
 from django.db.models import F, Q

@@ -1,5 +1,5 @@
 """A user's coupon (SPEC sections 4 and 10), registered from coupons.models; its template is
-CouponTemplate (coupons/models.py)."""
+CouponTemplate (coupons/models/templates.py)."""
 
 from datetime import datetime
 

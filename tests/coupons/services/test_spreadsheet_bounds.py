@@ -16,7 +16,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LIMIT_MIB = 100
 
 

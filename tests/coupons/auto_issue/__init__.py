@@ -1,0 +1,1 @@
+"""Coupons issued by events (coupons/auto_issue/)."""

@@ -1,0 +1,1 @@
+"""The claim's wing (coupons/issuing/): the screen, the decision, the counter and its faults."""

@@ -1,0 +1,1 @@
+"""The staff writes (coupons/services/): templates, grants, codes, campaigns."""
