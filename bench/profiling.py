@@ -16,8 +16,9 @@ from pathlib import Path
 from bench.progress import log
 from bench.results import Profile
 
-# A sample belongs to a request when Django's handler is on its stack.
-REQUEST_FRAME = "BaseHandler.get_response"
+# A sample belongs to a request when Django's handler, or the claim's lean route in front of
+# it (coupons/api/claim_route.py), is on its stack.
+REQUEST_FRAMES = frozenset({"BaseHandler.get_response", "ClaimRoute.__call__"})
 
 
 def py_spy() -> str | None:
@@ -63,12 +64,14 @@ def profiled(master_pid: int, output: Path, into: "ProfileSlot") -> Iterator[Non
 # Functions whose inclusive share of request time answers "where did the time go".
 MARKERS = {
     "JWT authentication (incl. its user query)": "JWTAuthentication.authenticate",
+    "a token's signature checked (PyJWT)": "signature_checked",
     "throttles (DRF)": "APIView.check_throttles",
-    "claim service (coupons.issuing.service)": "_issue",
+    "claim (coupons.issuing.coupon_claim)": "coupon_claim",
+    "claim: the Redis screen": "claim_screen",
     "claim: facts read before the decision": "claim_facts",
     "claim: decision transaction (row lock, insert, commit)": "decide",
     "claim: the decision's one call (MySQL procedure)": "decide_in_one_call",
-    "Redis counter scripts": "CouponCounter._run",
+    "Redis pipelines (redis-py)": "Pipeline.execute",
     "waiting on MariaDB (MySQLdb query)": "Connection.query",
     "connection health checks (is_usable)": "DatabaseWrapper.is_usable",
     "ORM building SQL (SQLCompiler.as_sql)": "SQLCompiler.as_sql",
@@ -88,7 +91,7 @@ def summarize(path: Path, top: int = 12) -> Profile:
     document = json.loads(path.read_text())
     frames = document["shared"]["frames"]
     names = [f"{frame['name']} ({Path(frame.get('file', '?')).name})" for frame in frames]
-    request_frames = {i for i, frame in enumerate(frames) if frame["name"] == REQUEST_FRAME}
+    request_frames = {i for i, frame in enumerate(frames) if frame["name"] in REQUEST_FRAMES}
     marker_frames = {
         label: {i for i, frame in enumerate(frames) if frame["name"] == function}
         for label, function in MARKERS.items()

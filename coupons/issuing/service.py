@@ -1,6 +1,7 @@
-"""Issuing coupons (SPEC sections 4, 14 and 15): the claim's Redis screen, and the one issuing
-core every claim, code and grant goes through, deciding in one short transaction
-(coupons/issuing/transaction.py)."""
+"""Issuing coupons one at a time (SPEC sections 4, 14 and 15): the claim's Redis screen, and
+the issuing core every claim, code and event coupon goes through, deciding in one short
+transaction (coupons/issuing/transaction.py). A staff grant issues in batches of its own
+(coupons/services/grants.py) under the same rule, coupons.rules.claim_state."""
 
 from dataclasses import dataclass
 from datetime import datetime
@@ -226,10 +227,11 @@ def coupon_issue(
     grant: GrantNote | None = None,
     single_use_code_id: int | None = None,
 ) -> UserCoupon:
-    """Issue one coupon of a template to a user, or raise why not. The one issuing core: every
-    path that hands out coupons (claim by id, code, grant) comes through here, and the coupon
-    records its `source`, its own use window (stamped here, under the row lock) and, for a
-    grant, the GrantNote.
+    """Issue one coupon of a template to a user, or raise why not. The issuing core: every path
+    that hands out one coupon (claim by id, code, a coupon an event earned) comes through here,
+    and the coupon records its `source`, its own use window (stamped here, under the row lock)
+    and, for an event's coupon, the GrantNote. Staff grants go in batches
+    (coupons/services/grants.py).
 
     Raises TemplateNotFound (also for a claim by id of a hidden template, and for a claim by id
     or shared code of a template with single-use codes), AlreadyGranted, CodeUsed (the

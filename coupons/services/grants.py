@@ -1,4 +1,6 @@
-"""Grants (SPEC section 11): staff issue a template to chosen users through the issuing core."""
+"""Grants (SPEC section 11): staff issue a template to chosen users in batches, each user judged
+by the claim's rule (coupons.rules.claim_state) under the template's row lock; not through the
+one-coupon issuing core (coupons.issuing.coupon_issue), which a batch would call per user."""
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence

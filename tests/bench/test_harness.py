@@ -330,16 +330,17 @@ def test_render_prints_every_row_and_every_target_and_the_json_round_trips():
 
 
 def test_profile_summary_shares_request_time_and_writes_the_old_json_shape(tmp_path):
-    # given: a speedscope file with two request samples (one in the claim's decision) and an
-    # idle sample outside any request
+    # given: a speedscope file with three request samples (two in the claim's decision, one
+    # of them under the claim's lean route) and an idle sample outside any request
     frames = [
-        {"name": profiling.REQUEST_FRAME, "file": "base.py"},
+        {"name": "BaseHandler.get_response", "file": "base.py"},
         {"name": "decide", "file": "decision.py"},
         {"name": "wait", "file": "threading.py"},
+        {"name": "ClaimRoute.__call__", "file": "claim_route.py"},
     ]
     speedscope = {
         "shared": {"frames": frames},
-        "profiles": [{"samples": [[0, 1], [0], [2]], "weights": [0.3, 0.1, 5.0]}],
+        "profiles": [{"samples": [[0, 1], [0], [2], [3, 1]], "weights": [0.3, 0.1, 5.0, 0.4]}],
     }
     path = tmp_path / "run-storm.speedscope.json"
     path.write_text(json.dumps(speedscope))
@@ -352,11 +353,11 @@ def test_profile_summary_shares_request_time_and_writes_the_old_json_shape(tmp_p
     written = json.loads(json.dumps(asdict(profile)))
     assert list(written) == ["file", "request_thread_seconds", "markers", "top_self"]
     assert written["file"] == "run-storm.speedscope.json"
-    assert written["request_thread_seconds"] == 0.4
-    assert written["markers"]["claim: decision transaction (row lock, insert, commit)"] == 0.75
+    assert written["request_thread_seconds"] == 0.8
+    assert written["markers"]["claim: decision transaction (row lock, insert, commit)"] == 0.875
     assert written["top_self"] == [
-        ["decide (decision.py)", 0.75],
-        ["BaseHandler.get_response (base.py)", 0.25],
+        ["decide (decision.py)", 0.875],
+        ["BaseHandler.get_response (base.py)", 0.125],
     ]
 
 

@@ -1,6 +1,6 @@
-"""Grants (SPEC section 11): the admin API and `grant_coupons`, through the issuing core, with
-the claim's total and per-user limit, allowed before the window opens, refused after it ended,
-and idempotent per (template, user, reason)."""
+"""Grants (SPEC section 11): the admin API and `grant_coupons`, in batches under the claim's
+rule, with the claim's total and per-user limit, allowed before the window opens, refused
+after it ended, and idempotent per (template, user, reason)."""
 
 from datetime import timedelta
 from io import StringIO
