@@ -8,7 +8,7 @@ text, is what the unique (template, user, key) index compares."""
 import hashlib
 import unicodedata
 
-# The longest reason a grant keeps (coupons.UserCoupon.grant_reason).
+# The longest reason a grant keeps (coupons.models.UserCoupon.grant_reason).
 GRANT_REASON_MAX_LENGTH = 255
 
 

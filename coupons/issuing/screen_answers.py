@@ -13,7 +13,7 @@ from coupons.rules import ClaimState
 class ScreenAnswer(IntEnum):
     """What claim.lua answers, by its code (the reply's first element): the one list from the
     script's codes to the claim's errors. A refusal stands for the claim rule's `states`, and
-    is the error coupons.issuing.service.REJECTION_BY_STATE gives them (tests/coupons/
+    is the error coupons.issuing.steps.REJECTION_BY_STATE gives them (tests/coupons/
     test_rules.py runs the script against coupons.rules.claim_state)."""
 
     states: frozenset[ClaimState]
