@@ -1,6 +1,6 @@
-"""Settings shared by every environment. Every deployment value comes from the environment."""
+"""Settings shared by every environment. Every deployment value comes from the environment,
+read through config/settings/environment.py (typed, named when it is wrong)."""
 
-import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -9,6 +9,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy
 
+from config.settings.environment import env_bool, env_float, env_int, env_list, env_str
 from core.limits import MAX_ID
 from core.metrics import TimedRedisConnection
 
@@ -16,21 +17,9 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"
 
 
-def env_bool(name: str, default: bool = False) -> bool:
-    return os.environ.get(name, str(default)).strip().lower() in {"1", "true", "yes", "on"}
-
-
-def env_list(name: str, default: str) -> list[str]:
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
-
-
-def env_float(name: str, default: float) -> float:
-    return float(os.environ.get(name, default))
-
-
 # --- Core -------------------------------------------------------------------------------------
 
-SECRET_KEY = os.environ.get("SECRET_KEY", "")
+SECRET_KEY = env_str("SECRET_KEY", "")
 DEBUG = env_bool("DEBUG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
 # Origins other than the page's own allowed to post forms. The page's own needs no entry on
@@ -115,11 +104,11 @@ BENCH_BARE_VIEW = env_bool("BENCH_BARE_VIEW")
 WSGI_APPLICATION = "config.wsgi.application"
 
 # Bodies over 1 MiB are 413 `too_large` (SPEC section 12), wherever they are read.
-DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("REQUEST_BODY_MAX_BYTES", 1024 * 1024))
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("REQUEST_BODY_MAX_BYTES", 1024 * 1024)
 # But for the staff's file uploads that a worker reads (SPEC section 34: 100,000 codes or
 # users in one CSV or XLSX): these admin pages take files up to STAFF_FILE_MAX_BYTES (nginx
 # has the same exception, deploy/nginx/coupons.conf.template).
-STAFF_FILE_MAX_BYTES = int(os.environ.get("STAFF_FILE_MAX_BYTES", 8 * 1024 * 1024))
+STAFF_FILE_MAX_BYTES = env_int("STAFF_FILE_MAX_BYTES", 8 * 1024 * 1024)
 STAFF_FILE_PATHS = r"^/admin/coupons/coupontemplate/[0-9]+/(codes/import|grant/file)/$"
 
 TEMPLATES = [
@@ -151,11 +140,11 @@ MYSQL_ENGINE = "core.database_backend"
 DATABASE_CONNECTION_IDLE_CHECK = env_float("DB_CONN_IDLE_CHECK", 5)
 
 # A row lock waited on longer than this (seconds) is MySQL error 1205, answered 503.
-DATABASE_LOCK_WAIT_TIMEOUT = int(os.environ.get("DB_LOCK_WAIT_TIMEOUT", "5"))
+DATABASE_LOCK_WAIT_TIMEOUT = env_int("DB_LOCK_WAIT_TIMEOUT", 5)
 
 
 def database_from_env() -> dj_database_url.DBConfig:
-    url = os.environ.get("DATABASE_URL", "")
+    url = env_str("DATABASE_URL", "")
     if not url:
         VAR_DIR.mkdir(exist_ok=True)
         return {
@@ -167,7 +156,7 @@ def database_from_env() -> dj_database_url.DBConfig:
         }
     config = dj_database_url.parse(
         url,
-        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "60")),
+        conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
         # A kept connection that died (database restarted, failover) is found before the
         # next request's first statement and replaced, instead of failing that request: by
         # its socket, and by a ping only after it sat idle (core/database_backend/base.py).
@@ -193,9 +182,9 @@ def database_timeouts() -> dict[str, int]:
     statement. The read timeout must exceed the lock wait, or a lock wait would surface as a
     lost connection. 0 turns one off (e.g. for a long manual migration)."""
     timeouts = {
-        "connect_timeout": int(os.environ.get("DB_CONNECT_TIMEOUT", "2")),
-        "read_timeout": int(os.environ.get("DB_READ_TIMEOUT", "8")),
-        "write_timeout": int(os.environ.get("DB_WRITE_TIMEOUT", "8")),
+        "connect_timeout": env_int("DB_CONNECT_TIMEOUT", 2),
+        "read_timeout": env_int("DB_READ_TIMEOUT", 8),
+        "write_timeout": env_int("DB_WRITE_TIMEOUT", 8),
     }
     return {name: seconds for name, seconds in timeouts.items() if seconds > 0}
 
@@ -218,7 +207,7 @@ def decision_database(default: dj_database_url.DBConfig) -> dj_database_url.DBCo
 # Each read on the replica alias first waits until its node has applied every write the
 # cluster committed before the read began (Galera's wsrep_sync_wait; 1: SELECT and SHOW; 0:
 # no wait, reads may be a moment behind). Harmless on a server without wsrep.
-DATABASE_REPLICA_SYNC_WAIT = int(os.environ.get("DATABASE_REPLICA_SYNC_WAIT", "1"))
+DATABASE_REPLICA_SYNC_WAIT = env_int("DATABASE_REPLICA_SYNC_WAIT", 1)
 
 
 def replica_database(default: dj_database_url.DBConfig, url: str = "") -> dj_database_url.DBConfig:
@@ -248,9 +237,9 @@ DATABASES = {"default": database_from_env()}
 # connection there; nor a replica.
 if DATABASES["default"]["ENGINE"] == MYSQL_ENGINE:
     DATABASES["decision"] = decision_database(DATABASES["default"])
-    if os.environ.get("DATABASE_REPLICA_URL"):
+    if env_str("DATABASE_REPLICA_URL", ""):
         DATABASES["replica"] = replica_database(
-            DATABASES["default"], os.environ["DATABASE_REPLICA_URL"]
+            DATABASES["default"], env_str("DATABASE_REPLICA_URL", "")
         )
 # Reads marked as needing not see the caller's own writes go to the replica when there is one
 # (else everything stays on default, the writer).
@@ -260,7 +249,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Database down or stalled: 503 `unavailable` with this Retry-After (seconds), and one log
 # line per kind of failure per interval (ops/database_faults.py).
-DATABASE_UNAVAILABLE_RETRY_AFTER = int(os.environ.get("DATABASE_UNAVAILABLE_RETRY_AFTER", "5"))
+DATABASE_UNAVAILABLE_RETRY_AFTER = env_int("DATABASE_UNAVAILABLE_RETRY_AFTER", 5)
 DATABASE_FAULT_LOG_INTERVAL = env_float("DATABASE_FAULT_LOG_INTERVAL", 10)
 # After a request found the database server away, answer 503 at once for this long.
 DATABASE_BREAKER_SECONDS = env_float("DATABASE_BREAKER_SECONDS", 2)
@@ -272,7 +261,7 @@ HEALTH_CACHE_SECONDS = min(env_float("HEALTH_CACHE_SECONDS", 1.0), 1.0)
 # last answered: a loaded database is not taken out of service (SPEC section 25).
 HEALTH_SLOW_GRACE = env_float("HEALTH_SLOW_GRACE", 3.0)
 # GET /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; empty: /metrics is off (404).
-METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 # Wiring, not configuration: the callables ops uses without importing an app (typing
 # Protocols in core/database_errors.py and ops/health.py). The API's exception handler
 # reports a database outage to the first; /healthz pings the Redis the second returns.
@@ -320,8 +309,8 @@ SCHEDULED_JOBS: dict[str, str | tuple[str, float]] = {
 # Durable queues on RabbitMQ; a task is acknowledged only once it ran (a worker killed midway
 # leaves it to another), one message prefetched at a time, so a long task holds no others.
 # Every task is safe to run twice; the database is the truth (an outbox row, a lease).
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672//")
-CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "coupons")
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672//")
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "coupons")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -358,22 +347,22 @@ STAFF_JOB_FILES_KEPT_DAYS = env_float("STAFF_JOB_FILES_KEPT_DAYS", 7)
 
 # --- Redis (advisory counters; docs/decisions/0004-redis-advisory-counters-with-versions.md) ---
 
-REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # The coupon counter's Redis (coupons.issuing.counter_setup.counter_from_settings reads these,
 # nothing else does): by default the same server; with COUPON_REDIS_CLUSTER=1 the URL names any
 # node of a Redis Cluster.
-COUPON_COUNTER_REDIS_URL = os.environ.get("COUPON_COUNTER_REDIS_URL", REDIS_URL)
-COUPON_REDIS_CLUSTER = os.environ.get("COUPON_REDIS_CLUSTER", "0") == "1"
+COUPON_COUNTER_REDIS_URL = env_str("COUPON_COUNTER_REDIS_URL", REDIS_URL)
+COUPON_REDIS_CLUSTER = env_bool("COUPON_REDIS_CLUSTER")
 # Prepended to every key this deployment writes in Redis, the counter's and the cache's (the
 # throttles): several deployments, test runs or `make run`s share one Redis without meeting.
 # config/settings/local.py makes one per checkout, database and port when it is not set.
-COUPON_REDIS_PREFIX = os.environ.get("COUPON_REDIS_PREFIX", "")
+COUPON_REDIS_PREFIX = env_str("COUPON_REDIS_PREFIX", "")
 # Every counter call is on a request's path, so one timeout (connect and read) bounds each.
-COUPON_COUNTER_CLAIM_TIMEOUT = float(os.environ.get("COUPON_COUNTER_CLAIM_TIMEOUT", "0.25"))
-COUPON_COUNTER_BACKOFF = float(os.environ.get("COUPON_COUNTER_BACKOFF", "5"))
+COUPON_COUNTER_CLAIM_TIMEOUT = env_float("COUPON_COUNTER_CLAIM_TIMEOUT", 0.25)
+COUPON_COUNTER_BACKOFF = env_float("COUPON_COUNTER_BACKOFF", 5)
 # Cached template terms (SPEC section 15) live this many seconds from the database read they
 # came from; a staff change that cannot reach Redis waits this long before it returns.
-COUPON_TERMS_LEASE = float(os.environ.get("COUPON_TERMS_LEASE", "5"))
+COUPON_TERMS_LEASE = env_float("COUPON_TERMS_LEASE", 5)
 # Wiring, not configuration: which callable tells coupons which category and product ids exist
 # (coupons.catalog). The orders app provides it; coupons never imports orders.
 COUPON_SCOPE_CATALOG = "orders.catalog.OrdersCatalog"
@@ -402,33 +391,33 @@ CACHES = {
 
 THROTTLE_RATES = {
     # Failed logins (API and admin) per (username, client IP): the lockout a guesser meets.
-    "login_username_ip": os.environ.get("THROTTLE_LOGIN_USERNAME_IP", "10/min"),
+    "login_username_ip": env_str("THROTTLE_LOGIN_USERNAME_IP", "10/min"),
     # Failed logins per username from all addresses: high enough that one address (locked
     # out after 10) cannot lock the account for its owner elsewhere.
-    "login_username": os.environ.get("THROTTLE_LOGIN_USERNAME", "100/min"),
+    "login_username": env_str("THROTTLE_LOGIN_USERNAME", "100/min"),
     # Failed logins per client IP, across usernames: a ceiling on one address spraying many
     # accounts, set so that a shared address (an office NAT, a carrier's CGNAT) full of honest
     # typos does not lock out its users who never logged in there (decision 0632).
-    "login_ip": os.environ.get("THROTTLE_LOGIN_IP", "300/min"),
-    "refresh": os.environ.get("THROTTLE_REFRESH", "30/min"),  # token refreshes per user
+    "login_ip": env_str("THROTTLE_LOGIN_IP", "300/min"),
+    "refresh": env_str("THROTTLE_REFRESH", "30/min"),  # token refreshes per user
     # Registrations (each attempt) per client IP and per name tried: the answer says whether
     # a name is taken, so these bound how many names anyone can test (decision 1026).
-    "register_ip": os.environ.get("THROTTLE_REGISTER_IP", "20/h"),
-    "register_username": os.environ.get("THROTTLE_REGISTER_USERNAME", "5/h"),
-    "claim": os.environ.get("THROTTLE_CLAIM", "60/min"),
-    "redeem": os.environ.get("THROTTLE_REDEEM", "10/min"),  # code redemptions per user
-    "redeem_ip": os.environ.get("THROTTLE_REDEEM_IP", "60/min"),  # ... per client IP
+    "register_ip": env_str("THROTTLE_REGISTER_IP", "20/h"),
+    "register_username": env_str("THROTTLE_REGISTER_USERNAME", "5/h"),
+    "claim": env_str("THROTTLE_CLAIM", "60/min"),
+    "redeem": env_str("THROTTLE_REDEEM", "10/min"),  # code redemptions per user
+    "redeem_ip": env_str("THROTTLE_REDEEM_IP", "60/min"),  # ... per client IP
     # Per user: one shopper cannot take a whole stock by ordering in a loop (SPEC section 19).
-    "checkout": os.environ.get("THROTTLE_CHECKOUT", "30/min"),
+    "checkout": env_str("THROTTLE_CHECKOUT", "30/min"),
     # Refusals (4xx) per user whose answer an Idempotency-Key keeps for replay; past it the
     # refusal is answered and not kept (api/idempotency.py): no row per refusal of a flood.
-    "idempotent_refusals": os.environ.get("THROTTLE_IDEMPOTENT_REFUSALS", "20/min"),
+    "idempotent_refusals": env_str("THROTTLE_IDEMPOTENT_REFUSALS", "20/min"),
 }
 # An address an account logged in from skips the per-account and per-address login ceilings
 # for that account this long after its last login; the newest few per account are kept
 # (accounts/known_addresses.py, decision 0632).
-LOGIN_KNOWN_ADDRESS_DAYS = int(os.environ.get("LOGIN_KNOWN_ADDRESS_DAYS", "30"))
-LOGIN_KNOWN_ADDRESSES_MAX = int(os.environ.get("LOGIN_KNOWN_ADDRESSES_MAX", "10"))
+LOGIN_KNOWN_ADDRESS_DAYS = env_int("LOGIN_KNOWN_ADDRESS_DAYS", 30)
+LOGIN_KNOWN_ADDRESSES_MAX = env_int("LOGIN_KNOWN_ADDRESSES_MAX", 10)
 if LOGIN_KNOWN_ADDRESS_DAYS < 0 or LOGIN_KNOWN_ADDRESSES_MAX < 0:
     raise ImproperlyConfigured("LOGIN_KNOWN_ADDRESS_DAYS and LOGIN_KNOWN_ADDRESSES_MAX are >= 0.")
 # After a failure of the cache's Redis the throttles, and authentication's user facts, skip it
@@ -455,8 +444,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 SIMPLE_JWT = {
-    "ACCESS_TOKEN_LIFETIME": timedelta(minutes=int(os.environ.get("JWT_ACCESS_MINUTES", "15"))),
-    "REFRESH_TOKEN_LIFETIME": timedelta(days=int(os.environ.get("JWT_REFRESH_DAYS", "7"))),
+    "ACCESS_TOKEN_LIFETIME": timedelta(minutes=env_int("JWT_ACCESS_MINUTES", 15)),
+    "REFRESH_TOKEN_LIFETIME": timedelta(days=env_int("JWT_REFRESH_DAYS", 7)),
     "AUTH_HEADER_TYPES": ("Bearer",),
     "UPDATE_LAST_LOGIN": False,
     # Every refresh returns a new refresh token and blacklists the one presented.
@@ -484,7 +473,7 @@ REST_FRAMEWORK = {
     # the throttles count is then the one the nearest proxy appended to X-Forwarded-For. 0
     # (the default): the socket's address, and X-Forwarded-For, which any client can write
     # when it reaches the server directly, is ignored.
-    "NUM_PROXIES": int(os.environ.get("NUM_PROXIES") or 0),
+    "NUM_PROXIES": env_int("NUM_PROXIES", 0),
 }
 
 SPECTACULAR_SETTINGS = {
@@ -518,25 +507,25 @@ SPECTACULAR_SETTINGS = {
 # --- Idempotency-Key (docs/decisions/0018-idempotency-keys-in-mysql.md) -----------------------
 
 # How long a key's answer is kept for replays; SPEC section 12 asks for at least 24 hours.
-IDEMPOTENCY_KEY_HOURS = int(os.environ.get("IDEMPOTENCY_KEY_HOURS", "24"))
+IDEMPOTENCY_KEY_HOURS = env_int("IDEMPOTENCY_KEY_HOURS", 24)
 if IDEMPOTENCY_KEY_HOURS < 24:
     raise ImproperlyConfigured("IDEMPOTENCY_KEY_HOURS must be at least 24.")
 # A key whose request has no recorded answer after this long (it failed and its record could
 # not be dropped, or it died) is free again. Longer than any request can run (gunicorn's
 # 30 s timeout, config/gunicorn_conf.py), so a running request never loses its key.
-IDEMPOTENCY_LEASE_SECONDS = int(os.environ.get("IDEMPOTENCY_LEASE_SECONDS", "60"))
+IDEMPOTENCY_LEASE_SECONDS = env_int("IDEMPOTENCY_LEASE_SECONDS", 60)
 if not 31 <= IDEMPOTENCY_LEASE_SECONDS <= 60:
     raise ImproperlyConfigured("IDEMPOTENCY_LEASE_SECONDS must be from 31 to 60.")
 
 # --- Orders -----------------------------------------------------------------------------------
 
-ORDER_PAYMENT_TIMEOUT_MINUTES = int(os.environ.get("ORDER_PAYMENT_TIMEOUT_MINUTES", "15"))
+ORDER_PAYMENT_TIMEOUT_MINUTES = env_int("ORDER_PAYMENT_TIMEOUT_MINUTES", 15)
 # Orders awaiting payment that one user may hold at once (each holds its stock until paid or
 # expired); the next checkout is 409 `too_many_unpaid_orders`.
-MAX_UNPAID_ORDERS = int(os.environ.get("MAX_UNPAID_ORDERS", "5"))
+MAX_UNPAID_ORDERS = env_int("MAX_UNPAID_ORDERS", 5)
 # Units of one product one order line may take (decision 0630): with MAX_UNPAID_ORDERS, what one
 # user can hold unpaid. At most 999, the bound the database's CHECK keeps (orders/models.py).
-ORDER_LINE_MAX_QUANTITY = int(os.environ.get("ORDER_LINE_MAX_QUANTITY", "10"))
+ORDER_LINE_MAX_QUANTITY = env_int("ORDER_LINE_MAX_QUANTITY", 10)
 if not 1 <= ORDER_LINE_MAX_QUANTITY <= 999:
     raise ImproperlyConfigured("ORDER_LINE_MAX_QUANTITY must be from 1 to 999.")
 
@@ -547,25 +536,25 @@ LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
 # Compiled by `make messages` (msgfmt): docs/decisions/0031-admin-money-time-languages.md.
 LOCALE_PATHS = [BASE_DIR / "locale"]
 # Times are stored in UTC and shown (admin, CSV export, chart days) in this zone.
-TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 
 # Money is stored in integer cents and shown / entered in this currency (core/money.py).
-COUPON_CURRENCY = os.environ.get("COUPON_CURRENCY", "CNY")
+COUPON_CURRENCY = env_str("COUPON_CURRENCY", "CNY")
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 # Staff jobs' files (uploads and results: backoffice/staff_jobs/), served only through the
 # job's page, which asks who may see them; never under a public URL. Every app server and
 # worker must see the same folder (compose: one volume).
-MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
+MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "media")))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 
-LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain")
+LOG_FORMAT = env_str("LOG_FORMAT", "plain")
 if LOG_FORMAT not in ("plain", "json"):
     raise ImproperlyConfigured("LOG_FORMAT is plain or json.")
 LOGGING: dict[str, Any] = {
@@ -593,7 +582,7 @@ LOGGING: dict[str, Any] = {
             "filters": ["request_id", "database_outage"],
         }
     },
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # A 409 "sold out" is the normal answer to a flash crowd, not a server problem: log only
     # 5xx here (Django logs every 4xx as a warning by default).
     "loggers": {

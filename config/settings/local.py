@@ -1,7 +1,6 @@
 """Local development: `make run`. Safe defaults for a laptop, never for the internet."""
 
-import os
-
+from config.settings.environment import env_str
 from config.settings.local_redis import local_redis_prefix
 from config.settings.secret_key import local_secret_key
 
@@ -14,7 +13,7 @@ SECRET_KEY = SECRET_KEY or local_secret_key(VAR_DIR / "secret_key")
 DEMO_DATA_ALLOWED = True  # seed_demo's published password is fine here
 # The demo is a shop in China: the admin's times in Beijing time unless TIME_ZONE says
 # otherwise (a deployment's settings keep UTC as their default).
-TIME_ZONE = os.environ.get("TIME_ZONE", "Asia/Shanghai")
+TIME_ZONE = env_str("TIME_ZONE", "Asia/Shanghai")
 
 # No prefix in the environment: one of this checkout, database and port (PORT, which make run
 # and scripts/serve set), for the counter and the cache alike.
@@ -23,14 +22,14 @@ if not COUPON_REDIS_PREFIX:
     COUPON_REDIS_PREFIX = local_redis_prefix(
         checkout=str(BASE_DIR),
         database=f"{database.get('HOST', '')}:{database.get('PORT', '')}/{database['NAME']}",
-        port=os.environ.get("PORT", "8000"),
+        port=env_str("PORT", "8000"),
     )
     CACHES = {**CACHES, "default": {**CACHES["default"], "KEY_PREFIX": COUPON_REDIS_PREFIX}}
 
 # No broker in the environment: Celery's messages go through files under var/ (kombu's
 # filesystem transport), so `make run` needs no RabbitMQ on a fresh machine; its worker and
 # beat run in one process beside the server (scripts/serve). Set CELERY_BROKER_URL for RabbitMQ.
-if "CELERY_BROKER_URL" not in os.environ:
+if not env_str("CELERY_BROKER_URL", ""):
     CELERY_QUEUE_DIR = VAR_DIR / "celery-queue"
     CELERY_QUEUE_DIR.mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
