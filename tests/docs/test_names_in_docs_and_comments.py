@@ -21,6 +21,7 @@ PATH_WORD = re.compile(rf"(?<![\w./:@-])((?:{TOP_LEVEL_ALTERNATIVES})/(?:<[^<>\n
 DECISION_MENTION = re.compile(r"\b[Dd]ecisions?\s+([01]\d{3}(?:\s*(?:,|and|-|–|/)\s*[01]\d{3})*)")
 RECORD_NAME = re.compile(r"\b([01]\d{3})-[a-z0-9-]+\.md\b")
 READMES = [ROOT / "bench" / "README.md"]
+DESIGN_DOCS = [DOCS / "DESIGN.md", DOCS / "where-to-change-what.md"]
 RUNTIME_FOLDERS = ("var/",)  # made by `make run` and the tests, git-ignored
 # Files that are not the project's own text (tests/docs names missing paths on purpose).
 SKIPPED = ("tests/docs/", "locale/", "docs/SPEC.md", "docs/measurements/", ".")
@@ -99,7 +100,7 @@ def record_numbers() -> set[str]:
 
 def test_every_path_the_docs_and_the_comments_name_exists():
     named: dict[str, list[str]] = {}
-    for doc in [DOCS / "DESIGN.md", DOCS / "operations.md", ROOT / "README.md", *READMES]:
+    for doc in [*DESIGN_DOCS, DOCS / "operations.md", ROOT / "README.md", *READMES]:
         named[doc.relative_to(ROOT).as_posix()] = paths_named(doc.read_text())
     for path in code_files():
         named[path.relative_to(ROOT).as_posix()] = paths_named(comments_of(path))
@@ -111,7 +112,7 @@ def test_every_path_the_docs_and_the_comments_name_exists():
 
 def test_every_decision_the_docs_and_the_comments_name_is_a_record():
     named: dict[str, set[str]] = {}
-    for doc in [DOCS / "DESIGN.md", DOCS / "operations.md", ROOT / "README.md", *READMES]:
+    for doc in [*DESIGN_DOCS, DOCS / "operations.md", ROOT / "README.md", *READMES]:
         named[doc.relative_to(ROOT).as_posix()] = decisions_named(doc.read_text())
     for doc in sorted(DECISIONS.glob("*.md")):
         named[doc.relative_to(ROOT).as_posix()] = decisions_named(doc.read_text())
@@ -232,7 +233,7 @@ def name_exists(dotted: str) -> bool:
 
 def test_every_dotted_name_the_docs_and_the_comments_name_exists():
     named: dict[str, list[str]] = {}
-    for doc in [DOCS / "DESIGN.md", DOCS / "operations.md", ROOT / "README.md", *READMES]:
+    for doc in [*DESIGN_DOCS, DOCS / "operations.md", ROOT / "README.md", *READMES]:
         named[doc.relative_to(ROOT).as_posix()] = DOTTED_NAME.findall(doc.read_text())
     for path in code_files():
         if path.suffix == ".py":
