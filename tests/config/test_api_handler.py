@@ -281,3 +281,15 @@ def test_the_lean_route_s_answers_are_counted_as_the_stack_s(lean_only, settings
 
     assert after[key] - before.get(key, 0) == 1
     assert sold_out_claims(after) - sold_out_claims(before) == 1
+
+
+@pytest.mark.servers
+def test_a_claim_answers_the_same_either_way_while_redis_is_down(app, own_redis, frozen_now):
+    sold_out = CouponTemplateFactory(total=1)
+    UserCouponFactory(template=sold_out)
+    shopper = UserFactory()
+    own_redis.stop()
+
+    status, _, body = both_ways(app, "POST", claim_url(sold_out), **bearer(shopper))
+
+    assert status.startswith("409") and b'"sold_out"' in body  # the database decided
