@@ -149,12 +149,21 @@ class AutoSchema(SpectacularAutoSchema):
         return getattr(self.view, self.method.lower(), None)
 
     def get_operation(self, *args, **kwargs):
-        """The operation, its description in the request's language: the English text (the
-        view's docstring or extend_schema's `description`) is the message id
-        (locale/*/django.po)."""
+        """The operation, its description and its examples' titles in the request's language:
+        the English text (the view's docstring, extend_schema's `description`, an example's
+        name) is the message id (locale/*/django.po); an error code's example keeps its code."""
         operation = super().get_operation(*args, **kwargs)
-        if operation and operation.get("description"):
+        if not operation:
+            return operation
+        if operation.get("description"):
             operation["description"] = _(operation["description"])
+        bodies = [operation.get("requestBody", {})]
+        bodies += list(operation.get("responses", {}).values())
+        for body in bodies:
+            for media in body.get("content", {}).values():
+                for example in media.get("examples", {}).values():
+                    if example.get("summary"):
+                        example["summary"] = _(example["summary"])
         return operation
 
     def is_idempotent(self) -> bool:

@@ -121,3 +121,28 @@ def test_the_product_list_documents_its_category(schema):
         "id": {"type": "integer", "readOnly": True},
         "name": {"type": "string", "readOnly": True},
     }
+
+
+def test_every_example_title_is_in_the_requests_language_but_an_error_code():
+    """Issue: Swagger's example names stayed English for a zh-CN reader (an error's example
+    is titled by its code, which is the same in every language)."""
+    chinese = yaml.safe_load(
+        APIClient().get("/api/schema/", HTTP_ACCEPT_LANGUAGE="zh-hans").content
+    )
+    titles = [
+        example.get("summary", "")
+        for _, _, operation in operations(chinese)
+        for body in [operation.get("requestBody", {}), *operation["responses"].values()]
+        for media in body.get("content", {}).values()
+        for example in media.get("examples", {}).values()
+    ]
+    english = [
+        title
+        for title in titles
+        if title
+        and not re.fullmatch(r"[a-z_]+", title)
+        and not any("\u4e00" <= char <= "\u9fff" for char in title)
+    ]
+
+    assert len(titles) > 40
+    assert english == []
