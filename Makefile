@@ -76,8 +76,9 @@ cluster-stop: $(VENV)/.runtime-installed
 	scripts/cluster stop
 
 ## drill: the failover drill (docs/operations.md): claims, checkouts and pays through HAProxy
-## while the writer node of a 3-node cluster of its own is SIGKILLed KILLS (20) times, the
-## ledger's checks, then the negative control (an async replica promoted); exit 1 on a violation
+## on a 3-node cluster of its own with its supervisor and the scheduler running, while the
+## writer is SIGKILLed KILLS (20) times, backups killed, the writer frozen, two and then all
+## nodes killed; the ledger's checks, then the negative control; exit 1 on a violation
 KILLS ?= 20
 drill: $(VENV)/.dev-installed
 	scripts/ensure-cluster-deps
