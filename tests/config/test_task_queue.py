@@ -29,6 +29,7 @@ from tests.support.metrics import scrape
 
 ROOT = Path(__file__).resolve().parents[2]
 SIGNUP = CouponTemplate.AutoIssue.SIGNUP
+WORKER_START_SECONDS = 180
 
 
 def new_account(name: str):
@@ -96,16 +97,32 @@ def test_a_worker_with_beat_issues_an_earned_coupon_once_and_runs_the_periodic_w
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
+    log = tmp_path / "worker.log"
+
+    def waited(condition, *, timeout: float, what: str) -> None:
+        """wait_until, with the worker's log in the failure (it failed once, log lost)."""
+        try:
+            wait_until(condition, timeout=timeout, what=what)
+        except TimeoutError as late:
+            raise AssertionError(f"{late}; the worker's log:\n{log.read_text()[-4000:]}") from None
+
+    def started() -> bool:
+        if worker.poll() is not None:
+            raise AssertionError(f"the worker exited: {log.read_text()[-4000:]}")
+        return b" ready." in log.read_bytes()
+
     try:
+        # A loaded machine may take long to start a worker: the work is timed from its start.
+        waited(started, timeout=WORKER_START_SECONDS, what="the worker (with beat) to start")
         # beat sends the relay every 2 s; the relay sends the row; the worker issues it
-        wait_until(
+        waited(
             lambda: UserCoupon.objects.filter(user=user, template=welcome).exists(),
             timeout=60,
             what="the worker to issue the sign-up coupon",
         )
         # order expiry runs every 20 s by beat: sent now, as beat would, to the same queue
         app.send_task("orders.expire_overdue_orders", queue=queue)
-        wait_until(
+        waited(
             lambda: Order.objects.get(pk=order.pk).status == Order.Status.CANCELLED,
             timeout=60,
             what="the worker to cancel the overdue order",
