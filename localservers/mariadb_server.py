@@ -40,10 +40,15 @@ class MariaDBServer(ManagedProcess):
         self.port = port or free_port()
         self.directory = directory
         self.datadir = datadir or directory / "data"
+        # Temporary tables in a folder of its own: in the shared /tmp, two servers installing at
+        # once (tests in loops side by side) lost each other's files ("Could not remove
+        # temporary table '/tmp/#sql-temptable-...'", then mariadb-install-db aborted).
+        self.tmpdir = directory / "tmp"
         binary_log = any(option.startswith("--log-bin") for option in options)
         command = [
             shutil.which("mariadbd") or "/usr/sbin/mariadbd", "--no-defaults",
-            f"--datadir={self.datadir}", f"--port={self.port}", "--bind-address=127.0.0.1",
+            f"--datadir={self.datadir}", f"--tmpdir={self.tmpdir}", f"--port={self.port}",
+            "--bind-address=127.0.0.1",
             f"--socket={directory / 'mariadbd.sock'}", f"--pid-file={directory / 'mariadbd.pid'}",
             "--user=root", "--performance-schema=OFF",
             "--character-set-server=utf8mb4", "--collation-server=utf8mb4_unicode_ci",
@@ -58,11 +63,12 @@ class MariaDBServer(ManagedProcess):
         """A fresh data directory (mariadb-install-db), once."""
         if self.datadir.exists():
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.tmpdir.mkdir(parents=True, exist_ok=True)
         result = subprocess.run(
             [
                 "mariadb-install-db", "--no-defaults", f"--datadir={self.datadir}",
-                "--user=root", "--auth-root-authentication-method=normal", "--skip-test-db",
+                f"--tmpdir={self.tmpdir}", "--user=root",
+                "--auth-root-authentication-method=normal", "--skip-test-db",
             ],
             capture_output=True,
             text=True,
@@ -71,6 +77,7 @@ class MariaDBServer(ManagedProcess):
             raise RuntimeError(f"mariadb-install-db failed: {result.stderr[-2000:]}")
 
     def start(self) -> None:
+        self.tmpdir.mkdir(parents=True, exist_ok=True)
         self.install()
         super().start()
 

@@ -85,6 +85,9 @@ def test_a_worker_with_beat_issues_an_earned_coupon_once_and_runs_the_periodic_w
         [
             sys.executable, "-m", "celery", "-A", "config", "worker", "-B",
             "--concurrency", "1", "--loglevel", "INFO", "--schedule", str(tmp_path / "beat"),
+            # A node name of its own: two workers named alike on one broker (another suite's,
+            # a served app's) fight over the node's control queue and one exits at start.
+            "--hostname", f"{queue}@%h",
         ],
         cwd=ROOT,
         env=os.environ | {
