@@ -15,30 +15,17 @@ from core import clock
 from coupons.issuing.counter_setup import coupon_counter
 from coupons.issuing.reconcile import coupon_counters_reconcile
 from coupons.models import CouponTemplate, UserCoupon
-from coupons.services import templates
-from tests.support.clients import bearer_client
+from tests.support.claims import claim
+from tests.support.claims import publish as published
 from tests.support.factories import UserFactory
-from tests.support.helpers import claim_url, redis_counts
+from tests.support.helpers import redis_counts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def publish(**terms) -> CouponTemplate:
-    now = clock.now()
-    defaults = {
-        "name": "Flash",
-        "type": "direct",
-        "value": 500,
-        "total": 2,
-        "valid_from": now - timedelta(hours=1),
-        "valid_until": now + timedelta(hours=1),
-    }
-    return templates.coupon_template_publish(**(defaults | terms))
-
-
-def claim(user, template) -> tuple[int, str | None]:
-    answer = bearer_client(user).post(claim_url(template))
-    return answer.status_code, answer.json().get("code")
+    """A template of two coupons, published through the service."""
+    return published(**({"total": 2} | terms))
 
 
 def restore_from_before(template: CouponTemplate) -> None:
