@@ -111,6 +111,8 @@ def test_nginx_passes_a_staff_file_of_up_to_8_mib_to_its_upload_page_only(stack)
     """The import and grant-from-file pages take files up to 8 MiB (SPEC section 34); the app
     answers them (here: 403, the form's missing CSRF token), every other path 413."""
 
+    answers: list[str] = []  # each answer's status, server and body: the failure shows who said it
+
     def status(path: str, size: int) -> int:
         """POST a file of `size` bytes as a form sends it: the app reads the whole body (its
         CSRF check parses the form) before it answers, so it never closes the connection on
@@ -125,16 +127,22 @@ def test_nginx_passes_a_staff_file_of_up_to_8_mib_to_its_upload_page_only(stack)
         )
         try:
             with urllib.request.urlopen(request, timeout=10) as answer:
-                return answer.status
+                code, headers, text = answer.status, answer.headers, answer.read()
         except urllib.error.HTTPError as refused:
-            return refused.code
+            code, headers, text = refused.code, refused.headers, refused.read()
+        answers.append(f"{path} {size}: {code} {dict(headers)} {text[:200]!r}")
+        return code
 
     two_mib = 2 * 1024 * 1024
-    assert status("/admin/coupons/coupontemplate/7/codes/import/", two_mib) == 403  # the app's
-    assert status("/admin/coupons/coupontemplate/7/grant/file/", two_mib) == 403
-    assert status("/admin/coupons/coupontemplate/7/codes/import/", 8 * 1024 * 1024 + 1) == 413
-    assert status("/admin/coupons/coupontemplate/7/change/", two_mib) == 413
-    assert status("/api/admin/coupons/7/codes/import", two_mib) == 413
+    expected = [
+        ("/admin/coupons/coupontemplate/7/codes/import/", two_mib, 403),  # the app's
+        ("/admin/coupons/coupontemplate/7/grant/file/", two_mib, 403),
+        ("/admin/coupons/coupontemplate/7/codes/import/", 8 * 1024 * 1024 + 1, 413),
+        ("/admin/coupons/coupontemplate/7/change/", two_mib, 413),
+        ("/api/admin/coupons/7/codes/import", two_mib, 413),
+    ]
+    got = [(path, size, status(path, size)) for path, size, _ in expected]
+    assert got == expected, "\n".join(answers)
 
 
 def test_nginx_answers_503_unavailable_when_gunicorn_is_down():
