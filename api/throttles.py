@@ -1,8 +1,10 @@
 """Rate limits (SPEC sections 12 and 19), counted in the django-redis cache's Redis.
 
-One fixed window per (scope, identity). A single bucket is a pipelined INCR + EXPIRE, one round
-trip; several buckets that must count together or not at all (a login attempt) are one Lua
-script (lua/throttle_take.lua), and can be given back (lua/throttle_refund.lua).
+One fixed window per (scope, identity) for a single bucket: a pipelined INCR + EXPIRE, one round
+trip. Buckets that must count together or not at all (a login or a sign-up attempt) are one Lua
+script (lua/throttle_take.lua) over sliding windows, the attempts of each bucket's last period
+(a burst across a minute's edge meets the same ceiling as one inside it: SPEC section 12), and
+can be given back (lua/throttle_refund.lua).
 
 When Redis fails, one line is logged and every throttle of the process stays away from Redis for
 THROTTLE_REDIS_BACKOFF seconds, so an outage adds no Redis round trip (and no timeout) to the
@@ -15,6 +17,8 @@ import logging
 import re
 import threading
 import time
+import uuid
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,12 +82,30 @@ class Window:
 
 
 @dataclass(frozen=True)
+class Span:
+    """A bucket's log of the attempts of its last `period` seconds (throttle_take's sliding
+    window)."""
+
+    key: str
+    limit: int
+    period: int
+
+    @classmethod
+    def of(cls, bucket: Bucket) -> "Span":
+        rate = Rate.parse(settings.THROTTLE_RATES[bucket.scope])
+        key = caches["default"].make_key(f"throttle-log:{bucket.scope}:{bucket.identity}")
+        return cls(key=key, limit=rate.limit, period=rate.period)
+
+
+@dataclass(frozen=True)
 class Taken:
     """The outcome of throttle_take: `wait` is None when the request may pass, else the
-    seconds until the refusing window ends. `windows` are what was counted (for a refund)."""
+    seconds until the refusing bucket has room again. `spans` are where the attempt was
+    counted, as `attempt` (for a refund)."""
 
     wait: float | None
-    windows: tuple[Window, ...] = ()
+    spans: tuple[Span, ...] = ()
+    attempt: str = ""
     in_process: bool = False
 
 
@@ -119,9 +141,9 @@ backoff = ThrottleBackoff()
 
 
 class InProcessCounts:
-    """Fixed windows in this process's memory: where the throttles that bound guessing count
-    while Redis is away. Per process, so N workers allow N times the rate: far from the
-    unlimited guessing an outage would otherwise allow. Bounded: past MAX_KEYS counters the
+    """throttle_hit's fixed windows in this process's memory: where the throttles that bound
+    guessing count while Redis is away. Per process, so N workers allow N times the rate: far
+    from the unlimited guessing an outage would otherwise allow. Bounded: past MAX_KEYS counters the
     ended windows are forgotten, then the oldest."""
 
     MAX_KEYS = 100_000
@@ -130,24 +152,15 @@ class InProcessCounts:
         self._counts: dict[str, list[float]] = {}  # key -> [count, window end]
         self._lock = threading.Lock()
 
-    def take(self, windows: tuple[Window, ...], *, now: float) -> int:
-        """As throttle_take.lua: 0 when every window was under its limit (each counted), else
-        the 1-based index of the first at its limit (nothing counted)."""
+    def take(self, window: Window, *, now: float) -> bool:
+        """Count one request in `window` unless it is at its limit; True when counted."""
         with self._lock:
             self._make_room(now)
-            for index, window in enumerate(windows, start=1):
-                if self._counts.get(window.key, (0, 0))[0] >= window.limit:
-                    return index
-            for window in windows:
-                self._counts.setdefault(window.key, [0, window.ends_at])[0] += 1
-            return 0
-
-    def refund(self, windows: tuple[Window, ...]) -> None:
-        with self._lock:
-            for window in windows:
-                entry = self._counts.get(window.key)
-                if entry is not None and entry[0] > 0:
-                    entry[0] -= 1
+            entry = self._counts.setdefault(window.key, [0, window.ends_at])
+            if entry[0] >= window.limit:
+                return False
+            entry[0] += 1
+            return True
 
     def _make_room(self, now: float) -> None:
         if len(self._counts) < self.MAX_KEYS:
@@ -162,6 +175,66 @@ class InProcessCounts:
 
 
 in_process_counts = InProcessCounts()
+
+
+class InProcessLogs:
+    """throttle_take's sliding windows in this process's memory, while Redis is away (per
+    process, as InProcessCounts). Bounded: past MAX_ATTEMPTS attempts held, the logs are
+    trimmed to their periods, then the oldest logs are forgotten."""
+
+    MAX_ATTEMPTS = 200_000
+
+    def __init__(self) -> None:
+        self._logs: dict[str, deque[tuple[float, str]]] = {}  # key -> (time, attempt), oldest first
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def take(self, spans: tuple[Span, ...], *, now: float, attempt: str) -> tuple[int, float]:
+        """As throttle_take.lua: (0, 0) when every log held fewer than its limit (the attempt
+        added to each), else (1-based index of the first at its limit, seconds to wait)."""
+        with self._lock:
+            for index, span in enumerate(spans, start=1):
+                log = self._trimmed(span.key, now - span.period)
+                if len(log) >= span.limit:
+                    return index, log[len(log) - span.limit][0] + span.period - now
+            if self._held + len(spans) > self.MAX_ATTEMPTS:
+                self._make_room(now)
+            for span in spans:
+                self._logs.setdefault(span.key, deque()).append((now, attempt))
+                self._held += 1
+            return 0, 0.0
+
+    def refund(self, spans: tuple[Span, ...], attempt: str) -> None:
+        with self._lock:
+            for span in spans:
+                log = self._logs.get(span.key, deque())
+                kept = deque(entry for entry in log if entry[1] != attempt)
+                self._held -= len(log) - len(kept)
+                if log:
+                    self._logs[span.key] = kept
+
+    def _trimmed(self, key: str, since: float) -> deque[tuple[float, str]]:
+        log = self._logs.get(key, deque())
+        while log and log[0][0] <= since:
+            log.popleft()
+            self._held -= 1
+        return log
+
+    def _make_room(self, now: float) -> None:
+        longest = max(Rate.parse(rate).period for rate in settings.THROTTLE_RATES.values())
+        for key in list(self._logs):
+            if not self._trimmed(key, now - longest):
+                del self._logs[key]
+        while self._held > self.MAX_ATTEMPTS // 2 and self._logs:
+            self._held -= len(self._logs.pop(next(iter(self._logs))))
+
+    def reset(self) -> None:
+        with self._lock:
+            self._logs.clear()
+            self._held = 0
+
+
+in_process_logs = InProcessLogs()
 
 
 def throttle_hit(
@@ -184,54 +257,57 @@ def throttle_hit(
             return None if count <= window.limit else window.ends_at - now
     if not bounds_guessing:
         return None
-    refused = in_process_counts.take((window,), now=now)
-    return None if refused == 0 else window.ends_at - now
+    counted = in_process_counts.take(window, now=now)
+    return None if counted else window.ends_at - now
 
 
 def throttle_take(
     buckets: list[Bucket], *, now: float | None = None, bounds_guessing: bool = False
 ) -> Taken:
-    """Count one request in every bucket, or, when one of them is at its limit, in none.
-    Redis down or slow: pass without counting, or with `bounds_guessing` count in this
-    process."""
+    """Count one attempt in every bucket's sliding window, or, when one of them is at its
+    limit, in none. Redis down or slow: pass without counting, or with `bounds_guessing`
+    count in this process."""
     now = clock.now().timestamp() if now is None else now
-    windows = tuple(Window.of(bucket, now=now) for bucket in buckets)
+    spans = tuple(Span.of(bucket) for bucket in buckets)
+    attempt = uuid.uuid4().hex
     if not backoff.skipping():
         try:
             script = get_redis_connection("default").register_script(TAKE_SCRIPT)
-            refused = int(
-                script(
-                    keys=[w.key for w in windows],
-                    args=[w.limit for w in windows] + [w.period for w in windows],
-                )
+            refused, wait_ms = script(
+                keys=[span.key for span in spans],
+                args=[int(now * 1000), attempt]
+                + [span.limit for span in spans]
+                + [span.period * 1000 for span in spans],
             )
         except redis.RedisError as error:
             backoff.failed(error)
         else:
-            return taken_outcome(refused, windows, now=now, in_process=False)
+            return taken_outcome(int(refused), int(wait_ms) / 1000, spans, attempt, False)
     if not bounds_guessing:
         return Taken(wait=None)
-    refused = in_process_counts.take(windows, now=now)
-    return taken_outcome(refused, windows, now=now, in_process=True)
+    refused, wait = in_process_logs.take(spans, now=now, attempt=attempt)
+    return taken_outcome(refused, wait, spans, attempt, True)
 
 
-def taken_outcome(refused: int, windows: tuple[Window, ...], *, now: float, in_process: bool):
+def taken_outcome(
+    refused: int, wait: float, spans: tuple[Span, ...], attempt: str, in_process: bool
+) -> Taken:
     if refused == 0:
-        return Taken(wait=None, windows=windows, in_process=in_process)
-    return Taken(wait=windows[refused - 1].ends_at - now)
+        return Taken(wait=None, spans=spans, attempt=attempt, in_process=in_process)
+    return Taken(wait=wait)
 
 
 def throttle_refund(taken: Taken) -> None:
-    """Give back what throttle_take counted (best effort: a refund Redis misses is a count
-    that runs out with its window)."""
-    if not taken.windows:
+    """Give back what throttle_take counted (best effort: a refund Redis misses is an attempt
+    that leaves its window with time)."""
+    if not taken.spans:
         return
     if taken.in_process:
-        in_process_counts.refund(taken.windows)
+        in_process_logs.refund(taken.spans, taken.attempt)
         return
     try:
         script = get_redis_connection("default").register_script(REFUND_SCRIPT)
-        script(keys=[w.key for w in taken.windows])
+        script(keys=[span.key for span in taken.spans], args=[taken.attempt])
     except redis.RedisError as error:
         backoff.failed(error)
 

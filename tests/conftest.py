@@ -10,7 +10,7 @@ from django.utils import translation
 from rest_framework.test import APIClient
 
 from api.throttles import backoff as throttle_backoff
-from api.throttles import in_process_counts
+from api.throttles import in_process_counts, in_process_logs
 from coupons.issuing.counter_setup import counter_from_settings, install_coupon_counter
 from ops.database_faults import breaker as database_breaker
 from ops.health import monitor as health_monitor
@@ -122,6 +122,7 @@ def redis_namespace(settings):
     settings.CACHES = cache_settings(settings.CACHES, key_prefix=prefix)  # throttle keys too
     throttle_backoff.reset()
     in_process_counts.reset()  # the throttles' Redis-outage counts, kept per process
+    in_process_logs.reset()
     database_breaker.reset()
     health_monitor.reset()
     install_coupon_counter(counter_from_settings())

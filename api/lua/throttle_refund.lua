@@ -1,17 +1,14 @@
 -- throttle_refund.lua: give back what throttle_take.lua counted (a login that succeeded is
 -- not a failure).
 --
--- KEYS[i]  the windows throttle_take.lua incremented
+-- KEYS[i]  the logs throttle_take.lua added the attempt to
+-- ARGV[1]  the attempt's member
 --
--- Decrements each key that still holds a positive count; a window that has expired is left
--- alone (a DECR would create it at -1, with no expiry). Returns how many were decremented.
+-- Removes the attempt from each log that still holds it (one that left the period, or a
+-- log that expired, is left alone). Returns how many were removed.
 
 local refunded = 0
 for i = 1, #KEYS do
-  local count = tonumber(redis.call('GET', KEYS[i]) or '0')
-  if count > 0 then
-    redis.call('DECR', KEYS[i])
-    refunded = refunded + 1
-  end
+  refunded = refunded + redis.call('ZREM', KEYS[i], ARGV[1])
 end
 return refunded

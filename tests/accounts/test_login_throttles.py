@@ -1,6 +1,8 @@
 """Login throttles that cannot be sidestepped and that nobody can turn against an account's
 owner (SPEC section 19, issue 16 findings 2, 3 and 6): at the API and at the Django admin."""
 
+from datetime import timedelta
+
 import pytest
 from django.test import Client
 from rest_framework.test import APIClient
@@ -321,3 +323,20 @@ def test_successful_admin_logins_do_not_count_as_failures(login_rates):
 
     assert successes == [302] * 12
     assert [admin_login(staff.username).status_code for _ in range(11)] == [200] * 10 + [429]
+
+
+def test_a_burst_across_a_minutes_edge_meets_the_per_ip_ceiling(login_rates, frozen_now):
+    """Issue: failures sent across the edge of a fixed minute were counted in two windows, so
+    one address passed its ceiling (300 a minute) about 355 times. The ceiling counts the
+    last minute, wherever it starts; Retry-After says when the oldest attempt leaves it."""
+    midday = frozen_now.now().replace(hour=12, minute=0, second=0)
+    frozen_now(midday + timedelta(seconds=59))
+    before_edge = [api_login(f"sprayed{n}", ip="10.41.0.1").status_code for n in range(20)]
+    frozen_now(midday + timedelta(seconds=61))
+    after_edge = [api_login(f"sprayed{n}", ip="10.41.0.1") for n in range(20, 40)]
+    frozen_now(midday + timedelta(seconds=119, milliseconds=1))  # the first twenty have left
+
+    assert before_edge == [401] * 20
+    assert [answer.status_code for answer in after_edge] == [401] * 10 + [429] * 10
+    assert after_edge[-1]["Retry-After"] == "58"
+    assert api_login("sprayed40", ip="10.41.0.1").status_code == 401

@@ -1,12 +1,14 @@
 """Throttles at their real, low rates (the suite's settings raise them for everything else)."""
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from api.throttles import Rate, throttle_hit
+from api.throttles import Bucket, Rate, throttle_hit, throttle_refund, throttle_take
+from api.throttles import backoff as throttle_backoff
 from coupons.models import UserCoupon
 from tests.support.clients import bearer_client
 from tests.support.factories import CouponTemplateFactory, UserFactory
@@ -222,3 +224,65 @@ def test_a_hanging_throttle_redis_costs_one_timeout_then_is_skipped(spec_rates):
 
     assert statuses == [201] * 8
     assert len(server.accepted) == 1
+
+
+def take_in_redis(buckets, now):
+    return throttle_take(buckets, now=now, bounds_guessing=True)
+
+
+def take_in_process(buckets, now):
+    """What throttle_take does while Redis is away (its back-off skipping Redis)."""
+    throttle_backoff.failed(RuntimeError("Redis away, for the test"))
+    try:
+        return throttle_take(buckets, now=now, bounds_guessing=True)
+    finally:
+        throttle_backoff.reset()
+
+
+@pytest.mark.parametrize("take", [take_in_redis, take_in_process])
+def test_buckets_taken_together_count_a_sliding_minute(spec_rates, take):
+    """Every bucket counts the attempts of its last minute, in Redis as in this process: no
+    burst across a minute's edge doubles a ceiling, and a refused attempt counts nowhere."""
+    spec_rates.THROTTLE_RATES = {**SPEC_DEFAULTS, "login_ip": "5/min", "login_username": "4/min"}
+    start = 1_800_000_000.0  # a minute's edge
+    ip, alice = Bucket("login_ip", "10.0.0.9"), Bucket("login_username", "alice")
+
+    before = [take([ip], start - 1).wait for _ in range(3)]
+    across = [take([ip, alice], start + 1).wait for _ in range(3)]
+    later = take([ip, alice], start + 58.5).wait  # the first three are still in the minute
+    after = take([ip, alice], start + 59).wait  # they left it at 59 s
+    alice_full = [take([alice], start + 59.5).wait for _ in range(2)]
+
+    assert before == [None] * 3
+    assert across == [None, None, 58.0]  # the oldest leaves at 59 s
+    assert later == pytest.approx(0.5)
+    assert after is None
+    assert alice_full == [None, pytest.approx(1.5)]  # alice: 2 across, 1 after, 1 here
+
+
+@pytest.mark.parametrize("take", [take_in_redis, take_in_process])
+def test_a_refunded_attempt_leaves_every_bucket_it_was_counted_in(spec_rates, take):
+    spec_rates.THROTTLE_RATES = {**SPEC_DEFAULTS, "login_ip": "2/min", "login_username": "2/min"}
+    ip, bob = Bucket("login_ip", "10.0.0.10"), Bucket("login_username", "bob")
+    now = 1_800_000_000.0
+
+    first = take([ip, bob], now)
+    throttle_refund(first)  # where it was counted: in Redis, or in this process
+    two_more = [take([ip, bob], now).wait for _ in range(3)]
+
+    assert two_more == [None, None, 60.0]
+
+
+def test_concurrent_attempts_pass_a_ceiling_exactly_as_often_as_it_allows(spec_rates):
+    """320 failures at once from one address against a ceiling of 300: 300 pass."""
+    spec_rates.THROTTLE_RATES = {**SPEC_DEFAULTS, "login_ip": "300/min"}
+    now = 1_800_000_000.0 + 59.9  # at a minute's edge, where a fixed window would reset
+
+    def attempt(index: int) -> bool:
+        moment = now + (index % 2) * 0.2  # half of them after the edge
+        return throttle_take([Bucket("login_ip", "10.0.0.11")], now=moment).wait is None
+
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        passed = list(pool.map(attempt, range(320)))
+
+    assert passed.count(True) == 300
