@@ -146,7 +146,8 @@ class AutoSchema(SpectacularAutoSchema):
     """drf-spectacular's AutoSchema plus error responses and the Idempotency-Key header."""
 
     def handler(self) -> Callable | None:
-        return getattr(self.view, self.method.lower(), None)
+        """The method serving the operation: a viewset's action, or an APIView's handler."""
+        return getattr(self.view, getattr(self.view, "action", None) or self.method.lower(), None)
 
     def get_operation(self, *args, **kwargs):
         """The operation, its description and its examples' titles in the request's language:

@@ -197,17 +197,19 @@ def recorded_action(entry: LogEntry) -> tuple[StaffAction, dict[str, Any]] | Non
 
 class StaffActionPermission(IsAdminUser):
     """DRF's side of the table (an IsAdminUser, so the schema documents its 403): active
-    staff holding the permissions of the view's action for the request's method, named on
-    the view as `staff_actions = {"GET": StaffAction.TEMPLATE_VIEW, ...}`; HEAD and OPTIONS
-    ask GET's. A method the view does not handle passes, so that it is answered 405; one it
-    handles without an action listed is refused."""
+    staff holding the permissions of the staff action of the viewset action the request's
+    method is routed to, named on the viewset as `staff_actions = {"list":
+    StaffAction.TEMPLATE_VIEW, ...}`; HEAD and OPTIONS ask GET's. A method the route does not
+    handle passes, so that it is answered 405; one it handles without a staff action listed
+    is refused."""
 
     def has_permission(self, request, view) -> bool:
         user = request.user
         if not (user and user.is_authenticated and user.is_staff):
             return False
-        method = "GET" if request.method in ("HEAD", "OPTIONS") else request.method
-        action = getattr(view, "staff_actions", {}).get(method)
-        if action is None:
-            return not hasattr(view, method.lower())
-        return staff_may(user, action)
+        method = "get" if request.method in ("HEAD", "OPTIONS") else request.method.lower()
+        routed_to = view.action_map.get(method)
+        if routed_to is None:
+            return True
+        action = getattr(view, "staff_actions", {}).get(routed_to)
+        return action is not None and staff_may(user, action)

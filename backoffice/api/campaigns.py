@@ -1,13 +1,13 @@
 """The campaigns' admin API (SPEC section 27): list, create, read and edit campaigns (Bearer,
 staff with the campaign permissions of backoffice/staff_actions.py; the services ask again and
-record each change). Money in cents."""
+record each change), a viewset on the router of backoffice/api/urls.py. Money in cents."""
 
 from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
-from rest_framework.generics import GenericAPIView
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
+from rest_framework.viewsets import GenericViewSet
 
 from api.schema import api_errors
 from api.serializers import StrictSerializer
@@ -97,16 +97,23 @@ def _campaigns():
     return Campaign.objects.prefetch_related("templates").order_by("-id")
 
 
-class AdminCampaignListView(GenericAPIView):
+class AdminCampaignViewSet(GenericViewSet):
     permission_classes = [IsAuthenticated, StaffActionPermission]
-    staff_actions = {"GET": StaffAction.CAMPAIGN_VIEW, "POST": StaffAction.CAMPAIGN_CREATE}
+    staff_actions = {
+        "list": StaffAction.CAMPAIGN_VIEW,
+        "create": StaffAction.CAMPAIGN_CREATE,
+        "retrieve": StaffAction.CAMPAIGN_VIEW,
+        "partial_update": StaffAction.CAMPAIGN_EDIT,
+    }
     serializer_class = CampaignSerializer
+    lookup_url_kwarg = "campaign_id"
+    lookup_value_converter = "id"  # api/converters.py
 
     def get_queryset(self):
         return _campaigns()
 
     @extend_schema(summary=gettext_lazy("Campaigns"), responses=CampaignSerializer(many=True))
-    def get(self, request):
+    def list(self, request):
         """Every campaign, newest first, with its budget spent and left."""
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(CampaignSerializer(page, many=True).data)
@@ -117,7 +124,7 @@ class AdminCampaignListView(GenericAPIView):
         responses={201: CampaignSerializer},
     )
     @api_errors(CampaignInvalid)
-    def post(self, request):
+    def create(self, request):
         """Create a campaign (活动) with an optional budget and its templates. The discount of
         each of their coupons used at checkout is taken from the budget; a checkout it cannot
         cover is 409 `budget_exhausted`, and once it is spent the templates issue nothing."""
@@ -131,17 +138,9 @@ class AdminCampaignListView(GenericAPIView):
             status=status.HTTP_201_CREATED,
         )
 
-
-class AdminCampaignDetailView(GenericAPIView):
-    permission_classes = [IsAuthenticated, StaffActionPermission]
-    staff_actions = {"GET": StaffAction.CAMPAIGN_VIEW, "PATCH": StaffAction.CAMPAIGN_EDIT}
-    serializer_class = CampaignSerializer
-    queryset = Campaign.objects.all()
-    lookup_url_kwarg = "campaign_id"
-
     @extend_schema(summary=gettext_lazy("One campaign"), responses=CampaignSerializer)
     @api_errors(CampaignNotFound)
-    def get(self, request, campaign_id: int):
+    def retrieve(self, request, campaign_id: int):
         """One campaign; an unknown id is 404."""
         campaign = _campaigns().filter(pk=campaign_id).first()
         if campaign is None:
@@ -154,7 +153,7 @@ class AdminCampaignDetailView(GenericAPIView):
         responses=CampaignSerializer,
     )
     @api_errors(CampaignNotFound, CampaignInvalid)
-    def patch(self, request, campaign_id: int):
+    def partial_update(self, request, campaign_id: int):
         """Change some of its name, dates and budget (not below what is spent), and with
         `template_ids` its templates."""
         if not Campaign.objects.filter(pk=campaign_id).exists():

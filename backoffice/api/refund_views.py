@@ -1,12 +1,14 @@
-"""Staff order API: refunds (SPEC section 25), under the same permission as the admin's."""
+"""Staff order API: refunds (SPEC section 25), under the same permission as the admin's; a
+viewset on the router of backoffice/api/urls.py."""
 
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.generics import GenericAPIView
+from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
+from rest_framework.viewsets import GenericViewSet
 
 from api.idempotency import idempotent
 from api.schema import api_errors
@@ -25,10 +27,12 @@ def refund_effect_answer(view, request, effect_id: int, *args, **kwargs) -> Resp
     return Response(answer.data, status=status.HTTP_201_CREATED)
 
 
-class AdminOrderRefundView(GenericAPIView):
+class AdminOrderViewSet(GenericViewSet):
     permission_classes = [IsAuthenticated, StaffActionPermission]
-    staff_actions = {"POST": StaffAction.ORDER_REFUND}
+    staff_actions = {"refund": StaffAction.ORDER_REFUND}
     serializer_class = RefundAnswerSerializer
+    lookup_url_kwarg = "order_id"
+    lookup_value_converter = "id"  # api/converters.py
 
     @extend_schema(
         summary=gettext_lazy("Refund an order or some of its lines"),
@@ -44,8 +48,9 @@ class AdminOrderRefundView(GenericAPIView):
         "never paid or cancelled.",
     )
     @api_errors(OrderNotFound, OrderInvalid, OrderInvalidState)
+    @action(detail=True, methods=["post"])
     @idempotent(effect_answer=refund_effect_answer)
-    def post(self, request, order_id: int, *, effect_record):
+    def refund(self, request, order_id: int, *, effect_record):
         if not Order.objects.filter(pk=order_id).exists():
             raise OrderNotFound()
         payload = RefundInputSerializer(data=request.data)

@@ -1,15 +1,17 @@
-"""Admin REST API (Bearer + staff): publish, edit and list coupon templates. Each view names
-the staff action of each method; StaffActionPermission asks the permissions of that action
-(backoffice/staff_actions.py, the table the Django admin and the commands use too) and the
-service, given the caller as `actor`, asks again and records the action."""
+"""Admin REST API (Bearer + staff): publish, edit and list coupon templates, grant, pause,
+resume, and their codes; a viewset on the router of backoffice/api/urls.py. The viewset names
+the staff action of each of its actions; StaffActionPermission asks the permissions of that
+action (backoffice/staff_actions.py, the table the Django admin and the commands use too) and
+the service, given the caller as `actor`, asks again and records the action."""
 
 from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.generics import GenericAPIView
+from rest_framework.decorators import action
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
+from rest_framework.viewsets import GenericViewSet
 
 from api.idempotency import idempotent
 from api.schema import api_errors
@@ -39,18 +41,33 @@ from coupons.models import CouponTemplate
 from coupons.services import codes, grants, merchant_codes, templates
 
 
-class AdminTemplateListView(GenericAPIView):
+class AdminTemplateViewSet(GenericViewSet):
     permission_classes = [IsAuthenticated, StaffActionPermission]
-    staff_actions = {"GET": StaffAction.TEMPLATE_VIEW, "POST": StaffAction.TEMPLATE_PUBLISH}
+    staff_actions = {
+        "list": StaffAction.TEMPLATE_VIEW,
+        "create": StaffAction.TEMPLATE_PUBLISH,
+        "retrieve": StaffAction.TEMPLATE_VIEW,
+        "update": StaffAction.TEMPLATE_EDIT,
+        "partial_update": StaffAction.TEMPLATE_EDIT,
+        "grants": StaffAction.COUPONS_GRANT,
+        "pause": StaffAction.TEMPLATE_PAUSE,
+        "resume": StaffAction.TEMPLATE_RESUME,
+        "codes": StaffAction.CODES_LIST,
+        "codes_create": StaffAction.CODES_CREATE,
+        "codes_import": StaffAction.CODES_IMPORT,
+    }
     serializer_class = AdminTemplateSerializer
+    lookup_url_kwarg = "template_id"
+    lookup_value_converter = "id"  # api/converters.py
 
     def get_queryset(self):
+        # Also what DRF's OPTIONS answer looks the template up in to describe PUT.
         return reports.templates_for_admin()
 
     @extend_schema(
         summary=gettext_lazy("Coupon templates"), responses=AdminTemplateSerializer(many=True)
     )
-    def get(self, request):
+    def list(self, request):
         """Every template, newest first, with its counts (claimed, used): staff only."""
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(AdminTemplateSerializer(page, many=True).data)
@@ -61,7 +78,7 @@ class AdminTemplateListView(GenericAPIView):
         responses={201: AdminTemplateSerializer},
     )
     @api_errors(TemplateInvalid)
-    def post(self, request):
+    def create(self, request):
         """Publish a template. Money in cents; `type` decides what `value` means (cents off,
         or percent off for `percent`); `scope` and `scope_ids` limit it to categories or
         products; a `code` lets shoppers redeem it, `visibility: hidden` keeps it off the
@@ -74,23 +91,9 @@ class AdminTemplateListView(GenericAPIView):
         data = AdminTemplateSerializer(reports.template_for_admin(template.pk)).data
         return Response(data, status=status.HTTP_201_CREATED)
 
-
-class AdminTemplateDetailView(GenericAPIView):
-    permission_classes = [IsAuthenticated, StaffActionPermission]
-    staff_actions = {
-        "GET": StaffAction.TEMPLATE_VIEW,
-        "PUT": StaffAction.TEMPLATE_EDIT,
-        "PATCH": StaffAction.TEMPLATE_EDIT,
-    }
-    serializer_class = AdminTemplateSerializer
-    # For DRF's OPTIONS answer, which looks the object up to describe PUT (without these it
-    # failed with a 500; found by schemathesis).
-    queryset = CouponTemplate.objects.all()
-    lookup_url_kwarg = "template_id"
-
     @extend_schema(summary=gettext_lazy("One template"), responses=AdminTemplateSerializer)
     @api_errors(TemplateNotFound)
-    def get(self, request, template_id: int):
+    def retrieve(self, request, template_id: int):
         """One template with its counts; an unknown id is 404."""
         return Response(AdminTemplateSerializer(reports.template_for_admin(template_id)).data)
 
@@ -100,7 +103,7 @@ class AdminTemplateDetailView(GenericAPIView):
         responses=AdminTemplateSerializer,
     )
     @api_errors(TemplateNotFound, TemplateInvalid)
-    def put(self, request, template_id: int):
+    def update(self, request, template_id: int):
         """Replace a template's terms (every field, as on publish). Terms that coupons already
         issued depend on cannot change once claimed: 400 `invalid` naming them."""
         return self._edit(request, template_id, partial=False)
@@ -111,7 +114,7 @@ class AdminTemplateDetailView(GenericAPIView):
         responses=AdminTemplateSerializer,
     )
     @api_errors(TemplateNotFound, TemplateInvalid)
-    def patch(self, request, template_id: int):
+    def partial_update(self, request, template_id: int):
         """Change some of a template's terms (only the fields sent), under the same rules as
         PUT, e.g. raise `total` or move `valid_until`."""
         return self._edit(request, template_id, partial=True)
@@ -129,12 +132,6 @@ class AdminTemplateDetailView(GenericAPIView):
         )
         return Response(AdminTemplateSerializer(reports.template_for_admin(template_id)).data)
 
-
-class AdminTemplateGrantView(GenericAPIView):
-    permission_classes = [IsAuthenticated, StaffActionPermission]
-    staff_actions = {"POST": StaffAction.COUPONS_GRANT}
-    serializer_class = GrantResultSerializer
-
     @extend_schema(
         summary=gettext_lazy("Grant coupons to users"),
         request=GrantInputSerializer,
@@ -150,8 +147,9 @@ class AdminTemplateGrantView(GenericAPIView):
     @api_errors(
         TemplateNotFound, TemplateInvalid, ClaimNotInWindow, ClaimPaused, ClaimBudgetExhausted
     )
+    @action(detail=True, methods=["post"], serializer_class=GrantResultSerializer)
     @idempotent
-    def post(self, request, template_id: int):
+    def grants(self, request, template_id: int):
         # 404 before validation, like the other routes of one template.
         if not CouponTemplate.objects.filter(pk=template_id).exists():
             raise TemplateNotFound()
@@ -165,12 +163,6 @@ class AdminTemplateGrantView(GenericAPIView):
         )
         return Response(GrantResultSerializer(result).data)
 
-
-class AdminTemplatePauseView(GenericAPIView):
-    permission_classes = [IsAuthenticated, StaffActionPermission]
-    staff_actions = {"POST": StaffAction.TEMPLATE_PAUSE}
-    serializer_class = AdminTemplateSerializer
-
     @extend_schema(
         summary=gettext_lazy("Pause claims"),
         request=None,
@@ -179,17 +171,12 @@ class AdminTemplatePauseView(GenericAPIView):
         "shopper list shows it as paused; coupons already held stay usable. Idempotent.",
     )
     @api_errors(TemplateNotFound)
-    def post(self, request, template_id: int):
+    @action(detail=True, methods=["post"])
+    def pause(self, request, template_id: int):
         templates.coupon_template_pause(
             template_id=template_id, audit=staff_audit(request.user, StaffAction.TEMPLATE_PAUSE)
         )
         return Response(AdminTemplateSerializer(reports.template_for_admin(template_id)).data)
-
-
-class AdminTemplateResumeView(GenericAPIView):
-    permission_classes = [IsAuthenticated, StaffActionPermission]
-    staff_actions = {"POST": StaffAction.TEMPLATE_RESUME}
-    serializer_class = AdminTemplateSerializer
 
     @extend_schema(
         summary=gettext_lazy("Resume claims"),
@@ -199,17 +186,12 @@ class AdminTemplateResumeView(GenericAPIView):
         "starts after it is judged on the resumed template. Idempotent.",
     )
     @api_errors(TemplateNotFound)
-    def post(self, request, template_id: int):
+    @action(detail=True, methods=["post"])
+    def resume(self, request, template_id: int):
         templates.coupon_template_resume(
             template_id=template_id, audit=staff_audit(request.user, StaffAction.TEMPLATE_RESUME)
         )
         return Response(AdminTemplateSerializer(reports.template_for_admin(template_id)).data)
-
-
-class AdminTemplateCodesView(GenericAPIView):
-    permission_classes = [IsAuthenticated, StaffActionPermission]
-    staff_actions = {"GET": StaffAction.CODES_LIST, "POST": StaffAction.CODES_CREATE}
-    serializer_class = SingleUseCodeSerializer
 
     @extend_schema(
         summary=gettext_lazy("A template's single-use codes"),
@@ -218,7 +200,8 @@ class AdminTemplateCodesView(GenericAPIView):
         "and when.",
     )
     @api_errors(TemplateNotFound)
-    def get(self, request, template_id: int):
+    @action(detail=True, methods=["get"], serializer_class=SingleUseCodeSerializer)
+    def codes(self, request, template_id: int):
         page = self.paginate_queryset(selectors.single_use_codes_of(template_id=template_id))
         return self.get_paginated_response(SingleUseCodeSerializer(page, many=True).data)
 
@@ -235,7 +218,8 @@ class AdminTemplateCodesView(GenericAPIView):
         "400 naming `count`; 409 codes_busy while another creation for it runs past a minute.",
     )
     @api_errors(TemplateNotFound, TemplateInvalid, CodesCreationBusy)
-    def post(self, request, template_id: int):
+    @codes.mapping.post
+    def codes_create(self, request, template_id: int):
         # 404 before validation, like the other routes of one template.
         if not CouponTemplate.objects.filter(pk=template_id).exists():
             raise TemplateNotFound()
@@ -254,13 +238,6 @@ class AdminTemplateCodesView(GenericAPIView):
             {"created": created, "codes_only": codes_only}, status=status.HTTP_201_CREATED
         )
 
-
-class AdminTemplateCodesImportView(GenericAPIView):
-    permission_classes = [IsAuthenticated, StaffActionPermission]
-    staff_actions = {"POST": StaffAction.CODES_IMPORT}
-    parser_classes = [MultiPartParser]
-    serializer_class = MerchantCodesImportInputSerializer
-
     @extend_schema(
         summary=gettext_lazy("Import merchant codes"),
         request={"multipart/form-data": MerchantCodesImportInputSerializer},
@@ -273,7 +250,14 @@ class AdminTemplateCodesImportView(GenericAPIView):
         "imported code issues the template once through `POST /api/coupons/redeem`.",
     )
     @api_errors(TemplateNotFound, TemplateInvalid, CodesCreationBusy)
-    def post(self, request, template_id: int):
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="codes/import",
+        parser_classes=[MultiPartParser],
+        serializer_class=MerchantCodesImportInputSerializer,
+    )
+    def codes_import(self, request, template_id: int):
         if not CouponTemplate.objects.filter(pk=template_id).exists():
             raise TemplateNotFound()
         payload = MerchantCodesImportInputSerializer(data=request.data)

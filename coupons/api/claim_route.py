@@ -2,7 +2,8 @@
 Bearer token and nothing else to read is answered here, in front of Django's handler, URL
 resolution and DRF's dispatch, which cost a warm refusal more than the refusal itself.
 
-It is the same claim (`issuing.coupon_claim`, as CouponClaimView calls it), answered through
+It is the same claim (`issuing.coupon_claim`, as CouponTemplateViewSet's `claim` action, its
+documented twin, calls it), answered through
 the same pieces: the forwarded headers, the request id and metrics (ops), the API
 stack's middleware's own checks and headers (security, language, host, frames), the token
 check, the exception handler and renderer. Anything it does not take as it stands goes to
@@ -37,7 +38,6 @@ from core import clock
 from coupons import issuing
 from coupons.api.claim_authentication import ClaimAuthentication
 from coupons.api.serializers import user_coupon_data
-from coupons.api.views import CouponClaimView
 from ops.database_faults import breaker
 from ops.log_filters import request_id
 from ops.middleware import ForwardedHeadersFromProxiesMiddleware, FramesFromThisSiteOnlyMiddleware
@@ -52,6 +52,17 @@ JSON_ACCEPTED = frozenset({"", "*/*", "application/json"})
 
 def claim_path(path_info: str) -> bool:
     return path_info.startswith(PREFIX) and path_info.endswith(SUFFIX)
+
+
+def action_view(view_function):
+    """The viewset the stack would serve this routed view function's POST with, as DRF's
+    ViewSetMixin.as_view builds it: each HTTP method bound to its action."""
+    view = view_function.cls(**view_function.initkwargs)
+    view.action_map = view_function.actions
+    for method, action_name in view.action_map.items():
+        setattr(view, method, getattr(view, action_name))
+    view.action = view.action_map["post"]
+    return view
 
 
 class ClaimRoute:
@@ -69,9 +80,10 @@ class ClaimRoute:
         self.common = CommonMiddleware(unused)
         self.frames = FramesFromThisSiteOnlyMiddleware(unused)
         self.authentication = ClaimAuthentication()
-        self.view = CouponClaimView()
+        match = resolve(f"{PREFIX}1{SUFFIX}")
+        self.view = action_view(match.func)
         self.allowed = ", ".join(self.view.allowed_methods)
-        self.route = resolve(f"{PREFIX}1{SUFFIX}").route
+        self.route = match.route
         self.renderer = JSONRenderer()
 
     def __call__(self, environ, start_response):

@@ -1,10 +1,13 @@
-from django.urls import path
+from django.urls import include, path
+from rest_framework.routers import SimpleRouter
 
 from coupons.api import views
 
-urlpatterns = [  # the claim first: the crowd's path, tried first
-    path("coupons/<id:template_id>/claim", views.CouponClaimView.as_view(), name="coupon-claim"),
-    path("coupons", views.CouponListView.as_view(), name="coupons"),
-    path("coupons/mine", views.MyCouponListView.as_view(), name="my-coupons"),
-    path("coupons/redeem", views.CouponRedeemView.as_view(), name="coupon-redeem"),
-]
+# Paths as the API has always written them: no trailing slash, ids through api/converters.py.
+router = SimpleRouter(trailing_slash=False, use_regex_path=False)
+# The crowd's routes first: a path is tried against each pattern in turn (the list, then the
+# claim's fallback when its lean route leaves it to the stack).
+router.register("coupons", views.CouponTemplateViewSet, basename="coupon")
+router.register("coupons/mine", views.MyCouponViewSet, basename="my-coupon")
+
+urlpatterns = [path("", include(router.urls))]

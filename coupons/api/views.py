@@ -1,11 +1,13 @@
-"""Shopper API (Bearer): list templates with my state, claim one, list my coupons."""
+"""Shopper API (Bearer), as viewsets on the router of coupons/api/urls.py: the templates (the
+list with my state, `claim` one, `redeem` a code) and my coupons."""
 
 from django.http import HttpResponse
 from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
-from rest_framework.generics import GenericAPIView
+from rest_framework.decorators import action
 from rest_framework.response import Response
+from rest_framework.viewsets import GenericViewSet
 
 from api.idempotency import idempotent
 from api.schema import api_errors
@@ -40,17 +42,20 @@ def claimed_coupon_answer(view, request, effect_id: int, *args, **kwargs) -> Res
     return Response(user_coupon_data(coupon, now=clock.now()), status=status.HTTP_201_CREATED)
 
 
-class CouponListView(GenericAPIView):
-    """The public templates a shopper can see, each with `state` for this user (claimable,
-    not_started, ended, sold_out, limit_reached) and how many they hold (`claimed_by_me`)."""
-
+# The templates a shopper sees, claims and redeems by code. (A comment, not a docstring: the
+# schema would describe every action without a description of its own by it.)
+class CouponTemplateViewSet(GenericViewSet):
     serializer_class = ShopperTemplateSerializer
+    lookup_url_kwarg = "template_id"
+    lookup_value_converter = "id"  # api/converters.py
 
     @extend_schema(
         summary=gettext_lazy("Coupons I can claim"),
         responses=ShopperTemplateSerializer(many=True),
     )
-    def get(self, request):
+    def list(self, request):
+        """The public templates a shopper can see, each with `state` for this user (claimable,
+        not_started, ended, sold_out, limit_reached) and how many they hold (`claimed_by_me`)."""
         # One `now` for the whole page. The page is built by coupons.shopper_list (one
         # statement, terms kept in memory and already rendered as JSON);
         # ShopperTemplateSerializer and the paginator stay the documented shape, and
@@ -66,19 +71,10 @@ class CouponListView(GenericAPIView):
         body = shopper_list.page_json(envelope, items)
         return HttpResponse(body, content_type="application/json")
 
-
-class CouponClaimView(GenericAPIView):
-    """Claim one coupon of this template: 201 with the coupon, its own use window stamped at
-    issue. Refused with 409 `not_in_window`, `sold_out` or `limit_reached`; the database
-    decides, so a claim is never over-issued. Safe to retry with an Idempotency-Key."""
-
-    serializer_class = UserCouponSerializer
-    # The token's user is checked by the claim, in its own round trips (claim_authentication.py).
-    authentication_classes = [ClaimAuthentication]
-    # The claim throttle is counted in the claim's own Redis round trip (SPEC section 15),
-    # per user and template: coupons.issuing.service raises ClaimThrottled.
-    throttle_classes = []
-
+    # Claim one coupon of this template: 201 with the coupon, its own use window stamped at
+    # issue; the database decides, so a claim is never over-issued. Safe to retry with an
+    # Idempotency-Key. A claim without one is answered in front of Django by its lean twin,
+    # coupons/api/claim_route.py, with the same answer byte for byte.
     @extend_schema(
         summary=gettext_lazy("Claim a coupon"),
         request=None,
@@ -98,8 +94,19 @@ class CouponClaimView(GenericAPIView):
         ClaimLimitReached,
         ClaimThrottled,
     )
+    @action(
+        detail=True,
+        methods=["post"],
+        serializer_class=UserCouponSerializer,
+        # The token's user is checked by the claim, in its own round trips
+        # (claim_authentication.py).
+        authentication_classes=[ClaimAuthentication],
+        # The claim throttle is counted in the claim's own Redis round trip (SPEC section 15),
+        # per user and template: coupons.issuing.service raises ClaimThrottled.
+        throttle_classes=[],
+    )
     @idempotent(effect_answer=claimed_coupon_answer)
-    def post(self, request, template_id: int, *, effect_record):
+    def claim(self, request, template_id: int, *, effect_record):
         coupon = issuing.coupon_claim(
             template_id=template_id,
             user_id=request.user.pk,
@@ -108,12 +115,6 @@ class CouponClaimView(GenericAPIView):
         )
         data = user_coupon_data(coupon, now=clock.now())
         return Response(data, status=status.HTTP_201_CREATED)
-
-
-class CouponRedeemView(GenericAPIView):
-    serializer_class = UserCouponSerializer
-    # SPEC sections 12 and 19; they also bound guessing hidden codes
-    throttle_classes = [RedeemThrottle, RedeemIPThrottle]
 
     @extend_schema(
         summary=gettext_lazy("Claim a coupon by its code"),
@@ -134,8 +135,15 @@ class CouponRedeemView(GenericAPIView):
         ClaimSoldOut,
         ClaimLimitReached,
     )
+    @action(
+        detail=False,
+        methods=["post"],
+        serializer_class=UserCouponSerializer,
+        # SPEC sections 12 and 19; they also bound guessing hidden codes
+        throttle_classes=[RedeemThrottle, RedeemIPThrottle],
+    )
     @idempotent(effect_answer=claimed_coupon_answer)
-    def post(self, request, *, effect_record):
+    def redeem(self, request, *, effect_record):
         payload = RedeemInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         coupon = issuing.coupon_redeem(
@@ -147,10 +155,7 @@ class CouponRedeemView(GenericAPIView):
         return Response(data, status=status.HTTP_201_CREATED)
 
 
-class MyCouponListView(GenericAPIView):
-    """My coupons, newest first, optionally only those `unused`, `used` or `expired` (derived
-    from the coupon's use window at the time of asking), each with its template's terms."""
-
+class MyCouponViewSet(GenericViewSet):
     serializer_class = UserCouponSerializer
 
     @extend_schema(
@@ -158,7 +163,9 @@ class MyCouponListView(GenericAPIView):
         parameters=[OpenApiParameter("status", enum=selectors.MINE_STATUSES, required=False)],
         responses=UserCouponSerializer(many=True),
     )
-    def get(self, request):
+    def list(self, request):
+        """My coupons, newest first, optionally only those `unused`, `used` or `expired` (derived
+        from the coupon's use window at the time of asking), each with its template's terms."""
         query = MineQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         now = clock.now()

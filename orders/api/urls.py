@@ -1,13 +1,12 @@
-from django.urls import path
+from django.urls import include, path
+from rest_framework.routers import SimpleRouter
 
 from orders.api import views
 
-urlpatterns = [
-    path("products", views.ProductListView.as_view(), name="products"),
-    path("orders", views.OrderListView.as_view(), name="orders"),
-    # Before the <id> routes, so that it never reads as an order id.
-    path("orders/coupon-options", views.CouponOptionsView.as_view(), name="order-coupon-options"),
-    path("orders/<id:order_id>", views.OrderDetailView.as_view(), name="order"),
-    path("orders/<id:order_id>/cancel", views.OrderCancelView.as_view(), name="order-cancel"),
-    path("orders/<id:order_id>/pay", views.OrderPayView.as_view(), name="order-pay"),
-]
+# Paths as the API has always written them: no trailing slash, ids through api/converters.py.
+# The router puts the coupon advisor (`coupon-options`) before the routes of one order.
+router = SimpleRouter(trailing_slash=False, use_regex_path=False)
+router.register("products", views.ProductViewSet, basename="product")
+router.register("orders", views.OrderViewSet, basename="order")
+
+urlpatterns = [path("", include(router.urls))]

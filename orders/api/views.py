@@ -1,11 +1,13 @@
-"""Shopper order API: validate -> call one service -> render."""
+"""Shopper order API, as viewsets on the router of orders/api/urls.py (the products; my orders
+with `cancel`, `pay` and the coupon advisor): validate -> call one service -> render."""
 
 from django.utils.translation import gettext_lazy
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
-from rest_framework.generics import GenericAPIView
+from rest_framework.decorators import action
 from rest_framework.response import Response
+from rest_framework.viewsets import GenericViewSet
 
 from api.idempotency import idempotent
 from api.schema import api_errors
@@ -56,18 +58,20 @@ def order_effect_answer(status_code: int):
     return answer
 
 
-class OrderListView(GenericAPIView):
+class OrderViewSet(GenericViewSet):
     serializer_class = OrderSerializer
+    lookup_url_kwarg = "order_id"
+    lookup_value_converter = "id"  # api/converters.py
 
     def get_queryset(self):
         return selectors.orders_for_user(user_id=self.request.user.pk)
 
     def get_throttles(self):
         """Checkout only; reading one's orders is not limited."""
-        return [CheckoutThrottle()] if self.request.method == "POST" else []
+        return [CheckoutThrottle()] if self.action == "create" else []
 
     @extend_schema(summary=gettext_lazy("My orders"), responses=OrderSerializer(many=True))
-    def get(self, request):
+    def list(self, request):
         """My orders, newest first, with their lines."""
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(OrderSerializer(page, many=True).data)
@@ -91,7 +95,7 @@ class OrderListView(GenericAPIView):
         TooManyUnpaidOrders,
     )
     @idempotent(effect_answer=order_effect_answer(status.HTTP_201_CREATED))
-    def post(self, request, *, effect_record):
+    def create(self, request, *, effect_record):
         """Check out: lines of products (stock is taken now) and optionally one of my unused
         coupons, which must apply to the lines in its scope and meet its threshold. The order
         awaits payment until `expire_at`, after which it is cancelled (stock and coupon back).
@@ -104,26 +108,19 @@ class OrderListView(GenericAPIView):
         )
         return order_response(request.user.pk, order.pk, status.HTTP_201_CREATED)
 
-
-class OrderDetailView(GenericAPIView):
-    serializer_class = OrderSerializer
-
     @extend_schema(summary=gettext_lazy("One of my orders"), responses=OrderSerializer)
     @api_errors(OrderNotFound)
-    def get(self, request, order_id: int):
+    def retrieve(self, request, order_id: int):
         """One of my orders; someone else's is 404, as an unknown one."""
         return order_response(request.user.pk, order_id)
-
-
-class OrderCancelView(GenericAPIView):
-    serializer_class = OrderSerializer
 
     @extend_schema(
         summary=gettext_lazy("Cancel an unpaid order"), request=None, responses=OrderSerializer
     )
     @api_errors(OrderNotFound, OrderInvalidState, CouponRollbackFailed)
+    @action(detail=True, methods=["post"])
     @idempotent(effect_answer=order_effect_answer(status.HTTP_200_OK))
-    def post(self, request, order_id: int, *, effect_record):
+    def cancel(self, request, order_id: int, *, effect_record):
         """Cancel an order awaiting payment: its stock and coupon are given back. Any other
         state is 409 `invalid_state`."""
         services.order_cancel(
@@ -131,16 +128,13 @@ class OrderCancelView(GenericAPIView):
         )
         return order_response(request.user.pk, order_id)
 
-
-class OrderPayView(GenericAPIView):
-    serializer_class = OrderSerializer
-
     @extend_schema(
         summary=gettext_lazy("Pay an order"), request=PayInputSerializer, responses=OrderSerializer
     )
     @api_errors(OrderNotFound, OrderInvalidState, AmountMismatch, CouponNotEligible, CouponExpired)
+    @action(detail=True, methods=["post"])
     @idempotent(effect_answer=order_effect_answer(status.HTTP_200_OK))
-    def post(self, request, order_id: int, *, effect_record):
+    def pay(self, request, order_id: int, *, effect_record):
         """Pay an order awaiting payment with exactly its `pay_amount` (cents): 409
         `amount_mismatch` otherwise, `invalid_state` once paid, cancelled or expired;
         `not_eligible` when its coupon is for a first paid order only and another order of
@@ -156,10 +150,6 @@ class OrderPayView(GenericAPIView):
         )
         return order_response(request.user.pk, order_id)
 
-
-class CouponOptionsView(GenericAPIView):
-    serializer_class = CouponOptionSerializer
-
     @extend_schema(
         summary=gettext_lazy("My coupons for an order total"),
         parameters=[
@@ -169,7 +159,13 @@ class CouponOptionsView(GenericAPIView):
         ],
         responses=CouponOptionSerializer(many=True),
     )
-    def get(self, request):
+    @action(
+        detail=False,
+        methods=["get"],
+        url_path="coupon-options",
+        serializer_class=CouponOptionSerializer,
+    )
+    def coupon_options(self, request):
         """Judge each of my unused coupons against an order total (`amount`, cents): usable
         or why not, and the discount it would give. Scoped coupons need a cart (POST)."""
         query = CouponOptionsQuerySerializer(data=request.query_params.dict())
@@ -188,7 +184,8 @@ class CouponOptionsView(GenericAPIView):
         "threshold on the eligible subtotal, as checkout would.",
     )
     @api_errors(OrderInvalid, ProductNotFound)
-    def post(self, request):
+    @coupon_options.mapping.post
+    def coupon_options_for_cart(self, request):
         payload = CouponOptionsCartInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         options = selectors.coupon_options(
@@ -198,7 +195,7 @@ class CouponOptionsView(GenericAPIView):
         return self.get_paginated_response(CouponOptionSerializer(page, many=True).data)
 
 
-class ProductListView(GenericAPIView):
+class ProductViewSet(GenericViewSet):
     serializer_class = ProductSerializer
 
     def get_queryset(self):
@@ -210,6 +207,6 @@ class ProductListView(GenericAPIView):
         description="The catalog, a page at a time in id order: what an order's `items` and a "
         "scoped coupon's `scope_ids` name (product ids, or category ids).",
     )
-    def get(self, request):
+    def list(self, request):
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(ProductSerializer(page, many=True).data)
