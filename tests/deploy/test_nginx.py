@@ -109,20 +109,25 @@ def test_nginx_refuses_a_body_over_1_mib_in_the_error_envelope(stack):
 
 def test_nginx_passes_a_staff_file_of_up_to_8_mib_to_its_upload_page_only(stack):
     """The import and grant-from-file pages take files up to 8 MiB (SPEC section 34); the app
-    answers them (here: 403, the form's missing CSRF token), every other path 413."""
+    answers them (here: 403, the form's CSRF token missing), every other path 413."""
 
     answers: list[str] = []  # each answer's status, server and body: the failure shows who said it
 
     def status(path: str, size: int) -> int:
-        """POST a file of `size` bytes as a form sends it: the app reads the whole body (its
-        CSRF check parses the form) before it answers, so it never closes the connection on
-        a body nginx is still sending."""
+        """POST a file of `size` bytes as a form sends it, with a CSRF cookie: the app's CSRF
+        check then parses the whole form for its token before it refuses, so the app never
+        answers (and gunicorn's sync worker never closes the connection) while nginx is still
+        sending the body. Without the cookie Django refuses unread: the race the first runs
+        of this test lost under load (nginx's 502, then its 413 in the error page)."""
         head = b'--F\r\nContent-Disposition: form-data; name="file"; filename="f.csv"\r\n\r\n'
         body = head + b"x" * (size - len(head) - 8) + b"\r\n--F--\r\n"
         request = urllib.request.Request(
             stack.nginx + path,
             data=body,
-            headers={"Content-Type": "multipart/form-data; boundary=F"},
+            headers={
+                "Content-Type": "multipart/form-data; boundary=F",
+                "Cookie": "csrftoken=" + "a" * 32,
+            },
             method="POST",
         )
         try:
@@ -156,6 +161,23 @@ def test_nginx_answers_503_unavailable_when_gunicorn_is_down():
         "code": "unavailable",
         "detail": "Service temporarily unavailable.",
     }
+
+
+def test_a_staff_file_nginx_cannot_pass_on_is_answered_503_not_413():
+    """A 2 MiB file for its upload page with the app away: nginx's 502 becomes the envelope's
+    503, not an HTML 413 of the error page's own body limit."""
+    with nginx_serving(f"127.0.0.1:{free_port()}") as nginx:  # nothing listens there
+        request = urllib.request.Request(
+            nginx + "/admin/coupons/coupontemplate/7/grant/file/",
+            data=b"x" * (2 * 1024 * 1024),
+            headers={"Content-Type": "application/octet-stream"},
+            method="POST",
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+
+    assert refused.value.code == 503
+    assert json.loads(refused.value.read())["code"] == "unavailable"
 
 
 def raw_request(base_url: str, request: bytes) -> tuple[int, dict[str, str], bytes]:
