@@ -7,7 +7,7 @@ class AccountsConfig(AppConfig):
     generations (accounts.models)."""
 
     name = "accounts"
-    verbose_name = _("accounts")
+    verbose_name = _("Accounts")
 
     def ready(self) -> None:
         from accounts import token_revocation  # noqa: F401  (connects the receivers)

@@ -8,4 +8,4 @@ class BackofficeConfig(AppConfig):
     and owns no table of its own: the audit trail is Django's admin log."""
 
     name = "backoffice"
-    verbose_name = _("back office")
+    verbose_name = _("Back office")

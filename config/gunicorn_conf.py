@@ -14,7 +14,16 @@ import os
 import shutil
 import tempfile
 
+from django.conf import settings
+
 wsgi_app = "config.wsgi:application"
+
+# gunicorn's own log lines (the master's, and a worker's before it loads the app) in the app's
+# time zone: Django sets TZ from TIME_ZONE when its settings load, which this process would
+# otherwise never do, so under `make run` they were in UTC beside the app's lines in Beijing
+# time. The settings module as config/wsgi.py chooses it.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+log_time_zone = settings.TIME_ZONE  # reading a setting loads them, and sets TZ
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", "2"))
 # gthread, with HEALTH_THREADS more threads per worker that serve only /healthz.

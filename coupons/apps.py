@@ -6,7 +6,7 @@ from django.utils.translation import gettext_lazy as _
 
 class CouponsConfig(AppConfig):
     name = "coupons"
-    verbose_name = _("coupons")
+    verbose_name = _("Coupons")
 
     def ready(self) -> None:
         # Every door that creates an account (sign-up, the admin, createsuperuser, seeds that

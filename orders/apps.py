@@ -4,4 +4,4 @@ from django.utils.translation import gettext_lazy as _
 
 class OrdersConfig(AppConfig):
     name = "orders"
-    verbose_name = _("orders and products")
+    verbose_name = _("Orders and products")

@@ -42,3 +42,28 @@ def test_the_demo_runs_in_beijing_time_unless_told_otherwise(tmp_path, environme
 
 def test_the_base_settings_default_to_utc(tmp_path):
     assert time_zone_of("config.settings.base", tmp_path) == "UTC"
+
+
+def test_gunicorns_own_log_lines_are_in_the_apps_time_zone(tmp_path):
+    """Issue: under `make run` gunicorn's own lines (booting, workers) were in UTC beside the
+    app's lines in Beijing time. Reading the served config sets the app's zone."""
+    base = {key: value for key, value in os.environ.items() if key not in ("TIME_ZONE", "TZ")}
+    read = (
+        "import runpy, time; runpy.run_path('config/gunicorn_conf.py'); print(time.strftime('%z'))"
+    )
+    finished = subprocess.run(
+        [sys.executable, "-c", read],
+        cwd=ROOT,
+        env={
+            **base,
+            "DJANGO_SETTINGS_MODULE": "config.settings.local",
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+            "PYTHONPATH": str(ROOT),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert finished.stdout.strip() == "+0800"
