@@ -3,13 +3,13 @@ Bearer token and nothing else to read is answered here, in front of Django's han
 resolution and DRF's dispatch, which cost a warm refusal more than the refusal itself.
 
 It is the same claim (`issuing.coupon_claim`, as CouponTemplateViewSet's `claim` action, its
-documented twin, calls it), answered through
-the same pieces: the forwarded headers, the request id and metrics (ops), the API
-stack's middleware's own checks and headers (security, language, host, frames), the token
-check, the exception handler and renderer. Anything it does not take as it stands goes to
-the API stack untouched, before anything is counted: another method or path, an
-Idempotency-Key, a body, an Accept other than JSON, a token that does not validate, a Host
-we do not serve, a redirect to https, the database breaker not closed.
+documented twin, calls it), answered through the same pieces: the forwarded headers, the
+request id and metrics (ops), the API stack's middleware's own checks and headers (security,
+language, host, frames), the token check, the exception handler and renderer. Anything it
+does not take as it stands goes to the API stack untouched, before anything is counted:
+another method or path, an Idempotency-Key, a body, an Accept other than JSON, a token that
+does not validate, a Host we do not serve, a redirect to https, the database breaker not
+closed.
 tests/config/test_api_handler.py sends each request both ways and compares the answers byte
 for byte."""
 
