@@ -12,10 +12,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def time_zone_of(settings_module: str, tmp_path: Path, **environment: str) -> str:
-    base = {key: value for key, value in os.environ.items() if key != "TIME_ZONE"}
+def printed_under(
+    code: str, settings_module: str, tmp_path: Path, *, unset: tuple[str, ...] = (), **environment
+) -> str:
+    """What `code` prints in a fresh interpreter under these settings (TIME_ZONE and `unset`
+    taken out of this process's environment)."""
+    base = {
+        key: value for key, value in os.environ.items() if key != "TIME_ZONE" and key not in unset
+    }
     finished = subprocess.run(
-        [sys.executable, "-c", "from django.conf import settings; print(settings.TIME_ZONE)"],
+        [sys.executable, "-c", code],
         cwd=ROOT,
         env={
             **base,
@@ -30,6 +36,11 @@ def time_zone_of(settings_module: str, tmp_path: Path, **environment: str) -> st
     )
     assert finished.returncode == 0, finished.stderr[-2000:]
     return finished.stdout.strip()
+
+
+def time_zone_of(settings_module: str, tmp_path: Path, **environment: str) -> str:
+    code = "from django.conf import settings; print(settings.TIME_ZONE)"
+    return printed_under(code, settings_module, tmp_path, **environment)
 
 
 @pytest.mark.parametrize(
@@ -47,23 +58,8 @@ def test_the_base_settings_default_to_utc(tmp_path):
 def test_gunicorns_own_log_lines_are_in_the_apps_time_zone(tmp_path):
     """Issue: under `make run` gunicorn's own lines (booting, workers) were in UTC beside the
     app's lines in Beijing time. Reading the served config sets the app's zone."""
-    base = {key: value for key, value in os.environ.items() if key not in ("TIME_ZONE", "TZ")}
     read = (
         "import runpy, time; runpy.run_path('config/gunicorn_conf.py'); print(time.strftime('%z'))"
     )
-    finished = subprocess.run(
-        [sys.executable, "-c", read],
-        cwd=ROOT,
-        env={
-            **base,
-            "DJANGO_SETTINGS_MODULE": "config.settings.local",
-            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-            "PYTHONPATH": str(ROOT),
-        },
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
-    assert finished.returncode == 0, finished.stderr[-2000:]
-    assert finished.stdout.strip() == "+0800"
+    assert printed_under(read, "config.settings.local", tmp_path, unset=("TZ",)) == "+0800"
