@@ -31,9 +31,12 @@ RUN DJANGO_SETTINGS_MODULE=config.settings.local SECRET_KEY=collectstatic-only \
     python manage.py collectstatic --noinput -v0 \
     && rm -f var/db.sqlite3 && mkdir -p var/media && chown -R app:app var
 USER app
+# The probes (/healthz, /readyz, /livez) are answered on 8001 too, by threads of each
+# worker's own that no request holds (ops/probe_listener.py): a load balancer probes there.
 ENV DJANGO_SETTINGS_MODULE=config.settings.production \
-    PYTHONUNBUFFERED=1
-EXPOSE 8000
+    PYTHONUNBUFFERED=1 \
+    PROBE_BIND=0.0.0.0:8001
+EXPOSE 8000 8001
 # Worker class, threads and timeouts: config/gunicorn_conf.py, the file `make run` and the
 # outage tests use too.
 CMD ["gunicorn", "--config", "config/gunicorn_conf.py", "--bind", "0.0.0.0:8000"]

@@ -260,6 +260,9 @@ HEALTH_CACHE_SECONDS = min(env_float("HEALTH_CACHE_SECONDS", 1.0), 1.0)
 # A database check that is still running is slow, not down, for this long after the database
 # last answered: a loaded database is not taken out of service (SPEC section 25).
 HEALTH_SLOW_GRACE = env_float("HEALTH_SLOW_GRACE", 3.0)
+# `host:port` where every server process also answers the probes on threads of its own
+# (ops/probe_listener.py, decision 1032); empty: the probes on the app's port only.
+PROBE_BIND = env_str("PROBE_BIND", "")
 # GET /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; empty: /metrics is off (404).
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 # Wiring, not configuration: the callables ops uses without importing an app (typing

@@ -130,6 +130,16 @@ def test_the_dockerfile_builds_wheels_with_a_compiler_and_runs_without_one_as_no
     assert {".git", ".venv", "var", ".env"} <= set(dockerignore)
 
 
+def test_the_app_is_probed_on_the_probes_own_port(compose_project):
+    """Decision 1032: the image answers the probes on PROBE_BIND by threads of their own, and
+    compose's health check asks there."""
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^\s+PROBE_BIND=0\.0\.0\.0:8001$", text, re.M)
+    assert re.search(r"^EXPOSE 8000 8001$", text, re.M)
+    check = resolved_services(compose_project)["app"]["healthcheck"]["test"]
+    assert "http://127.0.0.1:8001/healthz" in " ".join(check)
+
+
 def resolved_services(project: Path) -> dict[str, dict]:
     return yaml.safe_load(compose(project, "config"))["services"]
 

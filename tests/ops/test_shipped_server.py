@@ -4,7 +4,6 @@ keeps /healthz answering within a second while its database is frozen under clai
 
 import runpy
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from gunicorn.workers.gthread import ThreadWorker
@@ -12,11 +11,13 @@ from gunicorn.workers.gthread import ThreadWorker
 from config.gunicorn_worker import HealthReservedWorker
 from localservers.waiting import wait_until
 from tests.support.shipped_server import (
+    PROBERS,
+    PROBES_EACH,
     REPO,
-    Answer,
     ClaimStorm,
     dockerfile_command,
     option,
+    probe_through_a_freeze_under_a_storm,
     request,
     serve_script_command,
     shipped_app,
@@ -93,54 +94,22 @@ def test_healthz_answers_within_a_second_throughout_a_database_freeze(tmp_path, 
     assert {answer.status for answer in storm.answers} <= {201, 503}
 
 
-STORM_CLIENTS = 40  # more than the server's threads (2 workers x 8): every thread is busy
-PROBERS, PROBES_EACH = 16, 4
-
-
 @pytest.mark.servers
 @pytest.mark.django_db  # the test database must exist for the fixtures; the app uses its own
 def test_healthz_answers_within_a_second_from_the_first_moment_of_a_freeze_under_a_storm(
     tmp_path, own_redis
 ):
     """Issue 21: with every request thread held by a claim stuck on the frozen database,
-    /healthz used to wait for a free thread (15 of 64 probes over 1 s, worst 16.5 s)."""
+    /healthz used to wait for a free thread (15 of 64 probes over 1 s, worst 16.5 s). On the
+    app's port gunicorn's threads of its own answer (decision 0644), on the probes' port their
+    own listener (decision 1032)."""
     with shipped_app(tmp_path, own_redis.url, dockerfile_command()) as app:
-        for _ in range(4):  # first-request imports in both workers
-            request(app.port, "GET", "/healthz", {})
-        storm = ClaimStorm(
-            app.port, app.facts["template_id"], app.facts["tokens"], threads=STORM_CLIENTS
-        )
-        with storm:
-            wait_until(lambda: storm.created_since(0) >= 50, timeout=30, what="claims to work")
+        run = probe_through_a_freeze_under_a_storm(app, (app.port, app.probe_port))
 
-            app.database.freeze()
-            with ThreadPoolExecutor(max_workers=PROBERS) as probers:
-                health = [
-                    answer
-                    for answers in probers.map(lambda _: probe(app.port), range(PROBERS))
-                    for answer in answers
-                ]
-            app.database.thaw()
-
-            thawed = len(storm.answers)
-            wait_until(
-                lambda: storm.created_since(thawed) >= 5, timeout=60, what="claims to recover"
-            )
-
-    slow = [answer for answer in health if answer.seconds >= 1]
-    worst = max(answer.seconds for answer in health)
-    print(f"healthz: {len(slow)} of {len(health)} over 1 s, worst {worst:.3f} s")  # -s
-    assert slow == [], f"{len(slow)} of {len(health)} over 1 s, worst {worst:.1f} s"
-    assert len(health) == PROBERS * PROBES_EACH
-    assert {answer.status for answer in health} <= {200, 503}
-    assert storm.failures == []
-    assert {answer.status for answer in storm.answers} <= {201, 503}
-
-
-def probe(port: int) -> list[Answer]:
-    """PROBES_EACH calls of /healthz, a quarter second apart, from the freeze on."""
-    answers = []
-    for _ in range(PROBES_EACH):
-        answers.append(request(port, "GET", "/healthz", {}))
-        time.sleep(0.25)
-    return answers
+    print(f"app's port: {run.said(app.port)}; probes' port: {run.said(app.probe_port)}")  # -s
+    for port in (app.port, app.probe_port):
+        assert run.slow(port) == [], run.said(port)
+        assert len(run.probes[port]) == PROBERS * PROBES_EACH
+        assert {answer.status for answer in run.probes[port]} <= {200, 503}
+    assert run.claims.failures == []
+    assert {answer.status for answer in run.claims.answers} <= {201, 503}

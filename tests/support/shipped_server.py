@@ -4,6 +4,7 @@ freeze or kill: for outage tests that must hold for what runs in production."""
 
 import http.client
 import json
+import re
 import secrets
 import shlex
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +64,11 @@ def dockerfile_command() -> list[str]:
     raise AssertionError("the Dockerfile has no CMD")
 
 
+def dockerfile_sets(name: str) -> bool:
+    """Whether the image's ENV gives `name` a value (`NAME=value` on an ENV line or after one)."""
+    return re.search(rf"^(ENV)?\s+{name}=\S", (REPO / "Dockerfile").read_text(), re.M) is not None
+
+
 def serve_script_command() -> list[str]:
     """The gunicorn line of scripts/serve (`make run`), its shell variables left as written."""
     for line in (REPO / "scripts" / "serve").read_text().splitlines():
@@ -81,22 +88,25 @@ def option(command: list[str], name: str) -> str | None:
 
 
 def with_bind(command: list[str], bind: str) -> list[str]:
-    """The command with its --bind address replaced (the image binds 0.0.0.0:8000)."""
-    if option(command, "--bind") is None:
-        return [*command, "--bind", bind]
+    """The command with its --bind address replaced (the image binds 0.0.0.0:8000); granian's
+    --host and --port where it names a port."""
+    if option(command, "--port") is not None:
+        host, _, port = bind.rpartition(":")
+        return with_option(with_option(command, "--host", host), "--port", port)
+    return with_option(command, "--bind", bind)
+
+
+def with_option(command: list[str], name: str, value: str) -> list[str]:
+    """The command with `name value` set, in place of `name value` or `name=value` if given."""
     out, skip = [], False
     for word in command:
         if skip:
-            out.append(bind)
             skip = False
-        elif word == "--bind":
-            out.append(word)
+        elif word == name:
             skip = True
-        elif word.startswith("--bind="):
-            out.append(f"--bind={bind}")
-        else:
+        elif not word.startswith(name + "="):
             out.append(word)
-    return out
+    return [*out, name, value]
 
 
 @dataclass(frozen=True)
@@ -130,6 +140,15 @@ def request(port: int, method: str, path: str, headers: dict, timeout: float = 6
     return Answer(
         status=status, body=body, seconds=time.monotonic() - started, retry_after=retry_after
     )
+
+
+def probe_every_quarter_second(port: int, times: int) -> list[Answer]:
+    """`times` calls of /healthz on `port`, a quarter second apart."""
+    answers = []
+    for _ in range(times):
+        answers.append(request(port, "GET", "/healthz", {}))
+        time.sleep(0.25)
+    return answers
 
 
 class ClaimStorm:
@@ -173,6 +192,7 @@ class ClaimStorm:
 class ShippedApp:
     database: MariaDBServer
     port: int
+    probe_port: int  # the probes' own listener (the image's PROBE_BIND, here on 127.0.0.1)
     facts: dict
     log: Path
     process: subprocess.Popen
@@ -188,7 +208,10 @@ def shipped_app(
 ) -> Iterator[ShippedApp]:
     """`command` (an argv whose --bind is replaced) under production settings, with every
     timeout at its shipped default unless `extra_env` overrides it, on a private mariadbd
-    (database DATABASE) with the schema, some shoppers and a staff login."""
+    (database DATABASE) with the schema, some shoppers and a staff login. The probes' own
+    port as the image sets it, on a free port."""
+    assert dockerfile_sets("PROBE_BIND")
+    probe_port = free_port()
     database = MariaDBServer(tmp_path / "mariadb")
     database.start()
     link = database.connect()
@@ -204,6 +227,7 @@ def shipped_app(
         "SECURE_COOKIES": "0",
         "LOG_LEVEL": "WARNING",
         "THROTTLE_CLAIM": "100000/min",
+        "PROBE_BIND": f"127.0.0.1:{probe_port}",
         **(extra_env or {}),
     }
     manage = [str(BIN / "python"), "manage.py"]
@@ -230,9 +254,61 @@ def shipped_app(
                 return False
 
         wait_until(answering, timeout=30, what="the shipped server to answer /healthz")
-        yield ShippedApp(database=database, port=port, facts=facts, log=log, process=process)
+        yield ShippedApp(
+            database=database, port=port, probe_port=probe_port, facts=facts, log=log,
+            process=process,
+        )  # fmt: skip
     finally:
         if process is not None:
             process.terminate()
             process.wait(timeout=60)
         database.stop()
+
+
+STORM_CLIENTS = 40  # more than the server's request threads (2 workers x 8): every one is held
+PROBERS, PROBES_EACH = 16, 4  # per port probed
+
+
+@dataclass
+class FreezeUnderAStorm:
+    probes: dict[int, list[Answer]]  # by port
+    claims: ClaimStorm
+
+    def slow(self, port: int) -> list[Answer]:
+        return [answer for answer in self.probes[port] if answer.seconds >= 1]
+
+    def said(self, port: int) -> str:
+        answers = self.probes[port]
+        worst = max(answer.seconds for answer in answers)
+        return f"{len(self.slow(port))} of {len(answers)} over 1 s, worst {worst:.3f} s"
+
+
+def probe_through_a_freeze_under_a_storm(
+    app: ShippedApp, ports: tuple[int, ...]
+) -> FreezeUnderAStorm:
+    """STORM_CLIENTS claim without pause; once they win, the database is frozen (SIGSTOP) and
+    PROBERS per port call /healthz PROBES_EACH times from that first moment; then it is thawed
+    and the claims must win again."""
+    for port in ports:
+        for _ in range(8):  # first-request imports in both workers
+            request(port, "GET", "/healthz", {})
+    storm = ClaimStorm(app.port, app.facts["template_id"], app.facts["tokens"], STORM_CLIENTS)
+    with storm:
+        wait_until(lambda: storm.created_since(0) >= 50, timeout=30, what="claims to work")
+        app.database.freeze()
+        with ThreadPoolExecutor(max_workers=PROBERS * len(ports)) as probers:
+            asked = {
+                port: [
+                    probers.submit(probe_every_quarter_second, port, PROBES_EACH)
+                    for _ in range(PROBERS)
+                ]
+                for port in ports
+            }
+            probes = {
+                port: [answer for future in futures for answer in future.result()]
+                for port, futures in asked.items()
+            }
+        app.database.thaw()
+        thawed = len(storm.answers)
+        wait_until(lambda: storm.created_since(thawed) >= 5, timeout=60, what="claims to recover")
+    return FreezeUnderAStorm(probes=probes, claims=storm)
