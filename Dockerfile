@@ -37,6 +37,6 @@ ENV DJANGO_SETTINGS_MODULE=config.settings.production \
     PYTHONUNBUFFERED=1 \
     PROBE_BIND=0.0.0.0:8001
 EXPOSE 8000 8001
-# Worker class, threads and timeouts: config/gunicorn_conf.py, the file `make run` and the
-# outage tests use too.
-CMD ["gunicorn", "--config", "config/gunicorn_conf.py", "--bind", "0.0.0.0:8000"]
+# Workers, threads and timeouts: config/serve.py (granian), what `make run` and the outage
+# tests start too.
+CMD ["python", "-m", "config.serve", "--bind", "0.0.0.0:8000"]

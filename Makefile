@@ -33,7 +33,7 @@ $(VENV)/.dev-installed: requirements-dev.txt scripts/ensure-test-deps $(VENV)/.r
 
 messages: $(MO_FILES)
 
-## run: serve the app under gunicorn on 127.0.0.1:$(PORT) (SQLite under var/ unless DATABASE_URL),
+## run: serve the app (config/serve.py) on 127.0.0.1:$(PORT) (SQLite under var/ unless DATABASE_URL),
 ## with the scheduler (order expiry) beside it
 run: port-free $(VENV)/.runtime-installed $(MO_FILES)
 	$(BIN)/python manage.py migrate --noinput -v0

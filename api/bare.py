@@ -1,7 +1,7 @@
 """GET /bench/bare: what Django and DRF cost with nothing of ours in the view: no
 authentication, no permission, no throttle, no database, no Redis. The benchmark's ceiling
 row (SPEC section 21, bench/scenarios/limits.py); routed only when the BENCH_BARE_VIEW setting
-is on (the bench's gunicorn sets it), so production never serves it."""
+is on (the bench's server sets it), so production never serves it."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import (

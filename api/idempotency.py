@@ -136,7 +136,7 @@ def idempotent(handler: Callable | None = None, *, effect_answer: EffectAnswer |
             idempotent_replays_total.labels("effect").inc()
             response[REPLAYED_HEADER] = "true"
             return response
-        # No answer at all (the worker stopped by gunicorn's timeout raises SystemExit here)
+        # No answer at all (a worker stopped midway raises SystemExit here)
         # leaves the record "in progress": the work may have committed, so a retry must not
         # run it again until the lease ends; an effect that did commit holds the key for good.
         if effect_answer is not None:

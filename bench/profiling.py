@@ -1,4 +1,4 @@
-"""`--profile`: sample every gunicorn worker with py-spy while one scenario runs, keep the
+"""`--profile`: sample every app server worker with py-spy while one scenario runs, keep the
 profile (speedscope JSON, open it at speedscope.app) and summarize where request-serving
 threads spent their wall time."""
 
@@ -27,7 +27,7 @@ def py_spy() -> str | None:
 
 @contextmanager
 def profiled(master_pid: int, output: Path, into: "ProfileSlot") -> Iterator[None]:
-    """Record the workers of the gunicorn master `master_pid` (idle threads included, so lock
+    """Record the workers of the server's master `master_pid` (idle threads included, so lock
     and I/O waits show) while the block runs; put a summary in `into.profile`. Sampling
     costs CPU: a profiled run's figures are slower than an unprofiled one's."""
     executable = py_spy()

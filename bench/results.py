@@ -256,6 +256,7 @@ class ServerComparison:
 @dataclass(frozen=True)
 class Results:
     baseline: Load
+    server: str = "gthread"  # what the rows ran under (bench.processes.SERVERS)
     # GET /bench/bare: DRF's empty view (no authentication, no database) through the whole
     # middleware stack; GET /bench/empty: the same view with no middleware at all.
     bare_drf: Load | None = None

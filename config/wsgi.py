@@ -1,6 +1,6 @@
-"""WSGI entry point for gunicorn and granian: the API on its own middleware chain
-(config/handlers.py), and the probes on a listener of their own in each process that imports
-it (PROBE_BIND, decision 1032): a server's workers each import this module."""
+"""WSGI entry point for the app's server (config/serve.py) and the bench's: the API on its own
+middleware chain (config/handlers.py), and the probes on a listener of their own in each
+process that imports it (PROBE_BIND, decision 1032): a server's workers each import it."""
 
 import os
 

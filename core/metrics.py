@@ -1,6 +1,6 @@
 """The app's Prometheus metrics, defined once (SPEC section 25). Every layer counts here;
-ops/vitals.py serves them at /metrics. Under gunicorn each worker writes its values to files in
-PROMETHEUS_MULTIPROC_DIR (set by config/gunicorn_conf.py before any worker starts) and the
+ops/vitals.py serves them at /metrics. Under the app's server each worker writes its values to
+files in PROMETHEUS_MULTIPROC_DIR (set by config/serve.py before any worker starts) and the
 scrape adds them up; without it (runserver, tests) they live in this process.
 
 Labels are bounded on purpose: a route is its URL pattern, never the path asked for."""

@@ -1,4 +1,4 @@
-"""The app as shipped (config/gunicorn_conf.py, production settings) on a database the drill
+"""The app as shipped (config/serve.py, production settings) on a database the drill
 names, with a redis-server of its own, and the drill's shoppers, templates and products."""
 
 import json
@@ -66,7 +66,7 @@ class Seed:
 
 
 class DrillApp:
-    """gunicorn with the shipped config against `database_url`, its own redis-server."""
+    """The shipped server (config/serve.py) against `database_url`, its own redis-server."""
 
     def __init__(
         self,
@@ -84,7 +84,7 @@ class DrillApp:
         self.workers = workers
         self.port = free_port()
         self.secret_key = secrets.token_urlsafe(50)
-        self.gunicorn: ManagedProcess | None = None
+        self.server: ManagedProcess | None = None
         self.scheduler: ManagedProcess | None = None
 
     def env(self) -> dict[str, str]:
@@ -107,7 +107,7 @@ class DrillApp:
             # MAX_SEQUENCE / 4: the per-line cap must not refuse it (400 is not a fault's).
             "ORDER_LINE_MAX_QUANTITY": "999",
             "JWT_ACCESS_MINUTES": "240",
-            "GUNICORN_WORKERS": str(self.workers),
+            "SERVER_WORKERS": str(self.workers),
         }
 
     def manage(self, *args: str) -> str:
@@ -142,24 +142,21 @@ class DrillApp:
     def start(self) -> None:
         if not self.redis.running:
             self.redis.start()
-        command = [
-            str(BIN / "gunicorn"), "--config", "config/gunicorn_conf.py",
-            "--bind", f"127.0.0.1:{self.port}",
-        ]  # fmt: skip
-        self.gunicorn = ManagedProcess(
-            "gunicorn", command, env=self.env(), log_path=self.work_dir / "gunicorn.log", cwd=REPO
+        command = [str(BIN / "python"), "-m", "config.serve", "--bind", f"127.0.0.1:{self.port}"]
+        self.server = ManagedProcess(
+            "server", command, env=self.env(), log_path=self.work_dir / "server.log", cwd=REPO
         )
-        self.gunicorn.start()
+        self.server.start()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if not self.gunicorn.running:
-                raise self.gunicorn.fail("exited at start")
+            if not self.server.running:
+                raise self.server.fail("exited at start")
             try:
                 with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=2):
                     return
             except (urllib.error.URLError, OSError):
                 time.sleep(0.2)
-        raise self.gunicorn.fail("did not answer /healthz within 60 s")
+        raise self.server.fail("did not answer /healthz within 60 s")
 
     def start_scheduler(self) -> None:
         """The one-second watches (run_scheduler) beside the server, as scripts/serve and
@@ -176,7 +173,7 @@ class DrillApp:
     def repoint(self, database_url: str) -> None:
         """Serve from another database (a promoted replica), with Redis emptied: the facts it
         held came from the old primary."""
-        self.stop_gunicorn()
+        self.stop_server()
         self.redis.client().flushdb()
         self.database_url = database_url
         self.start()
@@ -185,20 +182,20 @@ class DrillApp:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def stop_gunicorn(self) -> None:
-        if self.gunicorn is not None:
-            self.gunicorn.stop(timeout=40)
-            self.gunicorn = None
+    def stop_server(self) -> None:
+        if self.server is not None:
+            self.server.stop(timeout=40)
+            self.server = None
 
     def stop(self) -> None:
         if self.scheduler is not None:
             self.scheduler.stop(timeout=20)
             self.scheduler = None
-        self.stop_gunicorn()
+        self.stop_server()
         self.redis.stop()
 
     def log_tail(self) -> str:
-        return self.gunicorn.log_tail() if self.gunicorn else ""
+        return self.server.log_tail() if self.server else ""
 
 
 def environment_database_url(url: str, database: str) -> str:

@@ -122,7 +122,7 @@ def run_restore_drill(work_dir: Path, *, watch: bool = True) -> list[Check]:
         sold_out_on_source = sold_out(source, seed.templates["scarce"])
         log(f"copy at seqno {position[1]}; {len(acknowledged)} claims acknowledged before it; "
             f"scarce sold out on the source: {sold_out_on_source}")  # fmt: skip
-        app.stop_gunicorn()  # Redis stays, with what the source's claims taught it
+        app.stop_server()  # Redis stays, with what the source's claims taught it
         source.stop()
         log("restoring the copy into a new cluster")
         restored = restored_cluster(

@@ -1,4 +1,4 @@
-"""`make drill` (SPEC section 22): the app as shipped (gunicorn and the one-second watches)
+"""`make drill` (SPEC section 22): the app as shipped (its server and the one-second watches)
 through HAProxy on a 3-node Galera cluster of its own with its supervisor running, under load,
 while nodes fail: the writer SIGKILLed KILLS times, backups killed, the writer frozen, the
 writer and a backup killed at once, every node killed at once. Each fault waits for the

@@ -6,6 +6,7 @@ sees it.
 and is 404, like any unknown path, to everyone else and whenever no token is set."""
 
 import hmac
+import os
 import re
 import time
 import uuid
@@ -19,6 +20,7 @@ from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
     generate_latest,
+    multiprocess,
     values,
 )
 from prometheus_client.core import GaugeMetricFamily
@@ -132,9 +134,11 @@ class DatabaseClusterCollector:
 
 
 def metrics_registry() -> CollectorRegistry:
-    """Every worker's values (gunicorn) or this process's, and the cluster's at this moment."""
+    """Every worker's values (the served app, config/serve.py) or this process's, and the
+    cluster's at this moment."""
     registry = CollectorRegistry()
     if values.ValueClass is not values.MutexValue:  # chosen when prometheus_client loaded
+        forget_dead_workers_gauges(os.environ["PROMETHEUS_MULTIPROC_DIR"])
         MultiProcessCollector(registry)
     else:
         registry.register(_ProcessMetrics())
@@ -143,6 +147,29 @@ def metrics_registry() -> CollectorRegistry:
     for collector in app_collectors():
         registry.register(collector)
     return registry
+
+
+LIVE_GAUGE_FILE = re.compile(r"^gauge_live\w+_(\d+)\.db$")
+
+
+def forget_dead_workers_gauges(directory: str) -> None:
+    """A worker's live gauges (the breaker's open flag) leave with it: the server replaces a
+    dead worker without telling anyone, so a scrape drops the files of processes that are
+    gone (their counters stay counted)."""
+    for name in os.listdir(directory):
+        found = LIVE_GAUGE_FILE.match(name)
+        if found and not process_exists(int(found.group(1))):
+            multiprocess.mark_process_dead(int(found.group(1)), directory)
+
+
+def process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's
+        return True
+    return True
 
 
 class _ProcessMetrics:

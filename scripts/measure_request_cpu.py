@@ -6,7 +6,7 @@ extra taken away, one thread, production settings on MariaDB (SPEC section 15).
 Scenarios, one request of each per round (so load from elsewhere on the machine weighs on all
 alike): `GET /api/auth/me` as configured (the baseline); the same without each middleware,
 without the connection health check, without the revocation digest; `GET /api/coupons` over
-20 public templates. Before every request the script does what gunicorn's request_started
+20 public templates. Before every request the script does what a WSGI server's request_started
 signal does (`close_old_connections`, which Django's test client switches off), so the health
 check's ping is counted where it is configured. Statements per request are counted in-process
 (CaptureQueriesContext); the bench reads them from its own database server.
@@ -153,7 +153,7 @@ def run(count: int, warmup: int, profiled: str | None, only: str | None) -> None
     def request(client: Client, path: str, health_checks: bool = True) -> Callable[[], None]:
         def send() -> None:
             connection.settings_dict["CONN_HEALTH_CHECKS"] = health_checks
-            close_old_connections()  # what request_started does under gunicorn
+            close_old_connections()  # what request_started does under a server
             response = client.get(path, HTTP_AUTHORIZATION=token)
             if response.status_code != 200:
                 raise RuntimeError(f"{path}: {response.status_code} {response.content[:200]!r}")

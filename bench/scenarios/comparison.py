@@ -1,4 +1,4 @@
-"""The other app server in the same run (granian beside gunicorn, bench.processes): restart the app
+"""The other app server in the same run (gunicorn beside granian, bench.processes): restart the app
 under it and measure bare DRF, the baseline, the list, the selling phase and, when the run
 has them, the storm and the sold-out claims again."""
 

@@ -99,7 +99,7 @@ SILENCED_SYSTEM_CHECKS = ["templates.W003"]
 
 ROOT_URLCONF = "config.urls"
 # GET /bench/bare (api/bare.py): DRF with nothing of ours, the benchmark's ceiling row. Off
-# unless the environment turns it on (`make bench` does, for its own gunicorn).
+# unless the environment turns it on (`make bench` does, for its own server).
 BENCH_BARE_VIEW = env_bool("BENCH_BARE_VIEW")
 WSGI_APPLICATION = "config.wsgi.application"
 
@@ -514,8 +514,9 @@ IDEMPOTENCY_KEY_HOURS = env_int("IDEMPOTENCY_KEY_HOURS", 24)
 if IDEMPOTENCY_KEY_HOURS < 24:
     raise ImproperlyConfigured("IDEMPOTENCY_KEY_HOURS must be at least 24.")
 # A key whose request has no recorded answer after this long (it failed and its record could
-# not be dropped, or it died) is free again. Longer than any request can run (gunicorn's
-# 30 s timeout, config/gunicorn_conf.py), so a running request never loses its key.
+# not be dropped, or it died) is free again. Longer than a command's request runs (one short
+# transaction, each statement bounded by DB_READ_TIMEOUT and retried once at most), so a
+# running request never loses its key.
 IDEMPOTENCY_LEASE_SECONDS = env_int("IDEMPOTENCY_LEASE_SECONDS", 60)
 if not 31 <= IDEMPOTENCY_LEASE_SECONDS <= 60:
     raise ImproperlyConfigured("IDEMPOTENCY_LEASE_SECONDS must be from 31 to 60.")

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 
 def wsgi_get(path: str, *, host: str, language: str = "en") -> tuple[str, dict[str, str], str]:
-    """Call the WSGI application as gunicorn does; (status line, headers, body)."""
+    """Call the WSGI application as a WSGI server does; (status line, headers, body)."""
     environ: dict = {
         "REQUEST_METHOD": "GET",
         "PATH_INFO": path,

@@ -166,7 +166,7 @@ def post_json(base: str, path: str, body: dict, headers: dict) -> int:
 @pytest.mark.servers
 @pytest.mark.django_db(transaction=True)
 def test_the_production_server_reached_directly_ignores_forwarded_for(tmp_path, own_redis):
-    """gunicorn under the production settings, no proxy in front and NUM_PROXIES unset: a
+    """The shipped server under the production settings, no proxy in front and NUM_PROXIES unset: a
     client that writes its own X-Forwarded-For on every try still meets the per-IP limit."""
     server = AppServer(
         environment={
@@ -180,7 +180,7 @@ def test_the_production_server_reached_directly_ignores_forwarded_for(tmp_path, 
             # server's clock is the real one.
             "THROTTLE_LOGIN_IP": "3/7d",
         },
-        log=tmp_path / "gunicorn.log",
+        log=tmp_path / "server.log",
     )
     server.start()
     try:

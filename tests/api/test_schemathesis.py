@@ -1,5 +1,5 @@
 """A property-based run of /api/schema/ against the live app (SPEC section 12): schemathesis
-(CLI, pinned in requirements-dev.txt) against a real gunicorn on the test database, once with
+(CLI, pinned in requirements-dev.txt) against the shipped server on the test database, once with
 a shopper's token and once with a staff token. Any 5xx, undocumented status, wrong content
 type, undocumented or malformed header, or body that contradicts the schema fails the test.
 docs/decisions/0028-api-schema-held-by-tests.md says which checks run and what is bounded."""
@@ -22,7 +22,7 @@ from tests.support.factories import (
     UserCouponFactory,
     UserFactory,
 )
-from tests.support.live_server import gunicorn_serving
+from tests.support.live_server import app_serving
 
 User = get_user_model()
 
@@ -121,7 +121,7 @@ def test_the_live_app_keeps_to_its_schema_for_a_shopper_and_for_staff(tmp_path):
         "staff": ("^/api/admin/",),
     }
     failures = []
-    with gunicorn_serving(tmp_path / "gunicorn.log", workers=2) as base_url:
+    with app_serving(tmp_path / "server.log", workers=2) as base_url:
         for who, only_paths in runs.items():
             token = str(AccessToken.for_user(User.objects.get(pk=ids[who])))
             result = run_schemathesis(base_url, token, config, tmp_path, *only_paths)

@@ -52,7 +52,7 @@ def connection_kept_across_requests():
 
 
 def answer_of(handler, method: str, path: str, body: bytes = b"", **headers) -> tuple:
-    """Call a WSGI handler as gunicorn does: (status line, headers but the request id, body)."""
+    """Call a WSGI handler as a server does: (status line, headers but the request id, body)."""
     environ: dict = {
         "REQUEST_METHOD": method,
         "PATH_INFO": path.split("?")[0],

@@ -55,11 +55,11 @@ def test_the_base_settings_default_to_utc(tmp_path):
     assert time_zone_of("config.settings.base", tmp_path) == "UTC"
 
 
-def test_gunicorns_own_log_lines_are_in_the_apps_time_zone(tmp_path):
-    """Issue: under `make run` gunicorn's own lines (booting, workers) were in UTC beside the
-    app's lines in Beijing time. Reading the served config sets the app's zone."""
+def test_the_servers_own_log_lines_are_in_the_apps_time_zone(tmp_path):
+    """Issue: under `make run` the server's own lines (start, workers) were in UTC beside the
+    app's lines in Beijing time. The server loads the settings, which set the app's zone."""
     read = (
-        "import runpy, time; runpy.run_path('config/gunicorn_conf.py'); print(time.strftime('%z'))"
+        "import time; from config import serve; serve.load_settings(); print(time.strftime('%z'))"
     )
 
     assert printed_under(read, "config.settings.local", tmp_path, unset=("TZ",)) == "+0800"

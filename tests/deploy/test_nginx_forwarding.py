@@ -1,5 +1,5 @@
 """Behind the shipped nginx (deploy/nginx/coupons.conf.template, run by Debian's nginx in front
-of a real gunicorn), the app's absolute links keep the scheme, host and port the client used
+of the shipped server), the app's absolute links keep the scheme, host and port the client used
 (SPEC section 17, "Errors and proxies"), and forwarded headers count only from the proxy."""
 
 import http.client
@@ -15,12 +15,12 @@ import pytest
 from rest_framework_simplejwt.tokens import AccessToken
 
 from tests.support.factories import ProductFactory, UserFactory
-from tests.support.live_server import gunicorn_serving
+from tests.support.live_server import app_serving
 from tests.support.nginx_server import nginx_serving
 
 pytestmark = pytest.mark.servers
 
-# nginx and the test reach gunicorn from 127.0.0.1; a client "from elsewhere" connects from
+# nginx and the test reach the app from 127.0.0.1; a client "from elsewhere" connects from
 # another loopback address, which the app does not trust.
 PROXY_ADDRESS = "127.0.0.1"
 STRANGER_ADDRESS = "127.0.0.3"
@@ -28,24 +28,22 @@ STRANGER_ADDRESS = "127.0.0.3"
 
 @dataclass
 class Stack:
-    gunicorn: str
+    app: str
     edge_nginx: str  # nginx is the edge: nobody in front of it is trusted
     fronted_nginx: str  # a TLS load balancer at 127.0.0.1 in front of nginx is trusted
 
 
 @pytest.fixture(scope="module")
 def stack(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Stack]:
-    log = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"
+    log = tmp_path_factory.mktemp("app") / "app.log"
     trusting_nginx = {"TRUSTED_PROXIES": f"{PROXY_ADDRESS}/32"}
     with (
         django_db_blocker.unblock(),
-        gunicorn_serving(log, workers=1, environment=trusting_nginx) as gunicorn,
-        nginx_serving(gunicorn.removeprefix("http://")) as edge,
-        nginx_serving(
-            gunicorn.removeprefix("http://"), trusted_front=f"{PROXY_ADDRESS}/32"
-        ) as fronted,
+        app_serving(log, workers=1, environment=trusting_nginx) as app,
+        nginx_serving(app.removeprefix("http://")) as edge,
+        nginx_serving(app.removeprefix("http://"), trusted_front=f"{PROXY_ADDRESS}/32") as fronted,
     ):
-        yield Stack(gunicorn=gunicorn, edge_nginx=edge, fronted_nginx=fronted)
+        yield Stack(app=app, edge_nginx=edge, fronted_nginx=fronted)
 
 
 @pytest.fixture
@@ -76,7 +74,7 @@ def next_link(
 
 
 def test_pagination_links_keep_the_clients_host_and_port_behind_nginx(stack, token):
-    # nginx listens on a port of its own; the link must name it, not gunicorn's nor none.
+    # nginx listens on a port of its own; the link must name it, not the app's nor none.
     assert (
         next_link(stack.edge_nginx, token) == f"{stack.edge_nginx}/api/products?page=2&page_size=2"
     )
@@ -108,11 +106,11 @@ def test_the_trusted_front_without_tls_keeps_http(stack, token):
 def test_forwarded_headers_count_only_from_the_proxy(stack, token):
     forged = {"X-Forwarded-Proto": "https"}
 
-    from_the_proxy = next_link(stack.gunicorn, token, headers=forged, source=PROXY_ADDRESS)
-    from_a_stranger = next_link(stack.gunicorn, token, headers=forged, source=STRANGER_ADDRESS)
+    from_the_proxy = next_link(stack.app, token, headers=forged, source=PROXY_ADDRESS)
+    from_a_stranger = next_link(stack.app, token, headers=forged, source=STRANGER_ADDRESS)
 
     assert from_the_proxy.startswith("https://")
-    assert from_a_stranger == f"{stack.gunicorn}/api/products?page=2&page_size=2"
+    assert from_a_stranger == f"{stack.app}/api/products?page=2&page_size=2"
 
 
 def test_the_admin_answers_400_for_an_unserved_host_through_nginx(stack):

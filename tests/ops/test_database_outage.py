@@ -1,7 +1,7 @@
-"""The app under gunicorn on a MariaDB of the test's own, which is stopped, frozen (SIGSTOP)
+"""The shipped server on a MariaDB of the test's own, which is stopped, frozen (SIGSTOP)
 and killed while claims keep arriving: every answer is 201, 409 or 503 `unavailable` with
 Retry-After within seconds, nothing is lost or half-written, /healthz answers within a second
-throughout, and the same gunicorn recovers each time the database returns."""
+throughout, and the same server recovers each time the database returns."""
 
 import time
 
@@ -9,10 +9,10 @@ import pytest
 
 from localservers.waiting import wait_until
 from tests.support.shipped_server import (
-    BIN,
     DATABASE,
     Answer,
     ClaimStorm,
+    dockerfile_command,
     request,
     shipped_app,
 )
@@ -29,9 +29,9 @@ TIGHT_DATABASE_TIMEOUTS = {
 
 @pytest.fixture
 def app_on_own_database(tmp_path, own_redis):
-    """The shipped server (worker class, threads, timeouts: gunicorn from its one config
-    file) with the tight database timeouts, on a private mariadbd."""
-    command = [str(BIN / "gunicorn"), "--config", "config/gunicorn_conf.py"]
+    """The shipped server (the image's command: workers, threads, timeouts from
+    config/serve.py) with the tight database timeouts, on a private mariadbd."""
+    command = dockerfile_command()
     with shipped_app(tmp_path, own_redis.url, command, extra_env=TIGHT_DATABASE_TIMEOUTS) as app:
         yield app
 
@@ -39,7 +39,7 @@ def app_on_own_database(tmp_path, own_redis):
 @pytest.mark.servers
 def test_claims_survive_a_stopped_a_frozen_and_a_killed_database(app_on_own_database):
     app = app_on_own_database
-    server, port, facts, gunicorn = app.database, app.port, app.facts, app.process
+    server, port, facts, served = app.database, app.port, app.facts, app.process
     admin = {"Cookie": f"sessionid={facts['session']}"}
     assert request(port, "GET", "/admin/jsi18n/", admin).status == 200
     outage_health: list[list[Answer]] = []
@@ -64,7 +64,7 @@ def test_claims_survive_a_stopped_a_frozen_and_a_killed_database(app_on_own_data
         wait_until(
             lambda: storm.created_since(index) >= 5,
             timeout=30,
-            what="claims to succeed again on the same gunicorn",
+            what="claims to succeed again on the same server",
         )
 
     with ClaimStorm(port, facts["template_id"], facts["tokens"]) as storm:
@@ -130,9 +130,9 @@ def test_claims_survive_a_stopped_a_frozen_and_a_killed_database(app_on_own_data
     assert claimed_count == len(rows)
     assert len(rows - created) <= len(unavailable)
 
-    # The same gunicorn recovered by itself, and logged one line per kind of failure, with
+    # The same server recovered by itself, and logged one line per kind of failure, with
     # no traceback per request.
-    assert gunicorn.poll() is None
+    assert served.poll() is None
     # (/healthz's answer may be up to a second old, and its checker reconnects once the
     # database is back: the first fresh check says ok.)
     wait_until(

@@ -1,12 +1,11 @@
 """The probes on a listener of their own in every server process (ops/probe_listener.py,
 decision 1032): answered as on the app's port, nothing else served there, a silent client
-holds no thread, and under granian, whose request threads a frozen database holds, every probe
-within a second."""
+holds no thread, the port shared by the processes. The shipped server's probes through a
+frozen database: tests/ops/test_shipped_server.py."""
 
 import http.client
 import json
 import socket
-import sys
 import time
 
 import pytest
@@ -16,12 +15,6 @@ from config.wsgi import application
 from localservers.ports import free_port
 from ops.health import monitor
 from ops.probe_listener import ProbeListener
-from tests.support.shipped_server import (
-    PROBERS,
-    PROBES_EACH,
-    probe_through_a_freeze_under_a_storm,
-    shipped_app,
-)
 
 
 @pytest.fixture
@@ -96,27 +89,3 @@ def test_processes_share_the_port_and_a_closed_one_stops_being_asked():
         second.close()
     with pytest.raises(ConnectionRefusedError):
         get(port, "/livez")  # nobody listens once the last process has closed
-
-
-@pytest.mark.servers
-@pytest.mark.django_db  # the test database must exist for the fixtures; the app uses its own
-def test_under_granian_every_probe_is_answered_within_a_second_of_a_freeze_under_a_storm(
-    tmp_path, own_redis
-):
-    """Decision 1014 found granian's probes waiting for its request threads behind claims stuck
-    on a frozen database (16 of 64 over 1 s, worst 18.5 s): on their own port they do not. The
-    app's port, probed in the same freeze, shows what they were spared."""
-    granian = [
-        *(sys.executable, "-m", "granian", "--interface", "wsgi", "config.wsgi:application"),
-        *("--workers", "2", "--blocking-threads", "8", "--port", "8000", "--no-access-log"),
-    ]
-    with shipped_app(tmp_path, own_redis.url, granian) as app:
-        run = probe_through_a_freeze_under_a_storm(app, (app.probe_port, app.port))
-
-    print(f"probes' port: {run.said(app.probe_port)}; app's port: {run.said(app.port)}")  # -s
-    probes = run.probes[app.probe_port]
-    assert run.slow(app.probe_port) == [], run.said(app.probe_port)
-    assert len(probes) == PROBERS * PROBES_EACH
-    assert {answer.status for answer in probes} <= {200, 503}
-    assert run.claims.failures == []
-    assert {answer.status for answer in run.claims.answers} <= {201, 503}

@@ -1,6 +1,7 @@
-"""scripts/serve (`make run`) runs gunicorn, the scheduler and a Celery worker side by side
-(issue 21: SIGTERM stopped the scheduler and left gunicorn serving). Real processes: the script,
-its scheduler, its worker and gunicorn, on the test database and a Redis of the test's own."""
+"""scripts/serve (`make run`) runs the app's server, the scheduler and a Celery worker side by
+side (issue 21: SIGTERM stopped the scheduler and left the server serving). Real processes: the
+script, its scheduler, its worker and the server, on the test database and a Redis of the
+test's own."""
 
 import os
 import signal
@@ -71,7 +72,7 @@ def served(tmp_path, own_redis):
     )
     log.close()
     try:
-        wait_until(lambda: answering(port), timeout=60, what="gunicorn to listen")
+        wait_until(lambda: answering(port), timeout=60, what="the server to listen")
         wait_until(lambda: len(children_of(process.pid)) == 3, timeout=30, what="all children")
         yield process, port, children_of(process.pid)
     finally:
@@ -90,7 +91,7 @@ def stopped_together(process, port, children, *, exit_code: int) -> None:
 
 @pytest.mark.servers
 @pytest.mark.django_db(transaction=True)  # the test database the app runs on
-def test_sigterm_stops_gunicorn_the_scheduler_and_the_worker_together(served):
+def test_sigterm_stops_the_server_the_scheduler_and_the_worker_together(served):
     process, port, children = served
 
     process.send_signal(signal.SIGTERM)

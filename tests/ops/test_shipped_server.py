@@ -1,19 +1,20 @@
 """The shipped server is the tested server (SPEC section 19): `make run` and the image start
-gunicorn from one config file, and that command, with every timeout at its shipped default,
-keeps /healthz answering within a second while its database is frozen under claims."""
+the server from one definition (config/serve.py), and that command, with every timeout at its
+shipped default, keeps /healthz answering within a second while its database is frozen under
+claims."""
 
-import runpy
+import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from gunicorn.workers.gthread import ThreadWorker
+from granian.constants import Interfaces
 
-from config.gunicorn_worker import HealthReservedWorker
+from config import serve
 from localservers.waiting import wait_until
 from tests.support.shipped_server import (
     PROBERS,
     PROBES_EACH,
-    REPO,
     ClaimStorm,
     dockerfile_command,
     option,
@@ -23,25 +24,23 @@ from tests.support.shipped_server import (
     shipped_app,
 )
 
-GUNICORN_CONFIG = "config/gunicorn_conf.py"
-FREEZE_SECONDS = 35  # longer than gunicorn's 30 s worker timeout and every database timeout
+FREEZE_SECONDS = 35  # longer than every database timeout, retries included
 
 
-def test_make_run_and_the_image_start_gunicorn_from_the_one_config_file():
+def test_make_run_and_the_image_start_the_one_served_definition():
     image, make_run = dockerfile_command(), serve_script_command()
 
-    assert option(image, "--config") == GUNICORN_CONFIG
-    assert option(make_run, "--config") == GUNICORN_CONFIG
+    assert image[:3] == ["python", "-m", "config.serve"]
+    assert make_run[:3] == ["$bin/python", "-m", "config.serve"]
     # Nothing that decides how requests are served is overridden on either command line.
     for command in (image, make_run):
-        for setting in ("--worker-class", "-k", "--threads", "--timeout", "--graceful-timeout"):
-            assert option(command, setting) is None, (command, setting)
-    shipped = runpy.run_path(str(REPO / GUNICORN_CONFIG))
-    assert shipped["wsgi_app"] == "config.wsgi:application"
-    # gthread's worker, with threads of its own for /healthz (decision 0644).
-    assert shipped["worker_class"] == "config.gunicorn_worker.HealthReservedWorker"
-    assert issubclass(HealthReservedWorker, ThreadWorker)
-    assert shipped["threads"] >= 4
+        assert option(command, "--threads") is None, command
+    shipped = serve.server(serve.arguments([]))
+    assert shipped.target == "config.wsgi:application"
+    assert shipped.interface == Interfaces.WSGI
+    assert shipped.blocking_threads >= 4
+    assert shipped.respawn_failed_workers  # a worker that dies is started again
+    assert shipped.workers_kill_timeout == serve.GRACEFUL_SECONDS
 
 
 @pytest.mark.servers
@@ -101,15 +100,44 @@ def test_healthz_answers_within_a_second_from_the_first_moment_of_a_freeze_under
 ):
     """Issue 21: with every request thread held by a claim stuck on the frozen database,
     /healthz used to wait for a free thread (15 of 64 probes over 1 s, worst 16.5 s). On the
-    app's port gunicorn's threads of its own answer (decision 0644), on the probes' port their
-    own listener (decision 1032)."""
+    probes' own port (the image's PROBE_BIND) each worker answers on threads no request holds
+    (decision 1032). The app's port, probed in the same freeze, shows what they are spared."""
     with shipped_app(tmp_path, own_redis.url, dockerfile_command()) as app:
-        run = probe_through_a_freeze_under_a_storm(app, (app.port, app.probe_port))
+        run = probe_through_a_freeze_under_a_storm(app, (app.probe_port, app.port))
 
-    print(f"app's port: {run.said(app.port)}; probes' port: {run.said(app.probe_port)}")  # -s
-    for port in (app.port, app.probe_port):
-        assert run.slow(port) == [], run.said(port)
-        assert len(run.probes[port]) == PROBERS * PROBES_EACH
-        assert {answer.status for answer in run.probes[port]} <= {200, 503}
+    print(f"probes' port: {run.said(app.probe_port)}; app's port: {run.said(app.port)}")  # -s
+    probes = run.probes[app.probe_port]
+    assert run.slow(app.probe_port) == [], run.said(app.probe_port)
+    assert len(probes) == PROBERS * PROBES_EACH
+    assert {answer.status for answer in probes} <= {200, 503}
     assert run.claims.failures == []
     assert {answer.status for answer in run.claims.answers} <= {201, 503}
+
+
+@pytest.mark.servers
+@pytest.mark.django_db  # the test database must exist for the fixtures; the app uses its own
+def test_sigterm_lets_the_claims_in_flight_finish_then_exits_cleanly(tmp_path, own_redis):
+    """A deploy's SIGTERM while claims wait on the database: each is answered (its coupon
+    given), none cut off, and the server exits 0 once they are."""
+    with shipped_app(tmp_path, own_redis.url, dockerfile_command()) as app:
+        path = f"/api/coupons/{app.facts['template_id']}/claim"
+        tokens = app.facts["tokens"]
+        for token in tokens[:4]:  # first-request imports in both workers
+            request(app.port, "POST", path, {"Authorization": f"Bearer {token}"})
+
+        app.database.freeze()
+        with ThreadPoolExecutor(max_workers=4) as clients:
+            in_flight = [
+                clients.submit(request, app.port, "POST", path, {"Authorization": f"Bearer {t}"})
+                for t in tokens[4:8]
+            ]
+            time.sleep(1)  # each is on the frozen database now
+            app.process.send_signal(signal.SIGTERM)
+            time.sleep(1)
+            assert app.process.poll() is None  # still finishing them
+            app.database.thaw()
+            answers = [future.result() for future in in_flight]
+        exit_code = app.process.wait(timeout=40)
+
+    assert [answer.status for answer in answers] == [201] * 4
+    assert exit_code == 0

@@ -1,5 +1,5 @@
-"""The app under gunicorn in a process of its own, on a free port, against the test database:
-for tests that need several app processes sharing one database and one Redis."""
+"""The app's server (config/serve.py) in a process of its own, on a free port, against the test
+database: for tests that need several app processes sharing one database and one Redis."""
 
 import json
 import os
@@ -37,12 +37,11 @@ class AppServer:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
-        gunicorn = str(Path(sys.executable).parent / "gunicorn")
         log = self.log.open("ab")
         self.process = subprocess.Popen(
             [
-                # The shipped server (config/gunicorn_conf.py), sized for the test.
-                gunicorn, "--config", "config/gunicorn_conf.py",
+                # The shipped server (config/serve.py), sized for the test.
+                sys.executable, "-m", "config.serve",
                 "--bind", f"127.0.0.1:{self.port}",
                 "--workers", "1",
                 "--threads", str(self.threads),
@@ -57,7 +56,7 @@ class AppServer:
 
         def answering() -> bool:
             if process.poll() is not None:
-                raise RuntimeError(f"gunicorn exited: {self.log.read_text()[-2000:]}")
+                raise RuntimeError(f"the server exited: {self.log.read_text()[-2000:]}")
             with urllib.request.urlopen(f"{self.base}/healthz", timeout=5):
                 return True
 
@@ -65,7 +64,7 @@ class AppServer:
         wait_until(
             answering,
             timeout=START_TIMEOUT,
-            what=f"gunicorn on port {self.port} to answer",
+            what=f"the server on port {self.port} to answer",
             ignoring=(OSError,),
         )
 

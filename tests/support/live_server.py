@@ -1,9 +1,9 @@
-"""A real gunicorn serving the app from the test database, for tests that need HTTP as
-clients see it (nginx in front, schemathesis). Data must be committed to be seen: use it from
-tests marked `django_db(transaction=True)` or with rows made outside a test transaction."""
+"""The app's server (config/serve.py) serving the app from the test database, for tests that
+need HTTP as clients see it (nginx in front, schemathesis). Data must be committed to be seen:
+use it from tests marked `django_db(transaction=True)` or with rows made outside a test
+transaction."""
 
 import os
-import runpy
 import signal
 import subprocess
 import sys
@@ -34,12 +34,12 @@ def run_database_url() -> str:
 
 
 @contextmanager
-def gunicorn_serving(
+def app_serving(
     log_path: Path, *, workers: int = 2, environment: dict[str, str] | None = None
 ) -> Iterator[str]:
-    """gunicorn with `workers` sync workers (the worker class the slow-client problem is about)
-    on a free port, test settings, the test database and this test's Redis prefix, plus
-    `environment`. Yields the base URL; stops the whole process group afterwards."""
+    """The shipped server with `workers` workers on a free port, test settings, the test
+    database and this test's Redis prefix, plus `environment`. Yields the base URL; stops the
+    whole process group afterwards."""
     port = free_port()
     env = {
         **os.environ,
@@ -49,17 +49,10 @@ def gunicorn_serving(
         "COUPON_REDIS_PREFIX": settings.COUPON_REDIS_PREFIX,
         **(environment or {}),
     }
-    shipped = runpy.run_path(str(BASE_DIR / "config" / "gunicorn_conf.py"))
     command = [
-        sys.executable, "-m", "gunicorn", "config.wsgi",
+        sys.executable, "-m", "config.serve",
         "--bind", f"127.0.0.1:{port}",
         "--workers", str(workers),
-        "--worker-class", "sync",
-        "--timeout", "30",
-        # The shipped request limits, which nginx's are set below.
-        "--limit-request-line", str(shipped["limit_request_line"]),
-        "--limit-request-fields", str(shipped["limit_request_fields"]),
-        "--limit-request-field_size", str(shipped["limit_request_field_size"]),
     ]  # fmt: skip
     with log_path.open("ab") as log:
         process = subprocess.Popen(

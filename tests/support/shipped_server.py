@@ -70,11 +70,11 @@ def dockerfile_sets(name: str) -> bool:
 
 
 def serve_script_command() -> list[str]:
-    """The gunicorn line of scripts/serve (`make run`), its shell variables left as written."""
+    """The server's line of scripts/serve (`make run`), its shell variables left as written."""
     for line in (REPO / "scripts" / "serve").read_text().splitlines():
-        if "gunicorn" in line and not line.lstrip().startswith("#"):
+        if "config.serve" in line and not line.lstrip().startswith("#"):
             return shlex.split(line.replace("\\", "").rstrip("&"))
-    raise AssertionError("scripts/serve does not start gunicorn")
+    raise AssertionError("scripts/serve does not start config.serve")
 
 
 def option(command: list[str], name: str) -> str | None:
@@ -240,7 +240,7 @@ def shipped_app(
         )  # fmt: skip
         facts = json.loads(setup.stdout.strip().splitlines()[-1])
         port = free_port()
-        log = tmp_path / "gunicorn.log"
+        log = tmp_path / "server.log"
         with log.open("wb") as log_file:
             process = subprocess.Popen(
                 with_bind(command, f"127.0.0.1:{port}"),

@@ -3,8 +3,8 @@ setting SCHEDULED_JOBS names (the epoch watch, user facts to forget), each on a 
 own, every so many seconds. They stay out of the task queue (decision 1024): a backlog of queued
 work, or a broker away, must never delay the watches that bound how long a copy in Redis may
 outlive the truth. The jobs are dotted paths, so ops imports no app. `make run` and
-docker-compose start it beside gunicorn and the Celery worker; SIGTERM or SIGINT stops it after
-the runs in progress."""
+docker-compose start it beside the app's server and the Celery worker; SIGTERM or SIGINT stops
+it after the runs in progress."""
 
 import logging
 import signal

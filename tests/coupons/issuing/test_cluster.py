@@ -35,7 +35,7 @@ def redis_cluster(tmp_path):
 
 @pytest.fixture
 def two_apps(redis_cluster, redis_namespace, tmp_path):
-    """Two gunicorn processes (one worker, four threads each) whose coupon counter is the
+    """Two server processes (one worker, four threads each) whose coupon counter is the
     cluster, under this test's key prefix."""
     environment = {
         "COUPON_COUNTER_REDIS_URL": redis_cluster.url,
