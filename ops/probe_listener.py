@@ -99,7 +99,8 @@ class ProbeListener:
                 if key.fileobj is listening:
                     try:
                         connection, address = listening.accept()
-                    except OSError:  # taken by another process, or reset before it was
+                    except OSError:  # taken by another process, reset, or out of descriptors
+                        self.closed.wait(0.01)
                         continue
                     selector.register(connection, selectors.EVENT_READ, address)
                     deadlines[connection] = time.monotonic() + ProbeRequestHandler.timeout
