@@ -87,15 +87,6 @@ def option(command: list[str], name: str) -> str | None:
     return None
 
 
-def with_bind(command: list[str], bind: str) -> list[str]:
-    """The command with its --bind address replaced (the image binds 0.0.0.0:8000); granian's
-    --host and --port where it names a port."""
-    if option(command, "--port") is not None:
-        host, _, port = bind.rpartition(":")
-        return with_option(with_option(command, "--host", host), "--port", port)
-    return with_option(command, "--bind", bind)
-
-
 def with_option(command: list[str], name: str, value: str) -> list[str]:
     """The command with `name value` set, in place of `name value` or `name=value` if given."""
     out, skip = [], False
@@ -243,7 +234,7 @@ def shipped_app(
         log = tmp_path / "server.log"
         with log.open("wb") as log_file:
             process = subprocess.Popen(
-                with_bind(command, f"127.0.0.1:{port}"),
+                with_option(command, "--bind", f"127.0.0.1:{port}"),
                 cwd=REPO, env=env, stdout=log_file, stderr=subprocess.STDOUT,
             )  # fmt: skip
 
