@@ -3,9 +3,11 @@ the server from one definition (config/serve.py), and that command, with every t
 shipped default, keeps /healthz answering within a second while its database is frozen under
 claims."""
 
+import os
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from granian.constants import Interfaces
@@ -141,3 +143,33 @@ def test_sigterm_lets_the_claims_in_flight_finish_then_exits_cleanly(tmp_path, o
 
     assert [answer.status for answer in answers] == [201] * 4
     assert exit_code == 0
+
+
+def worker_pids(server_pid: int) -> set[int]:
+    """The server's worker processes (its children)."""
+    children = Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split()
+    return {int(pid) for pid in children}
+
+
+@pytest.mark.servers
+@pytest.mark.django_db  # the test database must exist for the fixtures; the app uses its own
+def test_a_worker_that_dies_is_started_again(tmp_path, own_redis):
+    with shipped_app(tmp_path, own_redis.url, dockerfile_command()) as app:
+        workers = worker_pids(app.process.pid)
+        assert len(workers) == 2
+        killed = min(workers)
+
+        os.kill(killed, signal.SIGKILL)
+
+        wait_until(
+            lambda: len(worker_pids(app.process.pid) - {killed}) == 2,
+            timeout=30,
+            what="the server to start another worker",
+        )
+        assert app.process.poll() is None
+        for port in (app.port, app.probe_port):  # both ports still answer
+            wait_until(
+                lambda port=port: request(port, "GET", "/healthz", {}).status == 200,
+                timeout=10,
+                what="the server to answer",
+            )
