@@ -131,10 +131,20 @@ def claims_again(ledger: Ledger, fault: Kill, *, wait: float) -> str:
     return "none" if fault.recovered_in is None else f"{fault.recovered_in:.2f} s"
 
 
+# How long the drill asks for the writer before a fault before it gives up: the question goes
+# through HAProxy on a fresh connection, which on a loaded machine may find none for a moment
+# (a connect over its 2 s, a check between two states) after the last fault has healed.
+WRITER_WAIT = 15.0
+
+
 def current_writer(cluster: Cluster) -> int:
-    writer = cluster.writer()
-    if writer is None:
-        raise RuntimeError("no writer before a fault")
+    """The node HAProxy writes to, asked again for up to WRITER_WAIT seconds. A precondition
+    of the next fault, not a measurement: claims meanwhile are in the ledger as always."""
+    deadline = time.monotonic() + WRITER_WAIT
+    while (writer := cluster.writer()) is None:
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"no writer before a fault for {WRITER_WAIT:.0f} s")
+        time.sleep(0.5)
     return writer
 
 
