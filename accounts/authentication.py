@@ -212,7 +212,10 @@ class TokenBearer:
         looked_up = None if reply is None else user_facts_of_reply(self.user_id, reply)
         if isinstance(looked_up, str) and the_write_may_check:
             return TokenCheck.of(self.token, self.user_id)
-        user_of_token(self.token, looked_up=looked_up)
+        if isinstance(looked_up, UserFacts):
+            check_token(self.token, looked_up)  # the claim needs no User built from them
+        else:
+            user_of_token(self.token, looked_up=looked_up)
         return None
 
 

@@ -18,7 +18,6 @@ cache's Redis is skipped for the back-off the throttles share (api.throttles.bac
 outage costs one timeout per process, not one per user of that Redis."""
 
 import logging
-import secrets
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,7 +35,8 @@ from django_redis import get_redis_connection
 
 from accounts.models import UserFactsToForget
 from api.throttles import backoff
-from core.redis_scripts import RAISE_ONLY_SCRIPT, ScriptCall
+from core.drawn_ids import drawn_hex
+from core.redis_scripts import RAISE_ONLY_SCRIPT, ScriptCall, calls_answered
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +113,8 @@ def _run(script: str, keys: list[str], args: list):
     if backoff.skipping():
         return None
     try:
-        return get_redis_connection("default").register_script(script)(keys=keys, args=args)
+        client = get_redis_connection("default")
+        return calls_answered(client, [ScriptCall(script, keys, args)])[0]
     except redis.RedisError as error:
         backoff.failed(error)
         return None
@@ -132,7 +133,7 @@ def user_facts_read_call(user_id: int) -> ScriptCall:
     trip of its own to the cache's Redis (the claim's screen); its reply goes to
     `user_facts_of_reply`."""
     lease_ms = int(settings.USER_FACTS_LEASE * 1000)
-    return ScriptCall(READ_SCRIPT, _keys(user_id), [secrets.token_hex(8), lease_ms])
+    return ScriptCall(READ_SCRIPT, _keys(user_id), [drawn_hex(), lease_ms])
 
 
 def user_facts_of_reply(user_id: int, reply: list) -> UserFacts | str:

@@ -17,7 +17,6 @@ import logging
 import re
 import threading
 import time
-import uuid
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from django_redis import get_redis_connection
 from rest_framework.throttling import BaseThrottle
 
 from core import clock
+from core.drawn_ids import drawn_hex
 
 logger = logging.getLogger(__name__)
 
@@ -269,7 +269,7 @@ def throttle_take(
     count in this process."""
     now = clock.now().timestamp() if now is None else now
     spans = tuple(Span.of(bucket) for bucket in buckets)
-    attempt = uuid.uuid4().hex
+    attempt = drawn_hex(128)
     if not backoff.skipping():
         try:
             script = get_redis_connection("default").register_script(TAKE_SCRIPT)

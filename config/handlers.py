@@ -14,6 +14,7 @@ from django.urls import URLResolver, path
 from django.urls.resolvers import RegexPattern
 
 from api.bare import bare
+from api.wsgi_body import body_in_one_part
 from coupons.api.claim_route import ClaimRoute, claim_path
 
 # Under /api/ but served by the whole stack: the schema and its Swagger page are pages for a
@@ -28,11 +29,15 @@ def serves_on_the_api_stack(path_info: str) -> bool:
 
 
 class ChainHandler(WSGIHandler):
-    """Django's WSGI handler with its own list of middleware for its chain."""
+    """Django's WSGI handler with its own list of middleware for its chain, a body that is
+    not streamed handed to the server in one part."""
 
     def __init__(self, middleware: list[str]) -> None:
         self.middleware = middleware
         super().__init__()
+
+    def __call__(self, environ, start_response):
+        return body_in_one_part(super().__call__(environ, start_response))
 
     def load_middleware(self, is_async: bool = False) -> None:
         # Django builds the chain from settings.MIDDLEWARE alone; this runs once, as the

@@ -9,7 +9,6 @@ import hmac
 import os
 import re
 import time
-import uuid
 
 from django.conf import settings
 from django.db import connection
@@ -27,6 +26,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from api.exceptions import not_found
+from core.drawn_ids import drawn_hex
 from core.metrics import request_seconds, requests_total
 from ops.log_filters import request_id
 from ops.task_queue_vitals import TaskQueueCollector, app_collectors
@@ -62,7 +62,7 @@ class RequestVitalsMiddleware:
 def request_id_of(request: HttpRequest) -> str:
     """The trusted proxy's X-Request-ID when it looks like one, else a new id."""
     given = request.META.get("HTTP_X_REQUEST_ID", "")
-    return given if REQUEST_ID_PATTERN.fullmatch(given) else uuid.uuid4().hex
+    return given if REQUEST_ID_PATTERN.fullmatch(given) else drawn_hex(128)
 
 
 def answer_counted(

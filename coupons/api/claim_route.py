@@ -15,15 +15,17 @@ for byte."""
 
 import re
 import time
+from dataclasses import dataclass
 
 from django.core import signals
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest
-from django.http import HttpResponseBase
+from django.http import HttpResponse, HttpResponseBase
 from django.middleware.common import CommonMiddleware
 from django.middleware.locale import LocaleMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import resolve, set_script_prefix
+from django.utils import translation
 from django.utils.log import log_response
 from rest_framework import exceptions
 from rest_framework.renderers import JSONRenderer
@@ -34,7 +36,9 @@ from accounts.authentication import TokenBearer, token_user_id
 from api.converters import IdConverter
 from api.exceptions import api_exception_handler
 from api.idempotency import KEY_HEADER
+from api.wsgi_body import body_in_one_part
 from core import clock
+from core.domain_errors import DomainError
 from coupons import issuing
 from coupons.api.claim_authentication import ClaimAuthentication
 from coupons.api.serializers import user_coupon_data
@@ -65,6 +69,15 @@ def action_view(view_function):
     return view
 
 
+@dataclass(frozen=True)
+class KeptAnswer:
+    """A rendered answer, before the middleware's response steps."""
+
+    status: int
+    content: bytes
+    headers: list[tuple[str, str]]
+
+
 class ClaimRoute:
     """A WSGI application for the claim; `fallback` (the API stack) answers what it leaves."""
 
@@ -85,6 +98,7 @@ class ClaimRoute:
         self.allowed = ", ".join(self.view.allowed_methods)
         self.route = match.route
         self.renderer = JSONRenderer()
+        self.refusals: dict[tuple[type, str], KeptAnswer] = {}  # by class and language
 
     def __call__(self, environ, start_response):
         template_id = self._template_id(environ)
@@ -152,6 +166,7 @@ class ClaimRoute:
 
     def _claim(self, request, template_id: int, token) -> HttpResponseBase:
         user_id = token_user_id(token)
+        response: HttpResponseBase
         try:
             coupon = issuing.coupon_claim(
                 template_id=template_id,
@@ -159,18 +174,47 @@ class ClaimRoute:
                 bearer=TokenBearer(token=token, user_id=user_id),
                 effect_record=None,
             )
-            response = Response(user_coupon_data(coupon, now=clock.now()), status=201)
+            response = self._rendered(
+                Response(user_coupon_data(coupon, now=clock.now()), status=201)
+            )
         except Exception as error:
             if isinstance(error, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
                 error.auth_header = self.authentication.authenticate_header(request)  # type: ignore[union-attr]
-            response = api_exception_handler(error, {"view": self.view, "request": request})
+            response = self._refusal_kept(error) or self._rendered(
+                api_exception_handler(error, {"view": self.view, "request": request})
+            )
+        if response.status_code >= 400:
+            log_response("%s: %s", response.reason_phrase, request.path, response=response)
+        return response
+
+    def _rendered(self, response: Response) -> Response:
         response.accepted_renderer = self.renderer
         response.accepted_media_type = self.renderer.media_type
         response.renderer_context = {}  # type: ignore[attr-defined]
         response["Allow"] = self.allowed
         response.render()
-        if response.status_code >= 400:
-            log_response("%s: %s", response.reason_phrase, request.path, response=response)
+        return response
+
+    def _refusal_kept(self, error: Exception) -> HttpResponse | None:
+        """A refusal that says only its class's message (sold out, limit reached...): its
+        answer rendered once per class and language, then copied. None for anything else."""
+        if not (
+            isinstance(error, DomainError)
+            and error.detail is type(error).default_detail
+            and error.fields is None
+            and not getattr(error, "retry_after", None)
+        ):
+            return None
+        key = (type(error), translation.get_language())
+        kept = self.refusals.get(key)
+        if kept is None:
+            rendered = self._rendered(api_exception_handler(error, {"view": self.view}))
+            kept = self.refusals[key] = KeptAnswer(
+                rendered.status_code, rendered.content, list(rendered.items())
+            )
+        response = HttpResponse(kept.content, status=kept.status)
+        for name, value in kept.headers:
+            response[name] = value
         return response
 
     def _started(self, request, response, start_response):
@@ -183,4 +227,4 @@ class ClaimRoute:
             *(("Set-Cookie", cookie.output(header="")) for cookie in response.cookies.values()),
         ]
         start_response(status, headers)
-        return response
+        return body_in_one_part(response)

@@ -7,10 +7,10 @@ The counter is given its Redis client (a `redis.Redis` or a `redis.cluster.Redis
 coupons/issuing/counter_setup.py builds the process's counter from the settings."""
 
 import json
-import secrets
 from datetime import datetime
 from pathlib import Path
 
+from core.drawn_ids import drawn_hex
 from core.redis_scripts import RAISE_ONLY_SCRIPT, ScriptCall
 from coupons.issuing.redis_calls import REDIS_FAILURES, CallsWithBackoff, RedisClient
 from coupons.issuing.screen_answers import (
@@ -157,7 +157,7 @@ class CouponCounter:
             epoch_ms(now),
             throttle_limit,
             throttle_period,
-            secrets.token_hex(8),
+            drawn_hex(),
             int(self.terms_lease * 1000),
             user_id,
         ]

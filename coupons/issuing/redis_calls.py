@@ -8,9 +8,9 @@ import time
 import redis
 from redis.cluster import RedisCluster
 from redis.commands.core import Script
-from redis.exceptions import NoScriptError, RedisClusterException
+from redis.exceptions import RedisClusterException
 
-from core.redis_scripts import ScriptCall
+from core.redis_scripts import ScriptCall, calls_answered
 
 logger = logging.getLogger("coupons.issuing.counter")
 
@@ -36,24 +36,12 @@ class CallsWithBackoff:
             return None
 
     def run_together(self, calls: list[ScriptCall]) -> list | None:
-        """The calls' replies, sent in one round trip (EVALSHA in a pipeline), or None when
-        Redis is skipped or fails. A script Redis does not hold (after a restart or SCRIPT
-        FLUSH) answers NOSCRIPT without running: that call alone is sent again, loading it,
-        so no call runs twice."""
+        """The calls' replies, sent in one round trip (`calls_answered`: a script Redis lost
+        is loaded and its call alone sent again), or None when Redis is skipped or fails."""
         if time.monotonic() < self._skip_until:
             return None
         try:
-            pipeline = self.client.pipeline(transaction=False)
-            for call in calls:
-                pipeline.evalsha(call.sha, len(call.keys), *call.keys, *call.args)
-            replies = pipeline.execute(raise_on_error=False)
-            for index, (call, reply) in enumerate(zip(calls, replies, strict=True)):
-                if isinstance(reply, NoScriptError):
-                    script = self.client.register_script(call.script)
-                    reply = replies[index] = script(keys=call.keys, args=call.args)
-                if isinstance(reply, Exception):
-                    raise reply
-            return replies
+            return calls_answered(self.client, calls)
         except REDIS_FAILURES as error:
             self._failed(error)
             return None

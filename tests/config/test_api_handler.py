@@ -9,6 +9,7 @@ import json
 import re
 import wsgiref.util
 from contextlib import contextmanager
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
@@ -19,7 +20,9 @@ from rest_framework.views import APIView
 from rest_framework_simplejwt.tokens import AccessToken
 
 from config.handlers import RoutedApplication, serves_on_the_api_stack
+from core import clock
 from coupons.api.claim_route import claim_path
+from coupons.models import CouponTemplate
 from ops.database_faults import breaker
 from tests.support.factories import CouponTemplateFactory, UserCouponFactory, UserFactory
 from tests.support.helpers import claim_url
@@ -293,3 +296,37 @@ def test_a_claim_answers_the_same_either_way_while_redis_is_down(app, own_redis,
     status, _, body = both_ways(app, "POST", claim_url(sold_out), **bearer(shopper))
 
     assert status.startswith("409") and b'"sold_out"' in body  # the database decided
+
+
+def test_each_refusal_the_route_renders_once_answers_the_same_the_first_time_and_after(app):
+    """The claim route keeps a refusal's answer per class and language (decision 1034): the
+    copy it answers with the second time is the answer the whole stack gives, in each
+    language."""
+    now = clock.now()
+    sold_out = CouponTemplateFactory(total=1)
+    UserCouponFactory(template=sold_out)
+    held = CouponTemplateFactory(total=100, per_user_limit=1)
+    not_yet = CouponTemplateFactory(valid_from=now + timedelta(days=1))
+    paused = CouponTemplateFactory(paused_at=now)
+    hidden = CouponTemplateFactory(visibility=CouponTemplate.Visibility.HIDDEN)
+    shopper = UserFactory()
+    UserCouponFactory(template=held, user=shopper)
+
+    answered = []
+    for language in ("en", "zh-hans"):
+        asked = {"HTTP_ACCEPT_LANGUAGE": language, **bearer(shopper)}
+        for template in (sold_out, held, not_yet, paused, hidden):
+            whole = answer_of(app.whole_stack, "POST", claim_url(template), **asked)
+            first = answer_of(app.claim_route, "POST", claim_url(template), **asked)
+            again = answer_of(app.claim_route, "POST", claim_url(template), **asked)
+            assert first == again == whole
+            assert ("Content-Language", language) in whole[1]
+            answered.append((whole[0][:3], json.loads(whole[2])["code"]))
+
+    assert answered == 2 * [
+        ("409", "sold_out"),
+        ("409", "limit_reached"),
+        ("409", "not_in_window"),
+        ("409", "paused"),
+        ("404", "not_found"),
+    ]
