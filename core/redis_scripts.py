@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
-from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 
 # Sets a number only upward: the epochs the watch writes to each Redis (core/lua/).
@@ -31,11 +30,11 @@ class ScriptCall:
         object.__setattr__(self, "sha", script_sha(self.script))
 
 
-def calls_answered(client, calls: list[ScriptCall]) -> list:
+def calls_answered(client: redis.Redis, calls: list[ScriptCall]) -> list:
     """The calls' replies, sent in one round trip (EVALSHA each). A script Redis does not hold
     (after a restart or SCRIPT FLUSH) answers NOSCRIPT without running: that call alone is
     sent again, loading it, so no call runs twice. Raises the first other error, or what the
-    connection raised. A cluster client's calls go through its pipeline."""
+    connection raised. A single Redis's client (a cluster's calls each name their keys' node)."""
     replies = sent_together(client, calls)
     for index, (call, reply) in enumerate(zip(calls, replies, strict=True)):
         if isinstance(reply, NoScriptError):
@@ -47,17 +46,12 @@ def calls_answered(client, calls: list[ScriptCall]) -> list:
     return replies
 
 
-def sent_together(client, calls: list[ScriptCall]) -> list:
-    """Each call's EVALSHA, written at once and read back in order, an error as its reply. On
-    a single Redis, on one of the pool's connections, retried as redis-py retries a pipeline:
-    redis-py's pipeline and command objects cost the crowd's requests more than their round
-    trip (decision 1034)."""
+def sent_together(client: redis.Redis, calls: list[ScriptCall]) -> list:
+    """Each call's EVALSHA, written at once and read back in order, an error as its reply, on
+    one of the pool's connections, retried as redis-py retries a pipeline: redis-py's pipeline
+    and command objects cost the crowd's requests more than their round trip (decision
+    1034)."""
     commands = [("EVALSHA", call.sha, len(call.keys), *call.keys, *call.args) for call in calls]
-    if isinstance(client, RedisCluster):
-        pipeline = client.pipeline(transaction=False)
-        for command in commands:
-            pipeline.execute_command(*command)
-        return pipeline.execute(raise_on_error=False)
     pool = client.connection_pool
     connection = pool.get_connection()
     try:

@@ -66,12 +66,12 @@ class CouponCounter:
         # Whether `client` is the cache's Redis too (the same server and database, not a
         # cluster): then a call to the cache's Redis may ride along a screen (`screen_with`).
         self.shares_cache_redis = shares_cache_redis
-        # register_script loads each script once and reloads it by itself after a
-        # SCRIPT FLUSH or a Redis restart (NOSCRIPT -> SCRIPT LOAD).
+        # The request path's scripts go by their text (CallsWithBackoff.run: EVALSHA, and the
+        # script loaded again after a SCRIPT FLUSH or a Redis restart); register_script does
+        # the same for the others.
         self._claim_text = (LUA_DIR / "claim.lua").read_text()
-        self._claim_script = client.register_script(self._claim_text)
-        self._sync_script = client.register_script((LUA_DIR / "sync.lua").read_text())
-        self._terms_script = client.register_script((LUA_DIR / "terms.lua").read_text())
+        self._sync_text = (LUA_DIR / "sync.lua").read_text()
+        self._terms_text = (LUA_DIR / "terms.lua").read_text()
         self._lower_script = client.register_script((LUA_DIR / "lower.lua").read_text())
         self._raise_only_script = client.register_script(RAISE_ONLY_SCRIPT)
 
@@ -117,7 +117,7 @@ class CouponCounter:
         """Count the claim against the throttle and refuse it if the confirmed facts say so,
         in one round trip. None when Redis is unavailable. Never raises."""
         call = self._screen_call(template_id, user_id, now, throttle_limit, window, throttle_period)
-        reply = self._calls.run(self._claim_script, call.keys, call.args)
+        reply = self._calls.run(call)
         return None if reply is None else screen_result_of(reply)
 
     def screen_with(
@@ -192,7 +192,7 @@ class CouponCounter:
         else:
             args += [""]
         keys = [claimed, peruser, terms_key, lease_key, fence]
-        return self._calls.run(self._sync_script, keys, args) is not None
+        return self._calls.run(ScriptCall(self._sync_text, keys, args)) is not None
 
     def fence(self, *, template_id: int, version: int) -> bool:
         """Before a staff change commits: drop the cached terms and raise the fence to
@@ -211,7 +211,7 @@ class CouponCounter:
         terms_key, lease, fence_key = self.terms_keys(template_id)
         ttl = max(FENCE_TTL_MS, int(self.terms_lease * 4000))
         reply = self._calls.run(
-            self._terms_script, [terms_key, lease, fence_key], [fence, ttl, *terms]
+            ScriptCall(self._terms_text, [terms_key, lease, fence_key], [fence, ttl, *terms])
         )
         return reply is not None
 

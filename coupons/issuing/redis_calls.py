@@ -7,7 +7,6 @@ import time
 
 import redis
 from redis.cluster import RedisCluster
-from redis.commands.core import Script
 from redis.exceptions import RedisClusterException
 
 from core.redis_scripts import ScriptCall, calls_answered
@@ -25,21 +24,26 @@ class CallsWithBackoff:
         self.backoff = backoff
         self._skip_until = 0.0
 
-    def run(self, script: Script, keys: list[str], args: list):
+    def run(self, call: ScriptCall):
         """The script's reply, or None when Redis is skipped or fails."""
         if time.monotonic() < self._skip_until:
             return None
         try:
-            return script(keys=keys, args=args)
+            if isinstance(self.client, RedisCluster):  # EVALSHA on the node of its keys
+                return self.client.register_script(call.script)(keys=call.keys, args=call.args)
+            return calls_answered(self.client, [call])[0]
         except REDIS_FAILURES as error:
             self._failed(error)
             return None
 
     def run_together(self, calls: list[ScriptCall]) -> list | None:
         """The calls' replies, sent in one round trip (`calls_answered`: a script Redis lost
-        is loaded and its call alone sent again), or None when Redis is skipped or fails."""
+        is loaded and its call alone sent again), or None when Redis is skipped or fails. A
+        single Redis's only (the counter's that is the cache's too)."""
         if time.monotonic() < self._skip_until:
             return None
+        if isinstance(self.client, RedisCluster):
+            raise TypeError("calls in one round trip need a single Redis")
         try:
             return calls_answered(self.client, calls)
         except REDIS_FAILURES as error:
