@@ -2,6 +2,7 @@
 a forked worker, whose generator is seeded again."""
 
 import os
+import random
 import re
 
 from core.drawn_ids import drawn_hex
@@ -26,3 +27,10 @@ def test_a_forked_child_draws_other_ids_than_its_parent():
     os.close(reading)
     assert os.waitstatus_to_exitcode(status) == 0
     assert len(childs) == 64 and childs != parents
+
+
+def test_a_seed_given_to_the_shared_generator_does_not_repeat_the_ids():
+    random.seed(42)
+    first = drawn_hex()
+    random.seed(42)
+    assert drawn_hex() != first
