@@ -29,15 +29,11 @@ def serves_on_the_api_stack(path_info: str) -> bool:
 
 
 class ChainHandler(WSGIHandler):
-    """Django's WSGI handler with its own list of middleware for its chain, a body that is
-    not streamed handed to the server in one part."""
+    """Django's WSGI handler with its own list of middleware for its chain."""
 
     def __init__(self, middleware: list[str]) -> None:
         self.middleware = middleware
         super().__init__()
-
-    def __call__(self, environ, start_response):
-        return body_in_one_part(super().__call__(environ, start_response))
 
     def load_middleware(self, is_async: bool = False) -> None:
         # Django builds the chain from settings.MIDDLEWARE alone; this runs once, as the
@@ -66,7 +62,7 @@ class EmptyViewHandler(ChainHandler):
 
 class RoutedApplication:
     """The WSGI application: /api/ (but the schema pages) to the API's chain, the rest to the
-    whole one."""
+    whole one; a body that is not streamed handed to the server in one part."""
 
     def __init__(self) -> None:
         self.whole_stack = WSGIHandler()
@@ -75,6 +71,9 @@ class RoutedApplication:
         self.empty_view = EmptyViewHandler() if settings.BENCH_BARE_VIEW else None
 
     def __call__(self, environ, start_response):
+        return body_in_one_part(self._routed(environ, start_response))
+
+    def _routed(self, environ, start_response):
         path_info = environ.get("PATH_INFO", "")
         if claim_path(path_info):
             return self.claim_route(environ, start_response)

@@ -36,7 +36,6 @@ from accounts.authentication import TokenBearer, token_user_id
 from api.converters import IdConverter
 from api.exceptions import api_exception_handler
 from api.idempotency import KEY_HEADER
-from api.wsgi_body import body_in_one_part
 from core import clock
 from core.domain_errors import DomainError
 from coupons import issuing
@@ -227,4 +226,4 @@ class ClaimRoute:
             *(("Set-Cookie", cookie.output(header="")) for cookie in response.cookies.values()),
         ]
         start_response(status, headers)
-        return body_in_one_part(response)
+        return response
