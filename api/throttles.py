@@ -30,6 +30,7 @@ from rest_framework.throttling import BaseThrottle
 
 from core import clock
 from core.drawn_ids import drawn_hex
+from core.redis_scripts import ScriptCall, calls_answered
 
 logger = logging.getLogger(__name__)
 
@@ -272,13 +273,14 @@ def throttle_take(
     attempt = drawn_hex(128)
     if not backoff.skipping():
         try:
-            script = get_redis_connection("default").register_script(TAKE_SCRIPT)
-            refused, wait_ms = script(
+            take = ScriptCall(
+                TAKE_SCRIPT,
                 keys=[span.key for span in spans],
                 args=[int(now * 1000), attempt]
                 + [span.limit for span in spans]
                 + [span.period * 1000 for span in spans],
             )
+            [(refused, wait_ms)] = calls_answered(get_redis_connection("default"), [take])
         except redis.RedisError as error:
             backoff.failed(error)
         else:
@@ -306,8 +308,10 @@ def throttle_refund(taken: Taken) -> None:
         in_process_logs.refund(taken.spans, taken.attempt)
         return
     try:
-        script = get_redis_connection("default").register_script(REFUND_SCRIPT)
-        script(keys=[span.key for span in taken.spans], args=[taken.attempt])
+        refund = ScriptCall(
+            REFUND_SCRIPT, keys=[span.key for span in taken.spans], args=[taken.attempt]
+        )
+        calls_answered(get_redis_connection("default"), [refund])
     except redis.RedisError as error:
         backoff.failed(error)
 

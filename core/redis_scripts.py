@@ -48,9 +48,9 @@ def calls_answered(client: redis.Redis, calls: list[ScriptCall]) -> list:
 
 def sent_together(client: redis.Redis, calls: list[ScriptCall]) -> list:
     """Each call's EVALSHA, written at once and read back in order, an error as its reply, on
-    one of the pool's connections, retried as redis-py retries a pipeline: redis-py's pipeline
-    and command objects cost the crowd's requests more than their round trip (decision
-    1034)."""
+    one of the pool's connections, under its retry policy (none for the clients made from
+    URLs, ours: a call that may have run is never sent again): redis-py's pipeline and command
+    objects cost the crowd's requests more than their round trip (decision 1034)."""
     commands = [("EVALSHA", call.sha, len(call.keys), *call.keys, *call.args) for call in calls]
     pool = client.connection_pool
     connection = pool.get_connection()
