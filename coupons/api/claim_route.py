@@ -9,12 +9,16 @@ language, host, frames), the token check, the exception handler and renderer. An
 does not take as it stands goes to the API stack untouched, before anything is counted:
 another method or path, an Idempotency-Key, a body, an Accept other than JSON, a token that
 does not validate, a Host we do not serve, a redirect to https, the database breaker not
-closed.
+closed. A refusal that says only its class's message is answered, after the first of its
+class, language and scheme, with that first answer as the server was handed it (decision 1035).
 tests/config/test_api_handler.py sends each request both ways and compares the answers byte
 for byte."""
 
+import functools
+import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.core import signals
@@ -26,7 +30,7 @@ from django.middleware.locale import LocaleMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import resolve, set_script_prefix
 from django.utils import translation
-from django.utils.log import log_response
+from django.utils.log import log_response, request_logger
 from rest_framework import exceptions
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -41,6 +45,7 @@ from core.domain_errors import DomainError
 from coupons import issuing
 from coupons.api.claim_authentication import ClaimAuthentication
 from coupons.api.serializers import user_coupon_data
+from coupons.models import UserCoupon
 from ops.database_faults import breaker
 from ops.log_filters import request_id
 from ops.middleware import ForwardedHeadersFromProxiesMiddleware, FramesFromThisSiteOnlyMiddleware
@@ -70,11 +75,13 @@ def action_view(view_function):
 
 @dataclass(frozen=True)
 class KeptAnswer:
-    """A rendered answer, before the middleware's response steps."""
+    """A refusal's whole answer as the server was handed it, the middleware's headers in it,
+    but for its request id."""
 
     status: int
-    content: bytes
+    status_line: str
     headers: list[tuple[str, str]]
+    content: bytes
 
 
 class ClaimRoute:
@@ -97,7 +104,8 @@ class ClaimRoute:
         self.allowed = ", ".join(self.view.allowed_methods)
         self.route = match.route
         self.renderer = JSONRenderer()
-        self.refusals: dict[tuple[type, str], KeptAnswer] = {}  # by class and language
+        # By class, language and scheme: nothing else of the request is in a refusal's answer.
+        self.refusals: dict[tuple[type, str, bool], KeptAnswer] = {}
 
     def __call__(self, environ, start_response):
         template_id = self._template_id(environ)
@@ -113,16 +121,34 @@ class ClaimRoute:
         started = time.perf_counter()
         current = request_id_of(request)
         context_token = request_id.set(current)
+        kept = None
         try:
             self.locale.process_request(request)
-            response = self._claim(request, template_id, token)
+            outcome = self._claim(template_id, token)
+            keep_as = self._refusal_key(outcome, request)
+            kept = self.refusals.get(keep_as) if keep_as else None
+            if kept is None:
+                response = self._response(request, outcome)
+            else:
+                self._logged(request, kept.status, functools.partial(kept_response, kept))
         finally:
             request_id.reset(context_token)
+        if kept is not None:
+            return self._kept_started(
+                request, kept, request_id=current, started=started, respond=start_response
+            )
         response = self.frames.process_response(request, response)
         response = self.common.process_response(request, response)
         response = self.locale.process_response(request, response)
         response = self.security.process_response(request, response)
-        answer_counted(request, response, route=self.route, started=started)
+        answer_counted(request.method, response.status_code, route=self.route, started=started)
+        if keep_as:
+            self.refusals[keep_as] = KeptAnswer(
+                response.status_code,
+                status_line(response),
+                list(response.items()),
+                response.content,
+            )
         response[REQUEST_ID_HEADER] = current
         return self._started(request, response, start_response)
 
@@ -163,27 +189,44 @@ class ClaimRoute:
         except DisallowedHost:
             return False
 
-    def _claim(self, request, template_id: int, token) -> HttpResponseBase:
+    def _claim(self, template_id: int, token) -> UserCoupon | Exception:
+        """The claimed coupon, or what refused it."""
         user_id = token_user_id(token)
-        response: HttpResponseBase
         try:
-            coupon = issuing.coupon_claim(
+            return issuing.coupon_claim(
                 template_id=template_id,
                 user_id=user_id,
                 bearer=TokenBearer(token=token, user_id=user_id),
                 effect_record=None,
             )
-            response = self._rendered(
-                Response(user_coupon_data(coupon, now=clock.now()), status=201)
-            )
         except Exception as error:
-            if isinstance(error, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
-                error.auth_header = self.authentication.authenticate_header(request)  # type: ignore[union-attr]
-            response = self._refusal_kept(error) or self._rendered(
-                api_exception_handler(error, {"view": self.view, "request": request})
-            )
-        if response.status_code >= 400:
-            log_response("%s: %s", response.reason_phrase, request.path, response=response)
+            return error
+
+    def _refusal_key(
+        self, outcome: UserCoupon | Exception, request
+    ) -> tuple[type, str, bool] | None:
+        """Where a refusal that says only its class's message (sold out, limit reached...) is
+        kept: its answer is the same for every request of its language and scheme. None for
+        anything else (a coupon, a refusal with fields, Retry-After or its own text)."""
+        if not (
+            isinstance(outcome, DomainError)
+            and outcome.detail is type(outcome).default_detail
+            and outcome.fields is None
+            and not getattr(outcome, "retry_after", None)
+        ):
+            return None
+        return (type(outcome), translation.get_language(), request.is_secure())
+
+    def _response(self, request, outcome: UserCoupon | Exception) -> HttpResponseBase:
+        """The answer rendered as the view would, before the middleware's response steps."""
+        if not isinstance(outcome, Exception):
+            return self._rendered(Response(user_coupon_data(outcome, now=clock.now()), status=201))
+        if isinstance(outcome, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
+            outcome.auth_header = self.authentication.authenticate_header(request)  # type: ignore[union-attr]
+        response = self._rendered(
+            api_exception_handler(outcome, {"view": self.view, "request": request})
+        )
+        self._logged(request, response.status_code, lambda: response)
         return response
 
     def _rendered(self, response: Response) -> Response:
@@ -194,36 +237,39 @@ class ClaimRoute:
         response.render()
         return response
 
-    def _refusal_kept(self, error: Exception) -> HttpResponse | None:
-        """A refusal that says only its class's message (sold out, limit reached...): its
-        answer rendered once per class and language, then copied. None for anything else."""
-        if not (
-            isinstance(error, DomainError)
-            and error.detail is type(error).default_detail
-            and error.fields is None
-            and not getattr(error, "retry_after", None)
-        ):
-            return None
-        key = (type(error), translation.get_language())
-        kept = self.refusals.get(key)
-        if kept is None:
-            rendered = self._rendered(api_exception_handler(error, {"view": self.view}))
-            kept = self.refusals[key] = KeptAnswer(
-                rendered.status_code, rendered.content, list(rendered.items())
-            )
-        response = HttpResponse(kept.content, status=kept.status)
-        for name, value in kept.headers:
-            response[name] = value
-        return response
+    @staticmethod
+    def _logged(request, status: int, response: Callable[[], HttpResponse]) -> None:
+        """As Django's handler logs an answer of 400 or more (django.request: its level is in
+        the settings); the response is made only for a logger that takes the line."""
+        if status >= 400 and request_logger.isEnabledFor(logging.WARNING):
+            answer = response()
+            log_response("%s: %s", answer.reason_phrase, request.path, response=answer)
+
+    def _kept_started(
+        self, request, kept: KeptAnswer, *, request_id: str, started: float, respond
+    ) -> list[bytes]:
+        """A kept refusal handed to the server: counted, with this request's id; the request
+        ends here (Django's request_finished, as a response's close sends it)."""
+        answer_counted(request.method, kept.status, route=self.route, started=started)
+        respond(kept.status_line, [*kept.headers, (REQUEST_ID_HEADER, request_id)])
+        signals.request_finished.send(sender=self.__class__)
+        return [kept.content]
 
     def _started(self, request, response, start_response):
         """As Django's WSGIHandler hands an answer to the server."""
         response._handler_class = self.__class__
         response._resource_closers.append(request.close)
-        status = f"{response.status_code} {response.reason_phrase}"
         headers = [
             *response.items(),
             *(("Set-Cookie", cookie.output(header="")) for cookie in response.cookies.values()),
         ]
-        start_response(status, headers)
+        start_response(status_line(response), headers)
         return response
+
+
+def status_line(response: HttpResponseBase) -> str:
+    return f"{response.status_code} {response.reason_phrase}"
+
+
+def kept_response(kept: KeptAnswer) -> HttpResponse:
+    return HttpResponse(kept.content, status=kept.status)

@@ -73,7 +73,9 @@ def answer_of(handler, method: str, path: str, body: bytes = b"", **headers) -> 
         started["status"], started["headers"] = status, response_headers
 
     with connection_kept_across_requests():
-        content = b"".join(handler(environ, start_response))
+        parts = handler(environ, start_response)
+        content = b"".join(parts)
+        getattr(parts, "close", lambda: None)()  # as a server does: the request ends
     request_ids = [value for name, value in started["headers"] if name == "X-Request-ID"]
     assert len(request_ids) == 1 and REQUEST_ID.fullmatch(request_ids[0])
     others = sorted((name, value) for name, value in started["headers"] if name != "X-Request-ID")
@@ -298,10 +300,12 @@ def test_a_claim_answers_the_same_either_way_while_redis_is_down(app, own_redis,
     assert status.startswith("409") and b'"sold_out"' in body  # the database decided
 
 
-def test_each_refusal_the_route_renders_once_answers_the_same_the_first_time_and_after(app):
-    """The claim route keeps a refusal's answer per class and language (decision 1034): the
-    copy it answers with the second time is the answer the whole stack gives, in each
-    language."""
+def test_each_refusal_the_route_keeps_answers_the_same_the_first_time_and_after(settings):
+    """The claim route keeps a refusal's whole answer, the middleware's headers in it, per
+    class, language and scheme (decision 1035): the copy it answers with the second time is
+    the answer the whole stack gives, in each language, over http and https."""
+    settings.SECURE_HSTS_SECONDS = 3600  # so that an answer over https has a header of its own
+    app = RoutedApplication()
     now = clock.now()
     sold_out = CouponTemplateFactory(total=1)
     UserCouponFactory(template=sold_out)
@@ -313,20 +317,49 @@ def test_each_refusal_the_route_renders_once_answers_the_same_the_first_time_and
     UserCouponFactory(template=held, user=shopper)
 
     answered = []
-    for language in ("en", "zh-hans"):
-        asked = {"HTTP_ACCEPT_LANGUAGE": language, **bearer(shopper)}
-        for template in (sold_out, held, not_yet, paused, hidden):
-            whole = answer_of(app.whole_stack, "POST", claim_url(template), **asked)
-            first = answer_of(app.claim_route, "POST", claim_url(template), **asked)
-            again = answer_of(app.claim_route, "POST", claim_url(template), **asked)
-            assert first == again == whole
-            assert ("Content-Language", language) in whole[1]
-            answered.append((whole[0][:3], json.loads(whole[2])["code"]))
+    for scheme in ("http", "https"):
+        for language in ("en", "zh-hans"):
+            asked = {"HTTP_ACCEPT_LANGUAGE": language, "wsgi.url_scheme": scheme, **bearer(shopper)}
+            for template in (sold_out, held, not_yet, paused, hidden):
+                whole = answer_of(app.whole_stack, "POST", claim_url(template), **asked)
+                first = answer_of(app.claim_route, "POST", claim_url(template), **asked)
+                again = answer_of(app.claim_route, "POST", claim_url(template), **asked)
+                assert first == again == whole
+                assert ("Content-Language", language) in whole[1]
+                hsts = [value for name, value in whole[1] if name == "Strict-Transport-Security"]
+                assert hsts == (["max-age=3600"] if scheme == "https" else [])
+                answered.append((whole[0][:3], json.loads(whole[2])["code"]))
 
-    assert answered == 2 * [
+    assert answered == 4 * [
         ("409", "sold_out"),
         ("409", "limit_reached"),
         ("409", "not_in_window"),
         ("409", "paused"),
         ("404", "not_found"),
     ]
+
+
+def test_a_kept_refusal_is_counted_and_ends_its_request(lean_only, settings):
+    """The second sold-out answer is the kept one: counted for /metrics as the first, and
+    Django's request_finished sent once for each request."""
+    sold_out = CouponTemplateFactory(total=1)
+    UserCouponFactory(template=sold_out)
+    user = UserFactory()
+    route = "api/coupons/<id:template_id>/claim"
+    key = ("coupons_http_requests_total", (("method", "POST"), ("route", route), ("status", "409")))
+    finished = []
+
+    def count_finished(sender, **kwargs):
+        finished.append(sender)
+
+    before = scrape(settings)
+    request_finished.connect(count_finished)
+    try:
+        answers = [answer_of(lean_only, "POST", claim_url(sold_out), **bearer(user)) for _ in "ab"]
+    finally:
+        request_finished.disconnect(count_finished)
+    after = scrape(settings)
+
+    assert answers[0] == answers[1] and answers[0][0] == "409 Conflict"
+    assert len(finished) == 2
+    assert after[key] - before.get(key, 0) == 2
