@@ -142,7 +142,7 @@ class ClaimRoute:
         response = self.locale.process_response(request, response)
         response = self.security.process_response(request, response)
         answer_counted(request.method, response.status_code, route=self.route, started=started)
-        if keep_as:
+        if keep_as and not response.cookies:  # a cookie is the request's own
             self.refusals[keep_as] = KeptAnswer(
                 response.status_code,
                 status_line(response),
