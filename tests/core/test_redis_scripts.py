@@ -60,7 +60,7 @@ COUNTED_THEN_SLOW = ScriptCall(
     return 1
     """,
     ["counted"],
-    [400_000],
+    [1_000_000],  # ten times the clients' timeout: a test stalled for 0.9 s still times out
 )
 
 
