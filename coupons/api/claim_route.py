@@ -14,11 +14,9 @@ class, language and scheme, with that first answer as the server was handed it (
 tests/config/test_api_handler.py sends each request both ways and compares the answers byte
 for byte."""
 
-import functools
 import logging
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.core import signals
@@ -79,7 +77,7 @@ class KeptAnswer:
     but for its request id."""
 
     status: int
-    status_line: str
+    reason: str
     headers: list[tuple[str, str]]
     content: bytes
 
@@ -129,8 +127,8 @@ class ClaimRoute:
             kept = self.refusals.get(keep_as) if keep_as else None
             if kept is None:
                 response = self._response(request, outcome)
-            else:
-                self._logged(request, kept.status, functools.partial(kept_response, kept))
+            elif request_logger.isEnabledFor(logging.WARNING):  # as Django logs a 4xx
+                log_response("%s: %s", kept.reason, request.path, response=kept_response(kept))
         finally:
             request_id.reset(context_token)
         if kept is not None:
@@ -142,10 +140,12 @@ class ClaimRoute:
         response = self.locale.process_response(request, response)
         response = self.security.process_response(request, response)
         answer_counted(request.method, response.status_code, route=self.route, started=started)
-        if keep_as and not response.cookies:  # a cookie is the request's own
+        # A refusal is a 4xx; a 5xx (an unmapped error) is logged as an error each time, and a
+        # cookie is the request's own.
+        if keep_as and response.status_code < 500 and not response.cookies:
             self.refusals[keep_as] = KeptAnswer(
                 response.status_code,
-                status_line(response),
+                response.reason_phrase,
                 list(response.items()),
                 response.content,
             )
@@ -226,7 +226,8 @@ class ClaimRoute:
         response = self._rendered(
             api_exception_handler(outcome, {"view": self.view, "request": request})
         )
-        self._logged(request, response.status_code, lambda: response)
+        if response.status_code >= 400:  # as Django's handler logs it (django.request)
+            log_response("%s: %s", response.reason_phrase, request.path, response=response)
         return response
 
     def _rendered(self, response: Response) -> Response:
@@ -237,21 +238,13 @@ class ClaimRoute:
         response.render()
         return response
 
-    @staticmethod
-    def _logged(request, status: int, response: Callable[[], HttpResponse]) -> None:
-        """As Django's handler logs an answer of 400 or more (django.request: its level is in
-        the settings); the response is made only for a logger that takes the line."""
-        if status >= 400 and request_logger.isEnabledFor(logging.WARNING):
-            answer = response()
-            log_response("%s: %s", answer.reason_phrase, request.path, response=answer)
-
     def _kept_started(
         self, request, kept: KeptAnswer, *, request_id: str, started: float, respond
     ) -> list[bytes]:
         """A kept refusal handed to the server: counted, with this request's id; the request
         ends here (Django's request_finished, as a response's close sends it)."""
         answer_counted(request.method, kept.status, route=self.route, started=started)
-        respond(kept.status_line, [*kept.headers, (REQUEST_ID_HEADER, request_id)])
+        respond(f"{kept.status} {kept.reason}", [*kept.headers, (REQUEST_ID_HEADER, request_id)])
         signals.request_finished.send(sender=self.__class__)
         return [kept.content]
 
@@ -263,12 +256,8 @@ class ClaimRoute:
             *response.items(),
             *(("Set-Cookie", cookie.output(header="")) for cookie in response.cookies.values()),
         ]
-        start_response(status_line(response), headers)
+        start_response(f"{response.status_code} {response.reason_phrase}", headers)
         return response
-
-
-def status_line(response: HttpResponseBase) -> str:
-    return f"{response.status_code} {response.reason_phrase}"
 
 
 def kept_response(kept: KeptAnswer) -> HttpResponse:

@@ -6,6 +6,7 @@ view uses."""
 
 import io
 import json
+import logging
 import re
 import wsgiref.util
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ from rest_framework_simplejwt.tokens import AccessToken
 
 from config.handlers import RoutedApplication, serves_on_the_api_stack
 from core import clock
+from core.domain_errors import DomainError
 from coupons.api.claim_route import claim_path
 from coupons.models import CouponTemplate
 from ops.database_faults import breaker
@@ -337,6 +339,65 @@ def test_each_refusal_the_route_keeps_answers_the_same_the_first_time_and_after(
         ("409", "paused"),
         ("404", "not_found"),
     ]
+
+
+def test_a_kept_refusal_is_another_request_s_answer_with_its_own_id(settings):
+    """Two requests of one key that differ in all else (template, user, Host, a proxy's
+    request id): the second, answered from the kept copy, is what the whole stack answers it,
+    and carries its own request id."""
+    settings.TRUSTED_PROXIES = ["10.0.0.0/8"]
+    app = RoutedApplication()
+    first, second = CouponTemplateFactory(total=1), CouponTemplateFactory(total=1)
+    UserCouponFactory(template=first)
+    UserCouponFactory(template=second)
+    asked = [
+        (first, {"HTTP_HOST": "localhost", **bearer(UserFactory())}),
+        (
+            second,
+            {
+                "HTTP_HOST": "testserver",
+                "REMOTE_ADDR": "10.1.2.3",
+                "HTTP_X_REQUEST_ID": "f" * 32,
+                **bearer(UserFactory()),
+            },
+        ),
+    ]
+    for template, headers in asked:
+        whole = answer_of(app.whole_stack, "POST", claim_url(template), **headers)
+        assert answer_of(app.claim_route, "POST", claim_url(template), **headers) == whole
+    assert b'"sold_out"' in whole[2]
+
+    environ = {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": claim_url(second),
+        "wsgi.input": io.BytesIO(b""),
+        **asked[1][1],
+    }
+    wsgiref.util.setup_testing_defaults(environ)
+    given: dict = {}
+    with connection_kept_across_requests():
+        app.claim_route(environ, lambda status, headers: given.update(headers=headers))
+    assert ("X-Request-ID", "f" * 32) in given["headers"]
+
+
+def test_an_error_answered_500_is_never_kept_and_logged_each_time(app, monkeypatch, caplog):
+    """A domain error whose code has no status (a bug no claim raises today) answers 500:
+    each one goes through the handler and is logged as Django logs a 5xx, none is copied."""
+
+    def unmapped(**kwargs):
+        error = DomainError()  # no subclass: the error-code table's test reads every one
+        error.code = "a_code_no_table_maps"
+        raise error
+
+    monkeypatch.setattr("coupons.api.claim_route.issuing.coupon_claim", unmapped)
+    user = UserFactory()
+    with caplog.at_level(logging.ERROR, logger="django.request"):
+        answers = [answer_of(app.claim_route, "POST", "/api/coupons/1/claim", **bearer(user))]
+        answers.append(answer_of(app.claim_route, "POST", "/api/coupons/1/claim", **bearer(user)))
+
+    assert [answer[0][:3] for answer in answers] == ["500", "500"]
+    logged = [record for record in caplog.records if record.name == "django.request"]
+    assert [record.levelname for record in logged] == ["ERROR", "ERROR"]
 
 
 def test_a_kept_refusal_is_counted_and_ends_its_request(lean_only, settings):

@@ -98,5 +98,10 @@ def test_a_script_that_may_have_run_is_never_sent_again(tmp_path, made_as):
         # Answered once the script has ended, and any call re-sent before it.
         reader = redis.Redis.from_url(server.url, socket_timeout=5)
         assert reader.get("counted") == b"1"
+        # No retry at all: one after a network timeout, on a fresh connection, would send it
+        # again while Redis is not busy (this script's hold fails such a retry's handshake).
+        connection = client.connection_pool.get_connection()
+        assert connection.retry.get_retries() == 0
+        client.connection_pool.release(connection)
     finally:
         server.stop()
