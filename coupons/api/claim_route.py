@@ -81,6 +81,10 @@ class KeptAnswer:
     headers: list[tuple[str, str]]
     content: bytes
 
+    def response(self) -> HttpResponse:
+        """As a response, for the log line."""
+        return HttpResponse(self.content, status=self.status)
+
 
 class ClaimRoute:
     """A WSGI application for the claim; `fallback` (the API stack) answers what it leaves."""
@@ -128,7 +132,7 @@ class ClaimRoute:
             if kept is None:
                 response = self._response(request, outcome)
             elif request_logger.isEnabledFor(logging.WARNING):  # as Django logs a 4xx
-                log_response("%s: %s", kept.reason, request.path, response=kept_response(kept))
+                log_response("%s: %s", kept.reason, request.path, response=kept.response())
         finally:
             request_id.reset(context_token)
         if kept is not None:
@@ -258,7 +262,3 @@ class ClaimRoute:
         ]
         start_response(f"{response.status_code} {response.reason_phrase}", headers)
         return response
-
-
-def kept_response(kept: KeptAnswer) -> HttpResponse:
-    return HttpResponse(kept.content, status=kept.status)

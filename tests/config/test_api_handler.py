@@ -56,8 +56,8 @@ def connection_kept_across_requests():
         request_finished.connect(close_old_connections)
 
 
-def answer_of(handler, method: str, path: str, body: bytes = b"", **headers) -> tuple:
-    """Call a WSGI handler as a server does: (status line, headers but the request id, body)."""
+def served(handler, method: str, path: str, body: bytes = b"", **headers) -> tuple:
+    """Call a WSGI handler as a server does: (status line, headers, body)."""
     environ: dict = {
         "REQUEST_METHOD": method,
         "PATH_INFO": path.split("?")[0],
@@ -78,10 +78,16 @@ def answer_of(handler, method: str, path: str, body: bytes = b"", **headers) -> 
         parts = handler(environ, start_response)
         content = b"".join(parts)
         getattr(parts, "close", lambda: None)()  # as a server does: the request ends
-    request_ids = [value for name, value in started["headers"] if name == "X-Request-ID"]
+    return started["status"], started["headers"], content
+
+
+def answer_of(handler, method: str, path: str, body: bytes = b"", **headers) -> tuple:
+    """`served`, the headers sorted and without the request id (new for each answer)."""
+    status, response_headers, content = served(handler, method, path, body, **headers)
+    request_ids = [value for name, value in response_headers if name == "X-Request-ID"]
     assert len(request_ids) == 1 and REQUEST_ID.fullmatch(request_ids[0])
-    others = sorted((name, value) for name, value in started["headers"] if name != "X-Request-ID")
-    return started["status"], others, content
+    others = sorted((name, value) for name, value in response_headers if name != "X-Request-ID")
+    return status, others, content
 
 
 @pytest.fixture
@@ -367,17 +373,8 @@ def test_a_kept_refusal_is_another_request_s_answer_with_its_own_id(settings):
         assert answer_of(app.claim_route, "POST", claim_url(template), **headers) == whole
     assert b'"sold_out"' in whole[2]
 
-    environ = {
-        "REQUEST_METHOD": "POST",
-        "PATH_INFO": claim_url(second),
-        "wsgi.input": io.BytesIO(b""),
-        **asked[1][1],
-    }
-    wsgiref.util.setup_testing_defaults(environ)
-    given: dict = {}
-    with connection_kept_across_requests():
-        app.claim_route(environ, lambda status, headers: given.update(headers=headers))
-    assert ("X-Request-ID", "f" * 32) in given["headers"]
+    _, headers, _ = served(app.claim_route, "POST", claim_url(second), **asked[1][1])
+    assert ("X-Request-ID", "f" * 32) in headers
 
 
 def test_an_error_answered_500_is_never_kept_and_logged_each_time(app, monkeypatch, caplog):
